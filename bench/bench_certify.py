@@ -1,0 +1,72 @@
+"""Certificates per second end to end: CertifyBatch over gRPC into the SQLite ledger.
+
+Each request carries a distinct (task, label) with a witness from the enumerator (enumeration
+is done before timing). The server verifies each witness, recomputes its label, runs the gate,
+signs an in-toto statement in a DSSE envelope, appends it to the ledger with group commit
+(synchronous=FULL), signs checkpoints and returns every certificate with its inclusion proof.
+
+Run: ``.venv/bin/python bench/bench_certify.py`` → ``bench/results/certify.json``.
+"""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from _common import start_certd, write
+from forkgate import CertdClient, CertificationRefusedError
+from forkgate.puzzles import countdown_puzzles
+
+from certd.domains import countdown as cd
+
+BATCH = 1000
+TARGET = 2000.0
+
+
+def requests(n: int) -> list[tuple[dict[str, object], str, str]]:
+    out: list[tuple[dict[str, object], str, str]] = []
+    for p in countdown_puzzles(n, seed=21):
+        found = cd.enumerate_families(
+            cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
+        )
+        for fam in found.families:
+            lw = found.labels[fam[0]]
+            out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
+    return out
+
+
+def main() -> None:
+    reqs = requests(2500)
+    rounds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, address, _ = start_certd(Path(tmp) / "d")
+        try:
+            with CertdClient(address) as client:
+                for start in range(0, len(reqs) - BATCH + 1, BATCH):
+                    chunk = reqs[start : start + BATCH]
+                    t0 = time.perf_counter()
+                    results = client.certify_batch(chunk)
+                    rounds.append(time.perf_counter() - t0)
+                    refused = [r for r in results if isinstance(r, CertificationRefusedError)]
+                    assert not refused, refused[:3]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+    rates = sorted(BATCH / s for s in rounds)
+    med = rates[len(rates) // 2]
+    write(
+        "certify",
+        {
+            "certificates": BATCH * len(rounds),
+            "batch": BATCH,
+            "per_batch_rates": [round(r, 1) for r in rates],
+            "median_certificates_per_second": round(med, 1),
+            "target": {"at_least_per_second": TARGET, "met": med >= TARGET},
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The certification authority: domain dispatch, the gate, certificates and receipts."""

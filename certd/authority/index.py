@@ -1,0 +1,159 @@
+"""An in-memory index of the feasibility certificates in the ledger.
+
+Example:
+    >>> idx = CertificateIndex(None)
+    >>> idx.add(IndexedCertificate(index=0, task_digest="ab" * 32, kappa="k", label="25,-",
+    ...     label_fields={}, canonical_digest="cd", witness="(25-5)*4+3", envelope=b"{}"))
+    >>> idx.get("ab" * 32, "k", "25,-").index, idx.label_for_canonical("ab" * 32, "k", "cd")
+    (0, '25,-')
+
+The ledger is the source of truth; the index is rebuilt from it at start-up (one pass over the
+entries) and updated as certificates become durable.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from certd.statements import PREDICATE_FEASIBILITY, sha256_hex
+
+if TYPE_CHECKING:
+    from certd.ledger.log import Ledger
+
+__all__ = ["CertificateIndex", "IndexedCertificate"]
+
+_SCAN_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedCertificate:
+    """A feasibility certificate and its place in the ledger (index -1 while pending)."""
+
+    index: int
+    task_digest: str
+    kappa: str
+    label: str
+    label_fields: dict[str, str]
+    canonical_digest: str
+    witness: str
+    envelope: bytes = field(repr=False)
+
+    @property
+    def certificate_id(self) -> str:
+        """Hex SHA-256 of the envelope bytes."""
+        return sha256_hex(self.envelope)
+
+    def with_index(self, index: int) -> IndexedCertificate:
+        """This certificate placed at ``index``."""
+        return replace(self, index=index)
+
+
+@dataclass(slots=True)
+class _Slot:
+    index: int
+    label_fields: dict[str, str]
+    canonical_digest: str
+
+
+class CertificateIndex:
+    """task digest → κ → label → ledger index, plus certificate ids and canonical forms."""
+
+    def __init__(self, ledger: Ledger | None) -> None:
+        self._ledger = ledger
+        self._lock = threading.Lock()
+        self._by_task: dict[str, dict[str, dict[str, _Slot]]] = {}
+        self._by_id: dict[bytes, int] = {}
+        if ledger is not None:
+            self._load(ledger)
+
+    @staticmethod
+    def key(task_digest: str, kappa: str, label: str) -> str:
+        """The ledger lookup key of a feasibility certificate."""
+        return f"feasibility/{task_digest}/{kappa}/{label}"
+
+    def _load(self, ledger: Ledger) -> None:
+        size = ledger.size()
+        for start in range(0, size, _SCAN_CHUNK):
+            for offset, entry in enumerate(ledger.entries(start, min(size, start + _SCAN_CHUNK))):
+                cert = parse_feasibility_entry(start + offset, entry)
+                if cert is not None:
+                    self.add(cert)
+
+    def add(self, cert: IndexedCertificate) -> None:
+        """Record a durable certificate."""
+        with self._lock:
+            labels = self._by_task.setdefault(cert.task_digest, {}).setdefault(cert.kappa, {})
+            labels[cert.label] = _Slot(cert.index, cert.label_fields, cert.canonical_digest)
+            self._by_id[bytes.fromhex(cert.certificate_id)] = cert.index
+
+    def _slot(self, task_digest: str, kappa: str, label: str) -> _Slot | None:
+        with self._lock:
+            return self._by_task.get(task_digest, {}).get(kappa, {}).get(label)
+
+    def get(self, task_digest: str, kappa: str, label: str) -> IndexedCertificate | None:
+        """The certificate for (task, κ, label), or None."""
+        slot = self._slot(task_digest, kappa, label)
+        return None if slot is None else self.load(slot.index)
+
+    def label_for_canonical(
+        self, task_digest: str, kappa: str, canonical_digest: str
+    ) -> str | None:
+        """The label already certified with this canonical solution, or None."""
+        with self._lock:
+            labels = self._by_task.get(task_digest, {}).get(kappa, {})
+            for label, slot in labels.items():
+                if slot.canonical_digest == canonical_digest:
+                    return label
+        return None
+
+    def labels(self, task_digest: str, kappa: str) -> list[int]:
+        """Ledger indexes of every certificate of (task, κ), in label order."""
+        with self._lock:
+            labels = self._by_task.get(task_digest, {}).get(kappa, {})
+            return [labels[k].index for k in sorted(labels)]
+
+    def index_of(self, certificate_id: str) -> int | None:
+        """The ledger index of a certificate id (hex SHA-256 of its envelope), or None."""
+        try:
+            raw = bytes.fromhex(certificate_id)
+        except ValueError:
+            return None
+        with self._lock:
+            return self._by_id.get(raw)
+
+    def load(self, index: int) -> IndexedCertificate | None:
+        """Read and parse the certificate at a ledger index (None if it is not one)."""
+        if self._ledger is None:
+            return None
+        entries = self._ledger.entries(index, index + 1)
+        return parse_feasibility_entry(index, entries[0]) if entries else None
+
+
+def parse_feasibility_entry(index: int, entry: bytes) -> IndexedCertificate | None:
+    """Parse a ledger entry as a feasibility certificate without checking its signature.
+
+    The ledger is certd's own; ``certd audit`` checks every signature. Entries of other kinds
+    (receipts) and unparseable entries give None.
+    """
+    try:
+        env = json.loads(entry)
+        st = json.loads(base64.b64decode(env["payload"]))
+        if st.get("predicateType") != PREDICATE_FEASIBILITY:
+            return None
+        p = st["predicate"]
+        return IndexedCertificate(
+            index=index,
+            task_digest=str(p["task_digest"]),
+            kappa=str(p["kappa"]),
+            label=str(p["label"]),
+            label_fields={str(k): str(v) for k, v in dict(p["label_fields"]).items()},
+            canonical_digest=str(p["canonical_digest"]),
+            witness=str(p["witness"]),
+            envelope=entry,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None

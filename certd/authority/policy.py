@@ -1,0 +1,247 @@
+"""The certification policy: verify the witness, recompute its label, pass the gate, sign, log.
+
+Example (see tests/integration for a running server)::
+
+    authority = Authority(checkers, ledger, signer, clock=time.time)
+    outcome = authority.certify(task, "countdown.first-op.v1", "25,-", "(25-5)*4+3")
+    outcome.index, outcome.existing
+
+A Certify for a (task, κ, label) certified before returns that certificate. A witness that is the
+same solution (same canonical form) as one certified under another label of the same task is
+refused as a pseudo-fork. Nothing is returned before its ledger entry is durable.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from certd.authority.checker import Checkers, DomainTask
+from certd.authority.index import CertificateIndex, IndexedCertificate
+from certd.domains.verdict import Status, Verdict
+from certd.errors import CertdError, CertificationRefusedError
+from certd.ledger.log import Ledger
+from certd.signing.dsse import sign_envelope
+from certd.signing.keys import SigningKey
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
+from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
+from certd.v1 import tasks_pb2
+
+__all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedTask:
+    """A task converted from the wire once: its message, digest and domain value."""
+
+    pb: tasks_pb2.Task
+    digest: str
+    value: DomainTask
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a Certify was refused."""
+
+    reason: str
+    detail: str
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CertifyOutcome:
+    """A durable certificate, or a refusal."""
+
+    certificate: IndexedCertificate | None = None
+    existing: bool = False
+    refusal: Refusal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A certificate decided and submitted, waiting for its group commit."""
+
+    cert: IndexedCertificate
+    future: Future[int]
+    existing: bool = False
+
+
+def _refusal(reason: str, detail: str, verdict: Verdict | None = None) -> CertifyOutcome:
+    return CertifyOutcome(refusal=Refusal(reason, detail, verdict))
+
+
+class Authority:
+    """Issues feasibility certificates.
+
+    Thread-safe: decisions for one task are serialised by a striped lock; the ledger write
+    happens outside the lock, and a concurrent request for the same (task, label) waits on the
+    same pending write instead of issuing a second certificate.
+    """
+
+    _STRIPES = 64
+
+    def __init__(
+        self,
+        checkers: Checkers,
+        ledger: Ledger,
+        signer: SigningKey,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._checkers = checkers
+        self._ledger = ledger
+        self._signer = signer
+        self._clock = clock
+        self._index = CertificateIndex(ledger)
+        self._locks = [threading.Lock() for _ in range(self._STRIPES)]
+        self._pending: dict[tuple[str, str, str], _Pending] = {}
+
+    @property
+    def index(self) -> CertificateIndex:
+        """The certificate index (task → κ → label)."""
+        return self._index
+
+    def _lock(self, task_digest: str) -> threading.Lock:
+        return self._locks[int(task_digest[:8], 16) % self._STRIPES]
+
+    def submit(
+        self, task: CheckedTask, kappa: str, label: str, witness: str
+    ) -> _Pending | CertifyOutcome:
+        """Decide a Certify and submit its ledger entry; see ``certify``.
+
+        Returns:
+            A pending write to wait on, or an outcome decided without writing.
+        """
+        checker = self._checkers.for_task(task.value)
+        if kappa != checker.kappa:
+            return _refusal("KAPPA_UNKNOWN", f"κ: expected {checker.kappa}, got {kappa!r}")
+        verdict = checker.verify(task.value, witness)
+        if verdict.status is not Status.CORRECT:
+            return _refusal(
+                "WITNESS_NOT_CORRECT",
+                f"witness verdict: expected CORRECT, got {verdict.status.name}: {verdict.detail}",
+                verdict,
+            )
+        got = verdict.family.label if verdict.family is not None else ""
+        if got != label:
+            return _refusal(
+                "LABEL_MISMATCH", f"label: claimed {label!r}, witness carries {got!r}", verdict
+            )
+        key = (task.digest, kappa, label)
+        cert = self._draft(task, kappa, label, witness, verdict)
+        with self._lock(task.digest):
+            pending = self._pending.get(key)
+            if pending is not None:
+                return _Pending(pending.cert, pending.future, existing=True)
+            existing = self._index.get(*key)
+            if existing is not None:
+                return CertifyOutcome(certificate=existing, existing=True)
+            clash = self._index.label_for_canonical(task.digest, kappa, cert.canonical_digest)
+            clash = clash or self._pending_label_for(task.digest, kappa, cert.canonical_digest)
+            if clash is not None:
+                return _refusal(
+                    "PSEUDO_FORK",
+                    f"the witness is the same solution as the one certified for label {clash!r} "
+                    "(commuted or re-associated); not a new family",
+                    verdict,
+                )
+            pending = _Pending(cert, Future())
+            self._pending[key] = pending
+        # The ledger write happens outside the lock: a full group-commit queue may block here.
+        try:
+            written = self._ledger.submit(CertificateIndex.key(*key), cert.envelope)
+        except CertdError as e:
+            pending.future.set_exception(e)
+            self._settle(key, pending)
+            raise
+        written.add_done_callback(lambda f: self._settle(key, pending, f))
+        return pending
+
+    def _draft(
+        self, task: CheckedTask, kappa: str, label: str, witness: str, verdict: Verdict
+    ) -> IndexedCertificate:
+        """Build and sign the certificate for a verified witness."""
+        fields = verdict.family.fields if verdict.family is not None else {}
+        predicate = feasibility_predicate(
+            task=task.pb,
+            kappa=kappa,
+            label=label,
+            label_fields=fields,
+            witness=witness,
+            canonical=verdict.canonical,
+            verifier=verdict.verifier,
+            issued_at=int(self._clock()),
+        )
+        statement = make_statement(
+            [("task", task.digest), ("witness", str(predicate["witness_digest"]))],
+            PREDICATE_FEASIBILITY,
+            predicate,
+        )
+        return IndexedCertificate(
+            index=-1,
+            task_digest=task.digest,
+            kappa=kappa,
+            label=label,
+            label_fields=dict(fields),
+            canonical_digest=str(predicate["canonical_digest"]),
+            witness=witness,
+            envelope=sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json(),
+        )
+
+    def _pending_label_for(self, task_digest: str, kappa: str, canonical_digest: str) -> str | None:
+        for (t, k, label), p in self._pending.items():
+            if t == task_digest and k == kappa and p.cert.canonical_digest == canonical_digest:
+                return label
+        return None
+
+    def _settle(
+        self, key: tuple[str, str, str], pending: _Pending, written: Future[int] | None = None
+    ) -> None:
+        """Move a pending certificate into the index once its write settled (or failed)."""
+        if written is not None:
+            error = written.exception()
+            if error is None:
+                with self._lock(key[0]):
+                    self._index.add(pending.cert.with_index(written.result()))
+                    self._pending.pop(key, None)
+                pending.future.set_result(written.result())
+                return
+            pending.future.set_exception(error)
+        with self._lock(key[0]):
+            self._pending.pop(key, None)
+
+    @staticmethod
+    def wait(outcome: _Pending | CertifyOutcome, timeout_s: float | None = None) -> CertifyOutcome:
+        """Wait until a submitted certificate is durable.
+
+        Raises:
+            LedgerError: the ledger write failed (nothing was certified).
+        """
+        if isinstance(outcome, CertifyOutcome):
+            return outcome
+        index = outcome.future.result(timeout=timeout_s)
+        return CertifyOutcome(certificate=outcome.cert.with_index(index), existing=outcome.existing)
+
+    def certify(self, task: CheckedTask, kappa: str, label: str, witness: str) -> CertifyOutcome:
+        """Certify that ``label`` is a feasible family of ``task`` with ``witness``.
+
+        Raises:
+            LedgerError: the ledger write failed.
+
+        Returns:
+            The certificate (``existing`` when certified before) or a refusal.
+        """
+        return self.wait(self.submit(task, kappa, label, witness))
+
+
+def refuse(outcome: CertifyOutcome) -> None:
+    """Raise the refusal of an outcome as a typed error (for unary Certify).
+
+    Raises:
+        CertificationRefusedError: the outcome is a refusal.
+    """
+    if outcome.refusal is not None:
+        raise CertificationRefusedError(outcome.refusal.detail, reason=outcome.refusal.reason)

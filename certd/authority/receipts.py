@@ -1,0 +1,99 @@
+"""Verdict receipts: one signature over the Merkle root of a batch's verdict digests.
+
+Example:
+    >>> root, paths = batch_tree([b"a" * 32, b"b" * 32, b"c" * 32])
+    >>> len(root), [len(p) for p in paths]
+    (32, [2, 2, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from certd.ledger import merkle
+from certd.ledger.log import Ledger
+from certd.signing.dsse import sign_envelope
+from certd.signing.keys import SigningKey
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
+from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
+
+__all__ = ["IssuedReceipt", "ReceiptIssuer", "batch_tree"]
+
+
+def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
+    """The RFC 6962 root over ``leaf_hash(digest)`` of each verdict, and every leaf's path.
+
+    Args:
+        digests: the verdict digests, in batch order (at least one).
+
+    Raises:
+        ValueError: ``digests`` is empty.
+
+    Returns:
+        (root, paths) where ``paths[i]`` is the inclusion path of digest ``i``.
+    """
+    if not digests:
+        raise ValueError("a receipt covers at least one verdict")
+    levels: list[list[bytes]] = [[merkle.leaf_hash(d) for d in digests]]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        levels.append(
+            [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+        )
+
+    def node(level: int, index: int) -> bytes:
+        return levels[level][index]
+
+    size = len(digests)
+    root = merkle.root_from_leaf_hashes(levels[0])
+    paths = [merkle.inclusion_proof(i, size, node) for i in range(size)]
+    return root, paths
+
+
+class ReceiptIssuer:
+    """Signs verdict receipts and writes them to the ledger.
+
+    Args:
+        ledger: where receipts are logged.
+        signer: the log's signing key.
+        clock: seconds since the epoch.
+    """
+
+    def __init__(self, ledger: Ledger, signer: SigningKey, clock: Callable[[], float]) -> None:
+        self._ledger = ledger
+        self._signer = signer
+        self._clock = clock
+
+    def issue(self, digests: Sequence[bytes], verifiers: Sequence[str]) -> IssuedReceipt:
+        """Sign one receipt over a batch of verdict digests and log it.
+
+        Raises:
+            LedgerError: the ledger write failed.
+
+        Returns:
+            The receipt: root, paths, envelope, and its durable ledger index.
+        """
+        root, paths = batch_tree(digests)
+        predicate = receipt_predicate(
+            batch_root=root,
+            batch_size=len(digests),
+            verifiers=verifiers,
+            issued_at=int(self._clock()),
+        )
+        statement = make_statement(
+            [("verdict-batch", root.hex())], PREDICATE_VERDICT_RECEIPT, predicate
+        )
+        envelope = sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
+        index = self._ledger.submit(None, envelope).result()
+        return IssuedReceipt(root=root, paths=paths, envelope=envelope, index=index)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedReceipt:
+    """A durable receipt."""
+
+    root: bytes
+    paths: list[list[bytes]]
+    envelope: bytes
+    index: int

@@ -1,0 +1,278 @@
+"""The ``certd`` command line: serve, keygen, families, audit.
+
+Example::
+
+    certd serve                                  # ./certd-data, 127.0.0.1:50051
+    certd families countdown --numbers 25,5,4,3 --target 83 --json
+    certd audit --data-dir certd-data --json
+
+Every command takes ``--json``. The library raises typed errors; this module renders them and
+exits non-zero (2 for usage and input errors, 1 for faults such as a failed audit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from certd.config import load_config
+from certd.errors import CertdError, InvalidInputError, StoreError
+from certd.ledger.audit import AuditReport, audit_remote, audit_store
+from certd.signing.keys import VerifierKey
+
+__all__ = ["main"]
+
+
+def _emit(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
+    print(json.dumps(obj, sort_keys=True) if args.json else text, flush=True)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from certd.service.server import CertdServer
+
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    cfg = load_config(args.config, data_dir=args.data_dir, listen=args.listen)
+    server = CertdServer(cfg)
+    port = server.start()
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    host = cfg.listen.rsplit(":", 1)[0]
+    _emit(
+        args,
+        {
+            "event": "serving",
+            "address": f"{host}:{port}",
+            "data_dir": str(cfg.data_dir),
+            "vkey": server.key.verifier().to_vkey(),
+            "pid": os.getpid(),
+        },
+        f"certd serving on {host}:{port} (data dir {cfg.data_dir}); "
+        f"log key {server.key.verifier().to_vkey()}",
+    )
+    done.wait()
+    server.stop()
+    _emit(args, {"event": "stopped"}, "certd stopped")
+    return 0
+
+
+def _cmd_keygen(args: argparse.Namespace) -> int:
+    from certd.signing.keys import SigningKey, save_signing_key
+
+    key = SigningKey.generate(args.name)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise InvalidInputError(f"{out} exists; pass --force to overwrite", field="out")
+    save_signing_key(out, key)
+    vkey = key.verifier().to_vkey()
+    out.with_suffix(".pub").write_text(vkey + "\n")
+    _emit(
+        args,
+        {"name": key.name, "key_id": key.key_id_hex, "vkey": vkey, "path": str(out)},
+        f"wrote {out} (private, mode 0600) and {out.with_suffix('.pub')}\n{vkey}",
+    )
+    return 0
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError as e:
+        raise InvalidInputError(
+            f"--numbers: expected comma-separated integers, got {text!r}", field="numbers"
+        ) from e
+
+
+def _cmd_families(args: argparse.Namespace) -> int:
+    from certd.domains import countdown as cd
+
+    task = cd.CountdownTask(
+        numbers=_numbers(args.numbers),
+        target=args.target,
+        rules=cd.CountdownRules(exactly_once=not args.at_most_once),
+    )
+    found = cd.enumerate_families(task)
+    labels = [
+        {"operand": lw.operand, "operator": lw.operator, "witness": lw.witness}
+        for lw in found.labels
+    ]
+    families = [list(f) for f in found.families]
+    lines = [
+        f"{len(labels)} feasible labels, {len(families)} families"
+        f"{'' if found.complete else ' (family computation capped)'}"
+    ]
+    for n, fam in enumerate(families):
+        members = ", ".join(
+            f"({labels[i]['operand']}, {labels[i]['operator']}) {labels[i]['witness']}" for i in fam
+        )
+        lines.append(f"  family {n}: {members}")
+    _emit(
+        args, {"labels": labels, "families": families, "complete": found.complete}, "\n".join(lines)
+    )
+    return 0
+
+
+def _default_state(where: str) -> Path:
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    tag = hashlib.sha256(where.encode()).hexdigest()[:16]
+    return base / "forkgate" / f"audit-{tag}.json"
+
+
+def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
+    sources = list(args.trust)
+    if not sources and args.data_dir is not None:
+        sources = [str(args.data_dir / "signing.pub")]
+    if not sources:
+        raise InvalidInputError(
+            "--trust: an auditor of a server must name the log key", field="trust"
+        )
+    keys = []
+    for src in sources:
+        text = Path(src).read_text().strip() if Path(src).is_file() else src.strip()
+        keys.append(VerifierKey.from_vkey(text))
+    return keys
+
+
+def _remote_audit(address: str, keys: list[VerifierKey], state: Path) -> AuditReport:
+    import grpc
+
+    from certd.v1 import ledger_pb2, ledger_pb2_grpc
+
+    channel = grpc.insecure_channel(
+        address, options=[("grpc.max_receive_message_length", 64 << 20)]
+    )
+    stub = ledger_pb2_grpc.LedgerStub(channel)
+
+    def rpc(fn: Callable[..., Any], req: Any) -> Any:
+        try:
+            return fn(req, timeout=60)
+        except grpc.RpcError as e:  # the boundary: transport errors become certd errors
+            raise StoreError(f"{address}: {e.code().name}: {e.details()}") from e
+
+    def get_checkpoint() -> str:
+        return str(rpc(stub.GetCheckpoint, ledger_pb2.GetCheckpointRequest()).note)
+
+    def get_entries(start: int, end: int) -> list[bytes]:
+        return list(
+            rpc(stub.GetEntries, ledger_pb2.GetEntriesRequest(start=start, end=end)).entries
+        )
+
+    def get_consistency(first: int, second: int) -> list[bytes]:
+        req = ledger_pb2.GetConsistencyProofRequest(first_size=first, second_size=second)
+        return list(rpc(stub.GetConsistencyProof, req).hashes)
+
+    try:
+        return audit_remote(get_checkpoint, get_entries, get_consistency, keys, state)
+    finally:
+        channel.close()
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    keys = _trusted(args)
+    if args.server:
+        state = args.state or _default_state(f"server:{args.server}")
+        report = _remote_audit(args.server, keys, state)
+    else:
+        from certd.ledger.sqlite import SQLiteStore
+
+        path = args.data_dir / "ledger.sqlite"
+        if not path.is_file():
+            raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
+        state = args.state or _default_state(f"dir:{args.data_dir.resolve()}")
+        store = SQLiteStore(path)
+        try:
+            report = audit_store(store, keys, state)
+        finally:
+            store.close()
+    obj = {
+        "ok": report.ok,
+        "origin": report.origin,
+        "size": report.checkpoint_size,
+        "root": report.root_hash.hex() if report.root_hash else None,
+        "entries_checked": report.entries_checked,
+        "faults": [{"kind": f.kind, "index": f.index, "message": f.message} for f in report.faults],
+        "faults_omitted": report.faults_omitted,
+        "state": str(state),
+        "state_updated": report.state_updated,
+        "seconds": round(report.duration_s, 3),
+    }
+    _emit(args, obj, report.summary() + f"\n  auditor state: {state}")
+    return 0 if report.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``certd``."""
+    p = argparse.ArgumentParser(prog="certd", description="ForkGate verifier certificate authority")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="serve Verifier, Authority and Ledger over gRPC")
+    s.add_argument("--data-dir", type=Path, default=None, help="default ./certd-data")
+    s.add_argument("--listen", default=None, help="default 127.0.0.1:50051 (loopback only)")
+    s.add_argument("--config", type=Path, default=None, help="JSON config file")
+    s.set_defaults(fn=_cmd_serve)
+
+    k = sub.add_parser("keygen", help="create an Ed25519 log key (C2SP signed-note format)")
+    k.add_argument("--name", default="forkgate.local/certd")
+    k.add_argument("--out", default="certd-data/signing.key")
+    k.add_argument("--force", action="store_true")
+    k.set_defaults(fn=_cmd_keygen)
+
+    f = sub.add_parser("families", help="enumerate feasible entry families of a task")
+    fsub = f.add_subparsers(dest="domain", required=True)
+    fc = fsub.add_parser("countdown")
+    fc.add_argument("--numbers", required=True, help="e.g. 25,5,4,3")
+    fc.add_argument("--target", type=int, required=True)
+    fc.add_argument("--at-most-once", action="store_true", help="numbers may go unused")
+    fc.add_argument("--json", action="store_true")
+    fc.set_defaults(fn=_cmd_families)
+
+    a = sub.add_parser("audit", help="audit a ledger: roots, signatures, consistency")
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data-dir", type=Path)
+    where.add_argument("--server")
+    a.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        help="trusted log key (vkey or file); default DATA_DIR/signing.pub",
+    )
+    a.add_argument(
+        "--state", type=Path, default=None, help="the auditor's trusted-checkpoint state file"
+    )
+    a.set_defaults(fn=_cmd_audit)
+
+    for cmd in (s, k, a):
+        cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except CertdError as e:
+        _emit(args, {"error": type(e).__name__, "message": str(e)}, f"certd: error: {e}")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

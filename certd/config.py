@@ -1,0 +1,122 @@
+"""certd's configuration: one typed tree, loaded once, passed down.
+
+Example:
+    >>> cfg = CertdConfig()
+    >>> cfg.listen, cfg.data_dir.name
+    ('127.0.0.1:50051', 'certd-data')
+    >>> cfg = CertdConfig.model_validate({"ledger": {"group_commit_max_entries": 64}})
+    >>> cfg.ledger.group_commit_max_entries
+    64
+
+Every limit has its unit in its name. ``certd serve --config FILE.json`` loads a JSON file of
+the same shape; command-line flags override it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from certd.errors import ConfigError
+
+__all__ = [
+    "CertdConfig",
+    "CountdownConfig",
+    "LedgerConfig",
+    "ServiceLimits",
+    "load_config",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CountdownConfig(_Strict):
+    """Countdown verification limits and reward shaping."""
+
+    max_response_chars: int = Field(65_536, ge=1)
+    max_expression_chars: int = Field(1_024, ge=1)
+    max_depth: int = Field(64, ge=1, description="parenthesis nesting")
+    max_literal_digits: int = Field(9, ge=1)
+    max_numbers: int = Field(8, ge=1, le=8)
+    max_tokens: int = Field(512, ge=1)
+    max_enumerate_numbers: int = Field(6, ge=1, le=7)
+    max_enumerate_solutions: int = Field(200_000, ge=1)
+    reward_correct: float = 1.0
+    reward_wrong_answer: float = 0.1
+    reward_invalid: float = 0.0
+
+
+class LedgerConfig(_Strict):
+    """Ledger store and group commit."""
+
+    origin: str = Field("forkgate.local/certd", min_length=1)
+    sqlite_synchronous: str = Field("FULL", pattern="^(FULL|NORMAL|EXTRA)$")
+    group_commit_max_entries: int = Field(1_024, ge=1)
+    group_commit_max_delay_ms: float = Field(2.0, ge=0.0)
+    max_entry_bytes: int = Field(1 << 20, ge=1024)
+
+
+class ServiceLimits(_Strict):
+    """Limits the gRPC layer enforces before any work starts."""
+
+    max_message_bytes: int = Field(64 << 20, ge=1024)
+    max_batch_items: int = Field(10_000, ge=1)
+    max_certify_batch_items: int = Field(5_000, ge=1)
+    max_entries_per_request: int = Field(1_000, ge=1)
+    stream_receipt_every: int = Field(256, ge=1, description="verdicts per VerifyStream receipt")
+    max_workers: int = Field(16, ge=1)
+    shutdown_grace_s: float = Field(10.0, ge=0.0)
+
+
+class CertdConfig(_Strict):
+    """The whole configuration tree."""
+
+    data_dir: Path = Path("certd-data")
+    listen: str = "127.0.0.1:50051"
+    key_name: str = Field("forkgate.local/certd", min_length=1)
+    countdown: CountdownConfig = CountdownConfig()
+    ledger: LedgerConfig = LedgerConfig()
+    limits: ServiceLimits = ServiceLimits()
+
+    @property
+    def key_path(self) -> Path:
+        """The signing key file inside the data dir."""
+        return self.data_dir / "signing.key"
+
+    @property
+    def ledger_path(self) -> Path:
+        """The SQLite ledger file inside the data dir."""
+        return self.data_dir / "ledger.sqlite"
+
+
+def load_config(path: Path | None = None, **overrides: object) -> CertdConfig:
+    """Load the config from an optional JSON file, then apply top-level overrides.
+
+    Args:
+        path: a JSON file shaped like ``CertdConfig``; None for the defaults.
+        overrides: top-level fields to replace (``None`` values are ignored).
+
+    Raises:
+        ConfigError: the file cannot be read or does not validate.
+
+    Returns:
+        The validated configuration.
+    """
+    data: dict[str, object] = {}
+    if path is not None:
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"cannot read config {path}: {e}") from e
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path}: expected a JSON object, got {type(loaded).__name__}")
+        data.update(loaded)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return CertdConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"invalid config: {e}") from e

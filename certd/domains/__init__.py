@@ -1,0 +1,1 @@
+"""Verification domains: pure code (no I/O, no gRPC, no logging)."""

@@ -1,0 +1,240 @@
+"""Exhaustive enumeration of a task's feasible first-op labels and entry families.
+
+Example:
+    >>> from certd.domains.countdown import CountdownTask, enumerate_families
+    >>> e = enumerate_families(CountdownTask(numbers=(25, 5, 4, 3), target=83))
+    >>> [w.label for w in e.labels]
+    ['3,+', '3,-', '4,*', '25,-']
+    >>> e.labels[3].witness
+    '(25-3)*4-5'
+    >>> e.families, e.complete, e.certifiable
+    (((0,), (1,), (2, 3)), True, 3)
+    >>> e.solutions
+    ('3+4*(25-5)', '3-4*(5-25)', '4*(25-3)-5')
+
+*Labels* are every ``(operand, operator)`` that some valid solution's tree carries as its
+leftmost literal and that literal's parent operator (``kappa_first_op``), found exactly by the
+memoised search in ``search.py``; each comes with a witness that verifies CORRECT and carries it.
+
+*Families* apply the pseudo-fork rule: two labels are one family when their sets of canonical
+solutions are equal, i.e. every solution reachable through one label is only a commuted or
+re-associated rendering of a solution reachable through the other. Above, ``25,-`` and ``4,*``
+reach exactly the solutions ``3+4*(25-5)`` and ``4*(25-3)-5``, so they are one family, while
+``3,+`` reaches only ``3+4*(25-5)`` and ``3,-`` only ``3-4*(5-25)``. The families come from
+listing the distinct canonical solutions (``solutions``); when that listing hits
+``max_solutions`` (or ``4 * max_solutions`` combine steps, or a free operand such as
+``0 * (anything over four numbers)`` over a set too large to list), ``complete`` is False,
+``solutions`` is empty and every label is reported as its own family. Labels stay exact.
+
+*Witnesses* are chosen so that different families are witnessed by different solutions
+wherever possible (a maximum matching of families to solutions); every label of a family is
+then witnessed by a rendering of the family's representative. Families can overlap in
+solutions, so there may be more families than solutions; ``certifiable`` says how many can be
+certified together, since the gate refuses a solution already certified under another label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from certd.errors import InvalidInputError
+
+from .canonical import Canon, canon_labels, render_carrying
+from .expr import render
+from .search import Search, TruncatedError
+from .task import CountdownTask
+
+__all__ = ["Enumeration", "LabelWitness", "enumerate_families"]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelWitness:
+    """One feasible first-op label and a solution that carries it.
+
+    Attributes:
+        operand: the leftmost literal.
+        operator: its parent's operator (``+ - * /``), ``""`` when the solution is one literal.
+        witness: an expression that verifies CORRECT on the task and carries this label.
+    """
+
+    operand: int
+    operator: str
+    witness: str
+
+    @property
+    def label(self) -> str:
+        """The κ label string, ``"operand,operator"``."""
+        return f"{self.operand},{self.operator}"
+
+
+@dataclass(frozen=True, slots=True)
+class Enumeration:
+    """Every feasible label of a task and how the labels group into families.
+
+    Attributes:
+        labels: the feasible labels, sorted by operand then operator (``"" + - * /``).
+        families: label indexes grouped by the pseudo-fork rule; each tuple and the outer
+            tuple sorted.
+        complete: False when a cap cut the family computation short (labels are still exact).
+        solutions: the distinct canonical solutions, sorted (empty when not complete).
+        certifiable: the most families that can be certified together, each with a solution
+            of its own (a maximum matching of families to solutions; the gate refuses a
+            solution certified before under another label). Equals ``len(families)`` unless
+            families overlap in solutions; 0 when not complete.
+    """
+
+    labels: tuple[LabelWitness, ...]
+    families: tuple[tuple[int, ...], ...]
+    complete: bool
+    solutions: tuple[str, ...] = ()
+    certifiable: int = 0
+
+
+def enumerate_families(task: CountdownTask, *, max_solutions: int = 200_000) -> Enumeration:
+    """Enumerate a task's feasible first-op labels, with witnesses, and its entry families.
+
+    Args:
+        task: the task; its rules decide whether solutions use every number exactly once or
+            any nonempty subset at most once.
+        max_solutions: the most distinct canonical solutions to list for the family
+            computation before giving up on it.
+
+    Raises:
+        InvalidInputError: when ``max_solutions`` is not a positive int
+            (field ``countdown.max_solutions``).
+
+    Returns:
+        The enumeration.
+    """
+    if type(max_solutions) is not int or max_solutions < 1:
+        raise InvalidInputError(
+            f"max_solutions must be an int >= 1, got {max_solutions!r}",
+            field="countdown.max_solutions",
+        )
+    search = Search(task.numbers)
+    target = task.target
+    masks = _masks(search, task)
+    bits = 0
+    witness_mask: dict[int, int] = {}
+    for mask in masks:
+        if mask & (mask - 1) == 0:
+            p = mask.bit_length() - 1
+            found = search.bit[p][0] if task.numbers[p] == target else 0
+        else:
+            found = search.labels(mask, target) if search.reach(mask, target) else 0
+        new = found & ~bits
+        while new:
+            low = new & -new
+            witness_mask[low] = mask
+            new ^= low
+        bits |= found
+    order = sorted(witness_mask)
+    labels = tuple(_label_witness(search, witness_mask[b], target, b) for b in order)
+    index = {search.label_of_bit[b]: i for i, b in enumerate(order)}
+    try:
+        solutions: dict[str, Canon] = {}
+        for mask in masks:
+            solutions.update(search.trees(mask, target, max_solutions))
+            if len(solutions) > max_solutions:
+                raise TruncatedError
+    except TruncatedError:
+        singletons = tuple((i,) for i in range(len(labels)))
+        return Enumeration(labels=labels, families=singletons, complete=False)
+    families = _families(solutions, index)
+    witnessed, certifiable = _distinct_witnesses(labels, families, solutions)
+    return Enumeration(
+        labels=witnessed,
+        families=families,
+        complete=True,
+        solutions=tuple(sorted(solutions)),
+        certifiable=certifiable,
+    )
+
+
+def _masks(search: Search, task: CountdownTask) -> list[int]:
+    """The position sets a solution may use: all numbers, or one set per distinct sub-multiset."""
+    if task.rules.exactly_once:
+        return [search.full]
+    seen: set[tuple[int, ...]] = set()
+    out: list[int] = []
+    for mask in range(1, search.full + 1):
+        key = tuple(sorted(task.numbers[p] for p in search.positions(mask)))
+        if key not in seen:
+            seen.add(key)
+            out.append(mask)
+    return out
+
+
+def _label_witness(search: Search, mask: int, target: int, bit: int) -> LabelWitness:
+    operand, operator = search.label_of_bit[bit]
+    witness = render(search.witness(mask, target, bit))
+    return LabelWitness(operand=operand, operator=operator, witness=witness)
+
+
+def _families(
+    solutions: dict[str, Canon], index: dict[tuple[int, str], int]
+) -> tuple[tuple[int, ...], ...]:
+    """Group label indexes whose sets of canonical solutions are equal."""
+    reached: list[set[str]] = [set() for _ in index]
+    for text, canon in solutions.items():
+        for label in canon_labels(canon):
+            i = index.get(label)
+            if i is not None:
+                reached[i].add(text)
+    groups: dict[frozenset[str], list[int]] = {}
+    alone: list[tuple[int, ...]] = []
+    for i, texts in enumerate(reached):
+        if texts:
+            groups.setdefault(frozenset(texts), []).append(i)
+        else:  # unreachable when the listing is complete; never merge on no evidence
+            alone.append((i,))
+    return tuple(sorted([tuple(g) for g in groups.values()] + alone))
+
+
+def _distinct_witnesses(
+    labels: tuple[LabelWitness, ...],
+    families: tuple[tuple[int, ...], ...],
+    solutions: dict[str, Canon],
+) -> tuple[tuple[LabelWitness, ...], int]:
+    """Re-pick witnesses so that different families are witnessed by different solutions.
+
+    Two families may share a canonical solution (their solution sets differ but overlap); the
+    certification gate refuses a second label certified with the same solution. A maximum
+    bipartite matching of families to solutions (Kuhn's augmenting paths) gives each family a
+    representative of its own where one exists; every label of the family is then witnessed by
+    a rendering of that representative. Families left unmatched keep their search witness.
+
+    Returns:
+        The labels with their witnesses, and the size of the matching.
+    """
+    carried: dict[int, list[str]] = {f: [] for f in range(len(families))}
+    family_of = {i: f for f, members in enumerate(families) for i in members}
+    keys = [(lw.operand, lw.operator) for lw in labels]
+    for text, canon in sorted(solutions.items()):
+        reached = {family_of[i] for i, k in enumerate(keys) if k in canon_labels(canon)}
+        for f in reached:
+            carried[f].append(text)
+    owner: dict[str, int] = {}
+
+    def augment(f: int, seen: set[str]) -> bool:
+        for text in carried[f]:
+            if text in seen:
+                continue
+            seen.add(text)
+            if text not in owner or augment(owner[text], seen):
+                owner[text] = f
+                return True
+        return False
+
+    for f in sorted(carried, key=lambda f: len(carried[f])):
+        augment(f, set())
+    chosen = {f: text for text, f in owner.items()}
+    out = list(labels)
+    for f, members in enumerate(families):
+        if f not in chosen:
+            continue
+        for i in members:
+            witness = render_carrying(solutions[chosen[f]], keys[i])
+            if witness is not None:
+                out[i] = LabelWitness(labels[i].operand, labels[i].operator, witness)
+    return tuple(out), len(chosen)

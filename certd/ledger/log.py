@@ -1,0 +1,591 @@
+"""The ledger: durable appends with group commit, and checkpoints it never signs inconsistently.
+
+Example:
+    >>> from certd.signing.keys import SigningKey
+    >>> from certd.ledger.log import Ledger
+    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> key = SigningKey.generate("certd.example/log")
+    >>> with Ledger(SQLiteStore(":memory:"), key, "certd.example/log") as ledger:
+    ...     ledger.append([("k", b"entry")])
+    ...     ledger.checkpoint().checkpoint.size
+    [0]
+    1
+
+Group commit: ``submit``/``append_many``/``append`` from any thread enqueue requests; one
+committer thread takes up to ``max_batch_entries`` entries (or what arrived within
+``max_delay_s`` of the first), appends them in one store transaction, verifies that the
+new tree is consistent with the latest signed checkpoint, signs and stores a checkpoint
+for the new size, and only then resolves the futures. A resolved future means the entry
+is durable and covered by a stored signed checkpoint.
+
+A log must never sign a checkpoint inconsistent with one it signed before
+(c2sp.org/tlog-checkpoint). Before each append the ledger checks that the stored tree
+still has the latest checkpoint's root; after it, that a consistency proof built from the
+store links the latest checkpoint to the new root. On failure it raises ConsistencyError,
+signs nothing, and refuses further appends (fail-stop); reads keep working.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from certd.errors import (
+    CertdError,
+    ConsistencyError,
+    InvalidInputError,
+    LedgerError,
+    NotFoundError,
+    ProofError,
+)
+from certd.ledger.checkpoint import Checkpoint, SignedCheckpoint, open_checkpoint, sign_checkpoint
+from certd.ledger.merkle import (
+    EMPTY_ROOT,
+    consistency_proof,
+    inclusion_proof,
+    verify_consistency,
+)
+from certd.ledger.store import DuplicateKeyError, Entry, LedgerStore
+from certd.signing.keys import SigningKey
+
+__all__ = ["GroupCommitConfig", "Ledger"]
+
+
+@dataclass(frozen=True)
+class GroupCommitConfig:
+    """Settings of the group-commit path.
+
+    Attributes:
+        max_batch_entries: flush when a batch holds this many entries.
+        max_delay_s: flush at most this many seconds after the first request of a batch.
+        max_pending_requests: requests queued before ``submit`` blocks (backpressure).
+    """
+
+    max_batch_entries: int = 1024
+    max_delay_s: float = 0.002
+    max_pending_requests: int = 65_536
+
+    def __post_init__(self) -> None:
+        if self.max_batch_entries < 1 or self.max_delay_s < 0 or self.max_pending_requests < 1:
+            raise InvalidInputError(
+                f"expected max_batch_entries >= 1, max_delay_s >= 0, "
+                f"max_pending_requests >= 1, got {self}"
+            )
+
+
+@dataclass
+class _Request:
+    items: list[Entry]
+    future: Future[list[int]] = field(default_factory=Future)
+
+
+_STOP = object()
+
+
+class Ledger:
+    """An append-only, signed Merkle log over a ``LedgerStore``.
+
+    The ledger owns the store: ``close`` flushes pending appends, then closes it.
+    """
+
+    def __init__(
+        self,
+        store: LedgerStore,
+        signer: SigningKey,
+        origin: str,
+        *,
+        config: GroupCommitConfig | None = None,
+    ) -> None:
+        """Open the ledger, check the store against its latest checkpoint, start committing.
+
+        If the store holds entries past the latest checkpoint (a crash between append and
+        checkpoint), a checkpoint covering them is signed now, after the same consistency
+        checks. The ledger owns the store once constructed; if construction raises, the
+        store is left open for the caller to close.
+
+        Args:
+            store: the store.
+            signer: the log key that signs checkpoints.
+            origin: the checkpoint origin line (usually the key name).
+            config: group-commit settings, or None for the defaults.
+
+        Raises:
+            SigningError: the latest stored checkpoint does not verify with ``signer``.
+            LedgerError: its origin differs from ``origin``.
+            ConsistencyError: the stored tree does not match the latest checkpoint.
+            StoreError: the store failed.
+        """
+        Checkpoint(origin, 0, EMPTY_ROOT)  # validates the origin line
+        self._store = store
+        self._signer = signer
+        self._origin = origin
+        self._config = config or GroupCommitConfig()
+        self._queue: queue.Queue[object] = queue.Queue(self._config.max_pending_requests)
+        self._state_lock = threading.Lock()
+        self._commit_lock = threading.Lock()
+        self._closed = False
+        self._failed: LedgerError | None = None
+        self._inflight: list[_Request] = []
+        self._latest = self._load_latest()
+        with self._commit_lock:
+            self._check_store_matches_latest()
+            self._sign_up_to(self._store.size())
+        self._thread = threading.Thread(target=self._run, name="ledger-committer", daemon=True)
+        self._thread.start()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Commit every request submitted so far, stop the committer, close the store.
+
+        Idempotent. Requests submitted after ``close`` began raise LedgerError.
+        """
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(_STOP)  # after every request accepted before close
+        self._thread.join()
+        self._store.close()
+
+    # -- appends ------------------------------------------------------------------------------
+
+    def append_many(self, items: Sequence[Entry]) -> Future[list[int]]:
+        """Queue entries to be appended together, in order, in one transaction.
+
+        Args:
+            items: ``(key, data)`` pairs; ``key`` may be None.
+
+        Raises:
+            InvalidInputError: no items, or an item is malformed.
+            LimitExceededError: an item is over a store limit.
+            ConsistencyError: the ledger stopped after a consistency failure.
+            LedgerError: the ledger is closed.
+
+        Returns:
+            A future of the entries' indexes, resolved once they are durable and covered
+            by a stored signed checkpoint; it fails with DuplicateKeyError, StoreError or
+            ConsistencyError. Cancelling it works only until the committer takes the
+            request; after that the entries are committed regardless.
+        """
+        if not items:
+            raise InvalidInputError("expected at least one entry to append, got none")
+        if len(items) > self._store.limits.max_batch_entries:
+            raise InvalidInputError(
+                f"expected at most {self._store.limits.max_batch_entries} entries, got {len(items)}"
+            )
+        for key, data in items:
+            self._store.validate_entry(key, data)
+        request = _Request(list(items))
+        with self._state_lock:
+            if self._failed is not None:
+                raise self._failed
+            if self._closed:
+                raise LedgerError("expected an open ledger, got a closed one")
+            self._queue.put(request)
+        return request.future
+
+    def submit(self, key: str | None, entry: bytes) -> Future[int]:
+        """Queue one entry.
+
+        Args:
+            key: the optional lookup key.
+            entry: the entry bytes.
+
+        Raises:
+            InvalidInputError: the entry is malformed.
+            LimitExceededError: the entry is over a store limit.
+            ConsistencyError: the ledger stopped after a consistency failure.
+            LedgerError: the ledger is closed.
+
+        Returns:
+            A future of the entry's index (see ``append_many``).
+        """
+        inner = self.append_many([(key, entry)])
+        outer: Future[int] = Future()
+
+        def relay(f: Future[list[int]]) -> None:
+            try:
+                if f.cancelled():
+                    outer.cancel()
+                elif (error := f.exception()) is not None:
+                    outer.set_exception(error)
+                else:
+                    outer.set_result(f.result()[0])
+            except InvalidStateError:  # the caller cancelled ``outer`` meanwhile
+                pass
+
+        def cancel_inner(f: Future[int]) -> None:
+            if f.cancelled():
+                inner.cancel()  # effective only before the committer picks it up
+
+        inner.add_done_callback(relay)
+        outer.add_done_callback(cancel_inner)
+        return outer
+
+    def append(self, items: Sequence[Entry], timeout_s: float | None = None) -> list[int]:
+        """Append entries and wait until they are durable and checkpointed.
+
+        Args:
+            items: ``(key, data)`` pairs.
+            timeout_s: how long to wait, or None to wait as long as it takes.
+
+        Raises:
+            InvalidInputError: no items, or an item is malformed.
+            LimitExceededError: an item is over a store limit.
+            DuplicateKeyError: a key is already in the ledger or repeated.
+            ConsistencyError: the store is inconsistent with the latest checkpoint.
+            StoreError: the store failed; nothing was acknowledged.
+            LedgerError: the ledger is closed.
+            TimeoutError: ``timeout_s`` passed (the entries may still be committed).
+
+        Returns:
+            The entries' indexes.
+        """
+        return self.append_many(items).result(timeout_s)
+
+    # -- committer ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as e:
+            # A bug, not a store or consistency failure (those resolve futures in _commit):
+            # fail every waiting request instead of leaving it unresolved, then stop.
+            error = LedgerError(f"the ledger committer stopped: {e!r}")
+            self._failed = error
+            pending = list(self._inflight)
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, _Request) and item.future.set_running_or_notify_cancel():
+                    pending.append(item)
+            for r in pending:
+                if not r.future.done():
+                    r.future.set_exception(error)
+            raise error from e
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is _STOP:
+                break
+            assert isinstance(first, _Request)
+            batch = [first]
+            count = len(first.items)
+            deadline = time.monotonic() + self._config.max_delay_s
+            while count < self._config.max_batch_entries:
+                try:
+                    nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stop = True
+                    break
+                assert isinstance(nxt, _Request)
+                batch.append(nxt)
+                count += len(nxt.items)
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Request]) -> None:
+        live = [r for r in batch if r.future.set_running_or_notify_cancel()]
+        self._inflight = live
+        if self._failed is not None:
+            for r in live:
+                r.future.set_exception(self._failed)
+            return
+        accepted = self._reject_duplicate_keys(live)
+        if not accepted:
+            return
+        items = [item for r in accepted for item in r.items]
+        try:
+            with self._commit_lock:
+                self._check_store_matches_latest()
+                first = self._store.append(items)
+                self._sign_up_to(first + len(items))
+        except CertdError as e:
+            for r in accepted:
+                r.future.set_exception(e)
+            return
+        position = first
+        for r in accepted:
+            r.future.set_result(list(range(position, position + len(r.items))))
+            position += len(r.items)
+
+    def _reject_duplicate_keys(self, requests: list[_Request]) -> list[_Request]:
+        """Fail requests whose keys are stored already or taken earlier in the batch."""
+        keys = [k for r in requests for k, _ in r.items if k is not None]
+        try:
+            stored = self._store.find_many(keys)
+        except CertdError as e:
+            for r in requests:
+                r.future.set_exception(e)
+            return []
+        taken: set[str] = set()
+        accepted: list[_Request] = []
+        for r in requests:
+            error: DuplicateKeyError | None = None
+            mine: set[str] = set()
+            for key, _ in r.items:
+                if key is None:
+                    continue
+                if key in stored:
+                    error = DuplicateKeyError(key, stored[key])
+                elif key in taken or key in mine:
+                    error = DuplicateKeyError(key, None)
+                if error is not None:
+                    break
+                mine.add(key)
+            if error is not None:
+                r.future.set_exception(error)
+            else:
+                taken |= mine
+                accepted.append(r)
+        return accepted
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def _load_latest(self) -> SignedCheckpoint | None:
+        found = self._store.latest_checkpoint()
+        if found is None:
+            return None
+        size, note = found
+        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        if checkpoint.size != size:
+            raise ConsistencyError(
+                f"expected the checkpoint stored at size {size} to have that size, "
+                f"got {checkpoint.size}"
+            )
+        return SignedCheckpoint(note, checkpoint)
+
+    def _fail(self, message: str, cause: BaseException | None = None) -> ConsistencyError:
+        error = ConsistencyError(message)
+        error.__cause__ = cause
+        self._failed = error  # read by append_many; a plain assignment, no lock needed
+        return error
+
+    def _check_store_matches_latest(self) -> None:
+        """Refuse to go on unless the stored tree still has the latest checkpoint's root."""
+        if self._latest is None:
+            return
+        signed = self._latest.checkpoint
+        stored_size = self._store.size()
+        if stored_size < signed.size:
+            raise self._fail(
+                f"expected at least {signed.size} stored entries (latest checkpoint), "
+                f"got {stored_size}"
+            )
+        try:
+            root = self._store.root(signed.size)
+        except CertdError as e:
+            raise self._fail(f"cannot recompute the root at size {signed.size}: {e}", e) from e
+        if root != signed.root_hash:
+            raise self._fail(
+                f"expected the stored root at size {signed.size} to be "
+                f"{signed.root_hash.hex()} (latest checkpoint), got {root.hex()}"
+            )
+
+    def _sign_up_to(self, size: int) -> None:
+        """Sign and store a checkpoint for ``size`` after proving it extends the latest one."""
+        if self._latest is not None and self._latest.checkpoint.size == size:
+            return
+        root = self._store.root(size)
+        # Every tree extends the empty one, so a size-0 checkpoint needs no proof.
+        if self._latest is not None and self._latest.checkpoint.size > 0:
+            old = self._latest.checkpoint
+            try:
+                proof = consistency_proof(old.size, size, self._store.node)
+                verify_consistency(old.size, size, proof, old.root_hash, root)
+            except ProofError as e:
+                raise self._fail(
+                    f"refusing to sign size {size}: not consistent with the checkpoint "
+                    f"at size {old.size}: {e}",
+                    e,
+                ) from e
+        checkpoint = Checkpoint(self._origin, size, root)
+        note = sign_checkpoint(checkpoint, self._signer)
+        self._store.put_checkpoint(size, note)
+        self._latest = SignedCheckpoint(note, checkpoint)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def checkpoint(self) -> SignedCheckpoint:
+        """Return the latest signed checkpoint.
+
+        Returns:
+            The signed note and its parsed checkpoint.
+        """
+        latest = self._latest
+        assert latest is not None  # set in __init__
+        return latest
+
+    def size(self) -> int:
+        """Return the tree size of the latest signed checkpoint.
+
+        Every entry below it is durable and covered by a signed checkpoint; the store may
+        briefly hold more while a batch is being checkpointed.
+
+        Returns:
+            The number of acknowledged entries.
+        """
+        return self.checkpoint().checkpoint.size
+
+    def checkpoint_at(self, size: int) -> SignedCheckpoint:
+        """Return the stored signed checkpoint for a tree size.
+
+        Only sizes at which a batch was committed have one.
+
+        Args:
+            size: the tree size.
+
+        Raises:
+            NotFoundError: no checkpoint was signed at that size.
+            SigningError: the stored note does not verify with the log key.
+            LedgerError: the stored note is not a checkpoint of this log at ``size``.
+            StoreError: the store failed.
+
+        Returns:
+            The signed note and its parsed checkpoint.
+        """
+        note = self._store.checkpoint_at(size)
+        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        if checkpoint.size != size:
+            raise LedgerError(
+                f"expected the checkpoint stored at size {size} to have that size, "
+                f"got {checkpoint.size}"
+            )
+        return SignedCheckpoint(note, checkpoint)
+
+    def _check_signed_size(self, size: int) -> None:
+        signed = self.checkpoint().checkpoint.size
+        if not 0 <= size <= signed:
+            raise NotFoundError(
+                f"expected a tree size within the latest checkpoint (<= {signed}), got {size}"
+            )
+
+    def inclusion_proof(self, index: int, tree_size: int) -> list[bytes]:
+        """Build the inclusion proof of an entry in a signed tree size.
+
+        Args:
+            index: the entry index.
+            tree_size: a tree size at most the latest checkpoint's.
+
+        Raises:
+            NotFoundError: ``tree_size`` is beyond the latest checkpoint.
+            ProofError: ``index`` is not below ``tree_size``.
+            StoreError: the store failed.
+
+        Returns:
+            The audit path.
+        """
+        self._check_signed_size(tree_size)
+        return inclusion_proof(index, tree_size, self._store.node)
+
+    def prove(self, index: int) -> tuple[SignedCheckpoint, list[bytes]]:
+        """Prove an entry's inclusion in the latest signed checkpoint.
+
+        Args:
+            index: the entry index.
+
+        Raises:
+            ProofError: the entry is not covered by the latest checkpoint.
+            StoreError: the store failed.
+
+        Returns:
+            (the checkpoint, the audit path to its root).
+        """
+        latest = self.checkpoint()
+        return latest, inclusion_proof(index, latest.checkpoint.size, self._store.node)
+
+    def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
+        """Build the consistency proof between two signed tree sizes.
+
+        Args:
+            size1: the older size.
+            size2: the newer size, at most the latest checkpoint's.
+
+        Raises:
+            NotFoundError: ``size2`` is beyond the latest checkpoint.
+            ProofError: ``size1 > size2`` or a size is negative.
+            StoreError: the store failed.
+
+        Returns:
+            The proof hashes.
+        """
+        self._check_signed_size(size2)
+        return consistency_proof(size1, size2, self._store.node)
+
+    def entries(self, start: int, end: int) -> list[bytes]:
+        """Read entries ``[start, end)`` (see ``LedgerStore.entries``).
+
+        Args:
+            start: the first index.
+            end: one past the last index.
+
+        Raises:
+            NotFoundError: the range is outside the tree.
+            LimitExceededError: the range is over the store's read limit.
+            StoreError: the store failed.
+
+        Returns:
+            The entries.
+        """
+        return self._store.entries(start, end)
+
+    def entry(self, index: int) -> bytes:
+        """Read one entry.
+
+        Args:
+            index: the entry index.
+
+        Raises:
+            NotFoundError: the index is outside the tree.
+            StoreError: the store failed.
+
+        Returns:
+            The entry bytes.
+        """
+        return self._store.entry(index)
+
+    def find(self, key: str) -> int | None:
+        """Look up the entry appended with a key.
+
+        Args:
+            key: the lookup key.
+
+        Raises:
+            StoreError: the store failed.
+
+        Returns:
+            The index, or None.
+        """
+        return self._store.find(key)
+
+    @property
+    def store(self) -> LedgerStore:
+        """The underlying store (for auditing)."""
+        return self._store
+
+    @property
+    def origin(self) -> str:
+        """The checkpoint origin."""
+        return self._origin

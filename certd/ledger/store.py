@@ -1,0 +1,429 @@
+"""The ledger store interface: entries, complete Merkle nodes, checkpoints and lookup keys.
+
+Example:
+    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> store = SQLiteStore(":memory:")
+    >>> store.append([("k1", b"entry one"), (None, b"entry two")])
+    0
+    >>> store.size(), store.find("k1"), store.entry(1)
+    (2, 0, b'entry two')
+    >>> store.close()
+
+``LedgerStore`` does the Merkle bookkeeping and enforces limits; a backend (SQLite here,
+Redis later) implements a few storage hooks. ``append`` is atomic: the entries, their keys,
+every complete subtree node they complete and the new size are written in one step, or
+nothing is. Keys are optional, unique, and let callers make appends idempotent
+(``find(key)``).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from certd.errors import (
+    InvalidInputError,
+    LedgerError,
+    LimitExceededError,
+    NotFoundError,
+    StoreError,
+)
+from certd.ledger.merkle import CompactRange, leaf_hash, tree_root
+
+__all__ = [
+    "DuplicateKeyError",
+    "Entry",
+    "LedgerStore",
+    "Node",
+    "StoreLimits",
+]
+
+Entry = tuple[str | None, bytes]
+"""An entry to append: (optional lookup key, entry bytes)."""
+
+Node = tuple[int, int, bytes]
+"""A complete Merkle node: (level, index, hash)."""
+
+
+class DuplicateKeyError(LedgerError):
+    """An appended key is already in the ledger, or twice in one append.
+
+    Attributes:
+        key: the key.
+        index: the index of the entry already holding it, or None when the duplicate is
+            inside the same append.
+    """
+
+    def __init__(self, key: str, index: int | None) -> None:
+        where = "twice in one append" if index is None else f"already at index {index}"
+        super().__init__(f"expected a new key, got {key!r} {where}")
+        self.key = key
+        self.index = index
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """Limits a store enforces.
+
+    Attributes:
+        max_entry_bytes: largest entry, in bytes.
+        max_key_chars: longest lookup key, in characters.
+        max_batch_entries: most entries in one append.
+        max_read_entries: most entries one ``entries(start, end)`` call returns.
+    """
+
+    max_entry_bytes: int = 1 << 20
+    max_key_chars: int = 512
+    max_batch_entries: int = 100_000
+    max_read_entries: int = 10_000
+
+
+class LedgerStore(ABC):
+    """Base class of ledger stores: validation, limits and the Merkle bookkeeping.
+
+    Subclasses implement the ``_read_*``/``_write_*`` hooks and ``close``; they must be
+    safe to call from several threads. Appends through one store object are serialized
+    here; a backend shared by several processes must make ``_write_batch`` fail when the
+    stored size is no longer ``first`` (compare-and-set).
+    """
+
+    def __init__(self, limits: StoreLimits | None = None) -> None:
+        """Set the limits.
+
+        Args:
+            limits: the limits, or None for the defaults.
+        """
+        self.limits = limits or StoreLimits()
+        self._append_lock = threading.Lock()
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _read_size(self) -> int:
+        """Return the committed number of entries."""
+
+    @abstractmethod
+    def _read_entries(self, start: int, end: int) -> list[bytes | None]:
+        """Return entries ``[start, end)``, None for any that is missing."""
+
+    @abstractmethod
+    def _read_nodes(self, level: int, start: int, end: int) -> list[bytes | None]:
+        """Return nodes ``(level, start..end-1)``, None for any that is missing."""
+
+    @abstractmethod
+    def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
+        """Return the index of each of ``keys`` that is stored."""
+
+    @abstractmethod
+    def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
+        """Atomically store entries from index ``first``, their nodes and the new size.
+
+        Must raise StoreError, writing nothing, if the stored size is not ``first``, and
+        DuplicateKeyError if a key is already stored.
+        """
+
+    @abstractmethod
+    def _write_checkpoint(self, size: int, signed_note: str) -> None:
+        """Store (or replace) the signed checkpoint for ``size``."""
+
+    @abstractmethod
+    def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
+        """Return the checkpoint for ``size``, or the largest one when ``size`` is None."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the backend's resources. Further calls may fail."""
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def validate_entry(self, key: str | None, data: bytes) -> None:
+        """Check one entry against the limits without storing it.
+
+        Args:
+            key: the optional lookup key.
+            data: the entry bytes.
+
+        Raises:
+            InvalidInputError: the key or data has the wrong type, or the key is empty.
+            LimitExceededError: the entry or key is over a limit.
+        """
+        if not isinstance(data, bytes):
+            raise InvalidInputError(f"expected entry bytes, got {type(data).__name__}")
+        if len(data) > self.limits.max_entry_bytes:
+            raise LimitExceededError(
+                f"expected an entry of at most {self.limits.max_entry_bytes} bytes, got {len(data)}"
+            )
+        if key is None:
+            return
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"expected a non-empty string key or None, got {key!r:.60}")
+        if len(key) > self.limits.max_key_chars:
+            raise LimitExceededError(
+                f"expected a key of at most {self.limits.max_key_chars} characters, got {len(key)}"
+            )
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def append(self, entries: Sequence[Entry]) -> int:
+        """Append entries atomically.
+
+        Args:
+            entries: ``(key, data)`` pairs; ``key`` may be None.
+
+        Raises:
+            InvalidInputError: no entries, or an entry is malformed.
+            LimitExceededError: an entry, key or the batch is over a limit.
+            DuplicateKeyError: a key is stored already or repeated in ``entries``.
+            StoreError: the backend failed; nothing was written.
+
+        Returns:
+            The index of the first appended entry.
+        """
+        if not entries:
+            raise InvalidInputError("expected at least one entry to append, got none")
+        if len(entries) > self.limits.max_batch_entries:
+            raise LimitExceededError(
+                f"expected at most {self.limits.max_batch_entries} entries in one append, "
+                f"got {len(entries)}"
+            )
+        keys: list[str] = []
+        seen: set[str] = set()
+        for key, data in entries:
+            self.validate_entry(key, data)
+            if key is not None:
+                if key in seen:
+                    raise DuplicateKeyError(key, None)
+                seen.add(key)
+                keys.append(key)
+        with self._append_lock:
+            if keys:
+                stored = self._find_keys(keys)
+                if stored:
+                    key = next(k for k in keys if k in stored)
+                    raise DuplicateKeyError(key, stored[key])
+            first = self._read_size()
+            frontier = CompactRange.from_node_fn(first, self.node)
+            nodes: list[Node] = []
+            for _, data in entries:
+                nodes.extend(frontier.append(leaf_hash(data)))
+            self._write_batch(first, entries, nodes)
+            return first
+
+    def put_checkpoint(self, size: int, signed_note: str) -> None:
+        """Store the signed checkpoint for a tree size (replacing one already there).
+
+        Args:
+            size: the checkpoint's tree size, at most ``size()``.
+            signed_note: the signed checkpoint note.
+
+        Raises:
+            InvalidInputError: the size is beyond the stored tree.
+            StoreError: the backend failed.
+        """
+        current = self._read_size()
+        if not 0 <= size <= current:
+            raise InvalidInputError(f"expected a checkpoint size in [0, {current}], got {size}")
+        self._write_checkpoint(size, signed_note)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def size(self) -> int:
+        """Return the number of committed entries.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            The tree size.
+        """
+        return self._read_size()
+
+    def _check_range(self, start: int, end: int, limit: int, what: str) -> None:
+        size = self._read_size()
+        if not 0 <= start <= end <= size:
+            raise NotFoundError(
+                f"expected 0 <= start <= end <= tree size {size} for {what}, got [{start}, {end})"
+            )
+        if end - start > limit:
+            raise LimitExceededError(f"expected at most {limit} {what} per read, got {end - start}")
+
+    def entries(self, start: int, end: int) -> list[bytes]:
+        """Read entries ``[start, end)``.
+
+        Args:
+            start: the first index.
+            end: one past the last index, at most ``size()``.
+
+        Raises:
+            NotFoundError: the range is outside the tree.
+            LimitExceededError: the range is longer than ``limits.max_read_entries``.
+            StoreError: an entry inside the tree is missing (corrupt store) or the
+                backend failed.
+
+        Returns:
+            The entry bytes, in order.
+        """
+        self._check_range(start, end, self.limits.max_read_entries, "entries")
+        out = self._read_entries(start, end)
+        for i, data in enumerate(out):
+            if data is None:
+                raise StoreError(f"expected entry {start + i} in the store, got none")
+        return [d for d in out if d is not None]
+
+    def entries_with_gaps(self, start: int, end: int) -> list[bytes | None]:
+        """Read entries ``[start, end)`` for auditing, None where one is missing.
+
+        Args:
+            start: the first index.
+            end: one past the last index, at most ``size()``.
+
+        Raises:
+            NotFoundError: the range is outside the tree.
+            LimitExceededError: the range is longer than ``limits.max_read_entries``.
+            StoreError: the backend failed.
+
+        Returns:
+            The entry bytes in order, None for each missing entry.
+        """
+        self._check_range(start, end, self.limits.max_read_entries, "entries")
+        return self._read_entries(start, end)
+
+    def entry(self, index: int) -> bytes:
+        """Read one entry.
+
+        Args:
+            index: the entry index.
+
+        Raises:
+            NotFoundError: the index is outside the tree.
+            StoreError: the entry is missing or the backend failed.
+
+        Returns:
+            The entry bytes.
+        """
+        if not 0 <= index < self._read_size():
+            raise NotFoundError(f"expected an index below {self._read_size()}, got {index}")
+        return self.entries(index, index + 1)[0]
+
+    def nodes(self, level: int, start: int, end: int) -> list[bytes | None]:
+        """Read stored complete nodes ``(level, start..end-1)`` for auditing.
+
+        Args:
+            level: the tree level (0 for leaf hashes).
+            start: the first node index.
+            end: one past the last node index; the nodes must be complete in ``size()``.
+
+        Raises:
+            NotFoundError: the range includes incomplete or non-existent nodes.
+            LimitExceededError: the range is longer than ``limits.max_read_entries``.
+            StoreError: the backend failed.
+
+        Returns:
+            The hashes, None where a node is missing.
+        """
+        complete = self._read_size() >> level
+        if level < 0 or not 0 <= start <= end <= complete:
+            raise NotFoundError(
+                f"expected nodes within [0, {complete}) at level {level}, got [{start}, {end})"
+            )
+        if end - start > self.limits.max_read_entries:
+            raise LimitExceededError(
+                f"expected at most {self.limits.max_read_entries} nodes per read, got {end - start}"
+            )
+        return self._read_nodes(level, start, end)
+
+    def node(self, level: int, index: int) -> bytes:
+        """Read the hash of a complete subtree (``merkle.NodeFn``).
+
+        Args:
+            level: the level (0 for leaf hashes).
+            index: the node index at that level.
+
+        Raises:
+            NotFoundError: the subtree is not complete in the current tree.
+            StoreError: the node is missing (corrupt store) or the backend failed.
+
+        Returns:
+            The node hash.
+        """
+        (h,) = self.nodes(level, index, index + 1)
+        if h is None:
+            raise StoreError(f"expected node ({level}, {index}) in the store, got none")
+        return h
+
+    def root(self, size: int) -> bytes:
+        """Compute the root of the first ``size`` entries from stored nodes.
+
+        Args:
+            size: the tree size, at most ``size()``.
+
+        Raises:
+            NotFoundError: ``size`` is beyond the stored tree.
+            StoreError: a node is missing or the backend failed.
+
+        Returns:
+            The root hash.
+        """
+        current = self._read_size()
+        if not 0 <= size <= current:
+            raise NotFoundError(f"expected a tree size in [0, {current}], got {size}")
+        return tree_root(size, self.node)
+
+    def find(self, key: str) -> int | None:
+        """Look up the entry appended with a key.
+
+        Args:
+            key: the lookup key.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            The entry index, or None.
+        """
+        return self._find_keys([key]).get(key)
+
+    def find_many(self, keys: Sequence[str]) -> dict[str, int]:
+        """Look up several keys at once.
+
+        Args:
+            keys: the lookup keys.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            The index of each key that is stored.
+        """
+        return self._find_keys(keys) if keys else {}
+
+    def latest_checkpoint(self) -> tuple[int, str] | None:
+        """Return the stored checkpoint with the largest tree size.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            (size, signed note), or None when no checkpoint is stored.
+        """
+        return self._read_checkpoint(None)
+
+    def checkpoint_at(self, size: int) -> str:
+        """Return the signed checkpoint stored for a tree size.
+
+        Args:
+            size: the tree size.
+
+        Raises:
+            NotFoundError: no checkpoint is stored for that size.
+            StoreError: the backend failed.
+
+        Returns:
+            The signed note.
+        """
+        found = self._read_checkpoint(size)
+        if found is None:
+            raise NotFoundError(f"expected a checkpoint at tree size {size}, got none")
+        return found[1]

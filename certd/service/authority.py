@@ -1,0 +1,139 @@
+"""The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies."""
+
+from __future__ import annotations
+
+import grpc
+
+from certd.authority.checker import Checkers
+from certd.authority.index import IndexedCertificate
+from certd.authority.policy import Authority, CertifyOutcome, CheckedTask, refuse
+from certd.config import CertdConfig
+from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
+from certd.ledger.log import Ledger
+from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
+
+__all__ = ["AuthorityServicer"]
+
+
+class AuthorityServicer(authority_pb2_grpc.AuthorityServicer):
+    """Feasibility certificates, fork trees and family enumeration."""
+
+    def __init__(
+        self, cfg: CertdConfig, checkers: Checkers, authority: Authority, ledger: Ledger
+    ) -> None:
+        self._cfg = cfg
+        self._checkers = checkers
+        self._authority = authority
+        self._ledger = ledger
+
+    def _request(
+        self, request: authority_pb2.CertifyRequest, field: str
+    ) -> tuple[CheckedTask, str, str]:
+        """Validate one Certify request: (task, κ, label)."""
+        if not request.label.value:
+            raise InvalidInputError(
+                f"{field}.label.value: expected a label, got none", field=f"{field}.label.value"
+            )
+        if not request.witness:
+            raise InvalidInputError(
+                f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
+            )
+        task = checked_task(request.task, self._cfg, f"{field}.task")
+        kappa = request.label.kappa or self._checkers.for_task(task.value).kappa
+        return task, kappa, request.label.value
+
+    def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
+        if cert is None:
+            raise NotFoundError("certificate not found")
+        return certificate_to_pb(self._ledger, cert)
+
+    def Certify(
+        self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
+    ) -> authority_pb2.CertifyResponse:
+        task, kappa, label = self._request(request, "request")
+        outcome = self._authority.certify(task, kappa, label, request.witness)
+        refuse(outcome)
+        return authority_pb2.CertifyResponse(
+            certificate=self._cert(outcome.certificate), existing=outcome.existing
+        )
+
+    def CertifyBatch(
+        self, request: authority_pb2.CertifyBatchRequest, context: grpc.ServicerContext
+    ) -> authority_pb2.CertifyBatchResponse:
+        limit = self._cfg.limits.max_certify_batch_items
+        if len(request.items) > limit:
+            raise LimitExceededError(
+                f"items: at most {limit} per batch, got {len(request.items)}", field="items"
+            )
+        submitted = []
+        for i, item in enumerate(request.items):
+            task, kappa, label = self._request(item, f"items[{i}]")
+            submitted.append(self._authority.submit(task, kappa, label, item.witness))
+        outcomes = [self._authority.wait(s) for s in submitted]
+        return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])
+
+    def _result(self, outcome: CertifyOutcome) -> authority_pb2.CertifyResult:
+        if outcome.refusal is not None:
+            r = outcome.refusal
+            verdict = verdict_to_pb(r.verdict, "", 0.0) if r.verdict is not None else None
+            return authority_pb2.CertifyResult(
+                refusal=authority_pb2.Refusal(reason=r.reason, detail=r.detail, verdict=verdict)
+            )
+        return authority_pb2.CertifyResult(
+            certificate=self._cert(outcome.certificate), existing=outcome.existing
+        )
+
+    def GetCertificate(
+        self, request: authority_pb2.GetCertificateRequest, context: grpc.ServicerContext
+    ) -> authority_pb2.Certificate:
+        which = request.WhichOneof("key")
+        index = self._authority.index
+        if which == "certificate_id":
+            at = index.index_of(request.certificate_id)
+            if at is None:
+                raise NotFoundError(f"no certificate with id {request.certificate_id!r}")
+        elif which == "ledger_index":
+            at = request.ledger_index
+            if at >= self._ledger.size():
+                raise NotFoundError(f"ledger index {at} is not below size {self._ledger.size()}")
+        else:
+            raise InvalidInputError("key: expected certificate_id or ledger_index", field="key")
+        cert = index.load(at)
+        if cert is None:
+            raise NotFoundError(f"ledger entry {at} is not a feasibility certificate")
+        return self._cert(cert)
+
+    def GetForkTree(
+        self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
+    ) -> authority_pb2.ForkTree:
+        task = checked_task(request.task, self._cfg, "task")
+        kappa = request.kappa or self._checkers.for_task(task.value).kappa
+        index = self._authority.index
+        certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
+        return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)
+
+    def EnumerateFamilies(
+        self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
+    ) -> authority_pb2.EnumerateFamiliesResponse:
+        task = checked_task(request.task, self._cfg, "task")
+        checker = self._checkers.for_task(task.value)
+        found = checker.enumerate(task.value)
+        labels = [
+            authority_pb2.FeasibleLabel(
+                label=tasks_pb2.Label(
+                    kappa=checker.kappa,
+                    value=f"{lw.operand},{lw.operator}",
+                    fields={"operand": str(lw.operand), "operator": lw.operator},
+                ),
+                witness=lw.witness,
+            )
+            for lw in found.labels
+        ]
+        return authority_pb2.EnumerateFamiliesResponse(
+            kappa=checker.kappa,
+            labels=labels,
+            families=[authority_pb2.FamilyGroup(label_indexes=list(f)) for f in found.families],
+            complete=found.complete,
+            certifiable_families=found.certifiable,
+        )

@@ -1,0 +1,127 @@
+"""Conversions between wire messages and domain objects (the only place that does them).
+
+Example:
+    >>> from certd.config import CertdConfig
+    >>> from certd.v1 import tasks_pb2
+    >>> pb = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+    >>> checked_task(pb, CertdConfig()).value.numbers
+    (25, 5, 4, 3)
+"""
+
+from __future__ import annotations
+
+from certd.authority.index import IndexedCertificate
+from certd.authority.policy import CheckedTask
+from certd.config import CertdConfig
+from certd.domains import countdown as cd
+from certd.domains.verdict import Family, Verdict
+from certd.errors import InvalidInputError, LimitExceededError, UnsupportedError
+from certd.ledger.log import Ledger
+from certd.statements import task_digest
+from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
+
+__all__ = [
+    "certificate_to_pb",
+    "checked_task",
+    "inclusion_to_pb",
+    "label_to_pb",
+    "signed_checkpoint_to_pb",
+    "verdict_to_pb",
+]
+
+
+def checked_task(task: tasks_pb2.Task, cfg: CertdConfig, field: str = "task") -> CheckedTask:
+    """Validate a wire task and convert it once.
+
+    Raises:
+        InvalidInputError: the task is malformed (``field`` names where).
+        LimitExceededError: the task is over a configured limit.
+        UnsupportedError: the task's domain is not served here.
+    """
+    domain = task.WhichOneof("domain")
+    if domain is None:
+        raise InvalidInputError(
+            "task: expected one of countdown, math, code; got none", field=field
+        )
+    if domain != "countdown":
+        raise UnsupportedError(f"domain {domain!r} is not served by this certd (countdown only)")
+    numbers = tuple(task.countdown.numbers)
+    if len(numbers) > cfg.countdown.max_numbers:
+        raise LimitExceededError(
+            f"countdown.numbers: at most {cfg.countdown.max_numbers} numbers, got {len(numbers)}",
+            field=f"{field}.countdown.numbers",
+        )
+    try:
+        value = cd.CountdownTask(
+            numbers=numbers,
+            target=task.countdown.target,
+            rules=cd.CountdownRules(exactly_once=not task.countdown.rules.at_most_once),
+        )
+    except InvalidInputError as e:
+        raise type(e)(str(e), field=f"{field}.{e.field}" if e.field else field) from e
+    return CheckedTask(pb=task, digest=task_digest(task), value=value)
+
+
+def label_to_pb(family: Family | None) -> tasks_pb2.Label | None:
+    """A κ label as a wire message (None stays None)."""
+    if family is None:
+        return None
+    return tasks_pb2.Label(kappa=family.kappa, value=family.label, fields=family.fields)
+
+
+def verdict_to_pb(verdict: Verdict, item_id: str, elapsed_ms: float) -> verifier_pb2.Verdict:
+    """A verdict as a wire message, without digest and receipt path."""
+    return verifier_pb2.Verdict(
+        id=item_id,
+        status=int(verdict.status),  # type: ignore[arg-type]  # enum values match the proto
+        reward=verdict.reward,
+        family=label_to_pb(verdict.family),
+        initiated=label_to_pb(verdict.initiated),
+        detail=verdict.detail,
+        verifier=verdict.verifier,
+        elapsed_ms=elapsed_ms,
+        answer=verdict.answer,
+    )
+
+
+def signed_checkpoint_to_pb(
+    note: str, origin: str, size: int, root: bytes
+) -> ledger_pb2.SignedCheckpoint:
+    """A signed checkpoint note as a wire message."""
+    return ledger_pb2.SignedCheckpoint(note=note, origin=origin, size=size, root_hash=root)
+
+
+def inclusion_to_pb(ledger: Ledger, index: int, tree_size: int = 0) -> ledger_pb2.InclusionProof:
+    """An inclusion proof for ``index`` tied to a signed checkpoint (the latest when size 0).
+
+    Raises:
+        NotFoundError: no signed checkpoint covers ``index`` at ``tree_size``.
+    """
+    signed = ledger.checkpoint() if tree_size == 0 else ledger.checkpoint_at(tree_size)
+    cp = signed.checkpoint
+    if index >= cp.size:
+        from certd.errors import NotFoundError
+
+        raise NotFoundError(f"leaf index {index} is not below tree size {cp.size}")
+    entry = ledger.entries(index, index + 1)[0]
+    from certd.ledger import merkle
+
+    return ledger_pb2.InclusionProof(
+        leaf_index=index,
+        tree_size=cp.size,
+        hashes=ledger.inclusion_proof(index, cp.size),
+        leaf_hash=merkle.leaf_hash(entry),
+        checkpoint=signed_checkpoint_to_pb(signed.note, cp.origin, cp.size, cp.root_hash),
+    )
+
+
+def certificate_to_pb(ledger: Ledger, cert: IndexedCertificate) -> authority_pb2.Certificate:
+    """A durable certificate with a fresh inclusion proof."""
+    return authority_pb2.Certificate(
+        envelope=cert.envelope,
+        certificate_id=cert.certificate_id,
+        ledger_index=cert.index,
+        inclusion=inclusion_to_pb(ledger, cert.index),
+        label=tasks_pb2.Label(kappa=cert.kappa, value=cert.label, fields=cert.label_fields),
+        witness=cert.witness,
+    )

@@ -1,0 +1,139 @@
+"""One interceptor maps certd's typed errors to gRPC status codes.
+
+No traceback reaches the caller: an unexpected exception becomes INTERNAL with a request id,
+and the traceback goes to the server log under that id. Trailing metadata carries the error's
+type (``certd-error-type``), the field at fault (``certd-error-field``) and, for refusals, the
+reason code (``certd-refusal-reason``).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+
+from certd.errors import (
+    CertdError,
+    CertificationRefusedError,
+    ConfigError,
+    InvalidInputError,
+    LimitExceededError,
+    NotFoundError,
+    StoreError,
+    UnsupportedError,
+)
+
+__all__ = ["ErrorInterceptor", "status_for"]
+
+log = logging.getLogger("certd.service")
+
+_CODES: tuple[tuple[type[CertdError], grpc.StatusCode], ...] = (
+    (LimitExceededError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (InvalidInputError, grpc.StatusCode.INVALID_ARGUMENT),
+    (CertificationRefusedError, grpc.StatusCode.FAILED_PRECONDITION),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (UnsupportedError, grpc.StatusCode.UNIMPLEMENTED),
+    (StoreError, grpc.StatusCode.UNAVAILABLE),
+    (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
+)
+
+
+def status_for(error: CertdError) -> grpc.StatusCode:
+    """The gRPC status code of a certd error (INTERNAL when nothing more specific)."""
+    for cls, code in _CODES:
+        if isinstance(error, cls):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> None:
+    request_id = uuid.uuid4().hex[:16]
+    meta: list[tuple[str, str]] = [("certd-request-id", request_id)]
+    if isinstance(error, CertdError):
+        code = status_for(error)
+        meta.append(("certd-error-type", type(error).__name__))
+        if isinstance(error, InvalidInputError) and error.field:
+            meta.append(("certd-error-field", error.field))
+        if isinstance(error, CertificationRefusedError):
+            meta.append(("certd-refusal-reason", error.reason))
+        message = str(error)
+        log.info("%s %s: %s [%s]", method, code.name, message, request_id)
+    else:
+        code = grpc.StatusCode.INTERNAL
+        message = f"internal error (request id {request_id})"
+        log.error("%s failed [%s]", method, request_id, exc_info=error)
+    context.set_trailing_metadata(tuple(meta))
+    context.abort(code, message)
+
+
+def _wrap_unary(
+    fn: Callable[[Any, grpc.ServicerContext], Any], method: str
+) -> Callable[[Any, grpc.ServicerContext], Any]:
+    def call(request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return fn(request, context)
+        except Exception as e:
+            if _aborted(context):
+                raise
+            _abort(context, e, method)
+            raise  # unreachable: abort raises
+
+    return call
+
+
+def _wrap_stream(
+    fn: Callable[[Any, grpc.ServicerContext], Iterator[Any]], method: str
+) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+    def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            yield from fn(request, context)
+        except Exception as e:
+            if _aborted(context):
+                raise
+            _abort(context, e, method)
+            raise
+
+    return call
+
+
+def _aborted(context: grpc.ServicerContext) -> bool:
+    # context.abort raises a plain Exception after setting the code; let it through.
+    return context.code() is not None  # type: ignore[attr-defined]  # present at runtime
+
+
+class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic only in stubs
+    """Maps certd errors to status codes for every RPC of the server."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        ser = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(handler.unary_unary, method), **ser
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream(handler.unary_stream, method), **ser
+            )
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(handler.stream_unary, method), **ser
+            )
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(
+                _wrap_stream(handler.stream_stream, method), **ser
+            )
+        return handler

@@ -1,0 +1,67 @@
+"""The Ledger service: checkpoints, entries, inclusion and consistency proofs."""
+
+from __future__ import annotations
+
+import grpc
+
+from certd.config import CertdConfig
+from certd.errors import InvalidInputError, NotFoundError
+from certd.ledger.log import Ledger
+from certd.service.convert import inclusion_to_pb, signed_checkpoint_to_pb
+from certd.v1 import ledger_pb2, ledger_pb2_grpc
+
+__all__ = ["LedgerServicer"]
+
+
+class LedgerServicer(ledger_pb2_grpc.LedgerServicer):
+    """Read-only access to the log."""
+
+    def __init__(self, cfg: CertdConfig, ledger: Ledger) -> None:
+        self._cfg = cfg
+        self._ledger = ledger
+
+    def GetCheckpoint(
+        self, request: ledger_pb2.GetCheckpointRequest, context: grpc.ServicerContext
+    ) -> ledger_pb2.SignedCheckpoint:
+        signed = self._ledger.checkpoint()
+        cp = signed.checkpoint
+        return signed_checkpoint_to_pb(signed.note, cp.origin, cp.size, cp.root_hash)
+
+    def GetEntries(
+        self, request: ledger_pb2.GetEntriesRequest, context: grpc.ServicerContext
+    ) -> ledger_pb2.GetEntriesResponse:
+        """Entries [start, end); at most max_entries_per_request, fewer near the end of the log."""
+        size = self._ledger.size()
+        if request.start >= request.end:
+            raise InvalidInputError(
+                f"range: expected start < end, got [{request.start}, {request.end})", field="start"
+            )
+        if request.start >= size:
+            raise NotFoundError(f"start {request.start} is not below the log size {size}")
+        end = min(request.end, size, request.start + self._cfg.limits.max_entries_per_request)
+        return ledger_pb2.GetEntriesResponse(entries=self._ledger.entries(request.start, end))
+
+    def GetInclusionProof(
+        self, request: ledger_pb2.GetInclusionProofRequest, context: grpc.ServicerContext
+    ) -> ledger_pb2.InclusionProof:
+        return inclusion_to_pb(self._ledger, request.leaf_index, request.tree_size)
+
+    def GetConsistencyProof(
+        self, request: ledger_pb2.GetConsistencyProofRequest, context: grpc.ServicerContext
+    ) -> ledger_pb2.ConsistencyProof:
+        second = request.second_size or self._ledger.checkpoint().checkpoint.size
+        if not 0 < request.first_size <= second:
+            raise InvalidInputError(
+                f"sizes: expected 0 < first_size <= second_size, got {request.first_size}, "
+                f"{second}",
+                field="first_size",
+            )
+        if second > self._ledger.size():
+            raise NotFoundError(
+                f"second_size {second} is beyond the log size {self._ledger.size()}"
+            )
+        return ledger_pb2.ConsistencyProof(
+            first_size=request.first_size,
+            second_size=second,
+            hashes=self._ledger.consistency_proof(request.first_size, second),
+        )

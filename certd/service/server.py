@@ -1,0 +1,163 @@
+"""Assembles certd: data dir, key, ledger, authority, the gRPC server and its lifecycle.
+
+Example::
+
+    server = CertdServer(CertdConfig(data_dir=Path("/tmp/certd"), listen="127.0.0.1:0"))
+    port = server.start()
+    ...
+    server.stop()   # NOT_SERVING first, drain, flush the ledger, close
+
+Graceful shutdown loses no acknowledged certificate: a reply leaves only after its ledger
+entry is durable, and stop() drains in-flight RPCs before it closes the ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from certd.authority.checker import Checkers
+from certd.authority.policy import Authority
+from certd.authority.receipts import ReceiptIssuer
+from certd.config import CertdConfig
+from certd.errors import ConfigError
+from certd.ledger.log import GroupCommitConfig, Ledger
+from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store import StoreLimits
+from certd.service.authority import AuthorityServicer
+from certd.service.interceptors import ErrorInterceptor
+from certd.service.ledger import LedgerServicer
+from certd.service.verifier import VerifierServicer
+from certd.signing.keys import SigningKey, load_signing_key, save_signing_key
+from certd.v1 import (
+    authority_pb2,
+    authority_pb2_grpc,
+    ledger_pb2,
+    ledger_pb2_grpc,
+    verifier_pb2,
+    verifier_pb2_grpc,
+)
+
+__all__ = [
+    "CertdServer",
+    "SERVICE_NAMES",
+    "ensure_key",
+]
+
+log = logging.getLogger("certd.server")
+
+SERVICE_NAMES = (
+    verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name,
+    authority_pb2.DESCRIPTOR.services_by_name["Authority"].full_name,
+    ledger_pb2.DESCRIPTOR.services_by_name["Ledger"].full_name,
+)
+
+
+def ensure_key(path: Path, name: str) -> SigningKey:
+    """Load the signing key at ``path``, creating it (and its ``.pub`` vkey) on first start.
+
+    Raises:
+        SigningError: the file exists but holds no valid key.
+        ConfigError: the key's name differs from ``name``.
+    """
+    if path.exists():
+        key = load_signing_key(path)
+        if key.name != name:
+            raise ConfigError(f"signing key name: expected {name!r}, got {key.name!r} in {path}")
+    else:
+        key = SigningKey.generate(name)
+        save_signing_key(path, key)
+    pub = path.with_suffix(".pub")
+    vkey = key.verifier().to_vkey() + "\n"
+    if not pub.exists() or pub.read_text() != vkey:
+        pub.write_text(vkey)
+    return key
+
+
+class CertdServer:
+    """A running certd: one process, the embedded SQLite ledger."""
+
+    def __init__(self, cfg: CertdConfig) -> None:
+        self.cfg = cfg
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        self.key = ensure_key(cfg.key_path, cfg.key_name)
+        self.store = SQLiteStore(
+            cfg.ledger_path,
+            synchronous=cfg.ledger.sqlite_synchronous,
+            limits=StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes),
+        )
+        self.ledger = Ledger(
+            self.store,
+            self.key,
+            cfg.ledger.origin,
+            config=GroupCommitConfig(
+                max_batch_entries=cfg.ledger.group_commit_max_entries,
+                max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
+            ),
+        )
+        self.checkers = Checkers(cfg)
+        self.authority = Authority(self.checkers, self.ledger, self.key)
+        receipts = ReceiptIssuer(self.ledger, self.key, time.time)
+        self.health = health.HealthServicer(experimental_non_blocking=True)
+        self._server = grpc.server(
+            ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
+            interceptors=[ErrorInterceptor()],
+            options=[
+                ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),
+                ("grpc.max_send_message_length", cfg.limits.max_message_bytes),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        verifier_pb2_grpc.add_VerifierServicer_to_server(
+            VerifierServicer(cfg, self.checkers, self.ledger, receipts), self._server
+        )
+        authority_pb2_grpc.add_AuthorityServicer_to_server(
+            AuthorityServicer(cfg, self.checkers, self.authority, self.ledger), self._server
+        )
+        ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+        )
+        self.port = 0
+        self._stopped = threading.Event()
+
+    def start(self) -> int:
+        """Bind and start serving; return the bound port.
+
+        Raises:
+            ConfigError: the listen address cannot be bound.
+        """
+        try:
+            self.port = self._server.add_insecure_port(self.cfg.listen)
+        except RuntimeError as e:
+            raise ConfigError(f"cannot listen on {self.cfg.listen}: {e}") from e
+        if self.port == 0:
+            raise ConfigError(f"cannot listen on {self.cfg.listen}")
+        self._server.start()
+        for name in ("", *SERVICE_NAMES):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
+        return self.port
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Graceful shutdown: NOT_SERVING, drain in-flight RPCs, flush and close the ledger."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self.health.enter_graceful_shutdown()
+        grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
+        self._server.stop(grace).wait()
+        self.ledger.close()  # commits what is queued, then closes the store
+        log.info("certd stopped")
+
+    def wait(self) -> None:
+        """Block until the server terminates."""
+        self._server.wait_for_termination()

@@ -1,0 +1,149 @@
+"""The Verifier service: Verify, VerifyBatch, VerifyStream.
+
+Every call returns verdicts plus one signed receipt per batch (per group of verdicts on a
+stream); the receipt is durable in the ledger before the reply leaves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+import grpc
+
+from certd.authority.checker import Checkers
+from certd.authority.policy import CheckedTask
+from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
+from certd.config import CertdConfig
+from certd.errors import InvalidInputError, LimitExceededError
+from certd.ledger.log import Ledger
+from certd.service.convert import checked_task, inclusion_to_pb, verdict_to_pb
+from certd.statements import verdict_digest
+from certd.v1 import verifier_pb2, verifier_pb2_grpc
+
+__all__ = ["VerifierServicer"]
+
+
+class _TaskCache:
+    """Converts each distinct task of a batch once (rollout batches repeat tasks n times)."""
+
+    def __init__(self, cfg: CertdConfig) -> None:
+        self._cfg = cfg
+        self._seen: dict[bytes, CheckedTask] = {}
+
+    def get(self, item: verifier_pb2.VerifyRequest, field: str) -> CheckedTask:
+        raw = item.task.SerializeToString(deterministic=True)
+        hit = self._seen.get(raw)
+        if hit is None:
+            hit = checked_task(item.task, self._cfg, field)
+            if len(self._seen) < 4096:
+                self._seen[raw] = hit
+        return hit
+
+
+class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
+    """Checks responses and signs receipts."""
+
+    def __init__(
+        self, cfg: CertdConfig, checkers: Checkers, ledger: Ledger, receipts: ReceiptIssuer
+    ) -> None:
+        self._cfg = cfg
+        self._checkers = checkers
+        self._ledger = ledger
+        self._receipts = receipts
+
+    def _check(
+        self, item: verifier_pb2.VerifyRequest, task: CheckedTask
+    ) -> tuple[verifier_pb2.Verdict, bytes]:
+        started = time.perf_counter()
+        verdict = self._checkers.verify(task.value, item.response)
+        pb = verdict_to_pb(verdict, item.id, (time.perf_counter() - started) * 1e3)
+        digest = verdict_digest(pb, task.digest, item.response)
+        pb.digest = digest
+        return pb, digest
+
+    def _receipt(
+        self,
+        verdicts: Sequence[verifier_pb2.Verdict],
+        digests: Sequence[bytes],
+        seq: int = 0,
+        *,
+        fill_paths: bool = True,
+    ) -> verifier_pb2.Receipt:
+        issued: IssuedReceipt = self._receipts.issue(digests, [v.verifier for v in verdicts])
+        for i, (v, path) in enumerate(zip(verdicts, issued.paths, strict=True)):
+            if not fill_paths:
+                break
+            v.receipt_path.CopyFrom(
+                verifier_pb2.ReceiptPath(
+                    index=i, batch_size=len(digests), hashes=path, receipt_seq=seq
+                )
+            )
+        return verifier_pb2.Receipt(
+            envelope=issued.envelope,
+            batch_root=issued.root,
+            batch_size=len(digests),
+            inclusion=inclusion_to_pb(self._ledger, issued.index),
+            receipt_seq=seq,
+        )
+
+    def _batch(
+        self, items: Sequence[verifier_pb2.VerifyRequest], field: str
+    ) -> tuple[list[verifier_pb2.Verdict], verifier_pb2.Receipt]:
+        if not items:
+            raise InvalidInputError(f"{field}: expected at least one item, got none", field=field)
+        limit = self._cfg.limits.max_batch_items
+        if len(items) > limit:
+            raise LimitExceededError(
+                f"{field}: at most {limit} items per batch, got {len(items)}", field=field
+            )
+        tasks = _TaskCache(self._cfg)
+        checked = [tasks.get(item, f"{field}[{i}].task") for i, item in enumerate(items)]
+        pairs = [self._check(item, task) for item, task in zip(items, checked, strict=True)]
+        verdicts = [v for v, _ in pairs]
+        return verdicts, self._receipt(verdicts, [d for _, d in pairs])
+
+    def Verify(
+        self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
+    ) -> verifier_pb2.VerifyResponse:
+        verdicts, receipt = self._batch([request], "request")
+        return verifier_pb2.VerifyResponse(verdict=verdicts[0], receipt=receipt)
+
+    def VerifyBatch(
+        self, request: verifier_pb2.VerifyBatchRequest, context: grpc.ServicerContext
+    ) -> verifier_pb2.VerifyBatchResponse:
+        verdicts, receipt = self._batch(request.items, "items")
+        return verifier_pb2.VerifyBatchResponse(verdicts=verdicts, receipt=receipt)
+
+    def VerifyStream(
+        self,
+        request_iterator: Iterable[verifier_pb2.VerifyRequest],
+        context: grpc.ServicerContext,
+    ) -> Iterator[verifier_pb2.VerifyStreamResponse]:
+        """One verdict per request, at once; a receipt after each group of verdicts.
+
+        A receipt with ``receipt_seq`` k covers the verdicts whose ``receipt_path.receipt_seq``
+        is k, in stream order; the client recomputes the batch root from their digests (the
+        paths are not known when a verdict leaves). Groups close every
+        ``stream_receipt_every`` verdicts and at the end of the stream.
+        """
+        every = self._cfg.limits.stream_receipt_every
+        tasks = _TaskCache(self._cfg)
+        group: list[verifier_pb2.Verdict] = []
+        digests: list[bytes] = []
+        seq = 0
+        for n, item in enumerate(request_iterator):
+            verdict, digest = self._check(item, tasks.get(item, f"stream[{n}].task"))
+            verdict.receipt_path.CopyFrom(
+                verifier_pb2.ReceiptPath(index=len(group), receipt_seq=seq)
+            )
+            group.append(verdict)
+            digests.append(digest)
+            yield verifier_pb2.VerifyStreamResponse(verdict=verdict)
+            if len(group) == every:
+                receipt = self._receipt(group, digests, seq, fill_paths=False)
+                yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
+                group, digests, seq = [], [], seq + 1
+        if group:
+            receipt = self._receipt(group, digests, seq, fill_paths=False)
+            yield verifier_pb2.VerifyStreamResponse(receipt=receipt)

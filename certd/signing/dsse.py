@@ -1,0 +1,340 @@
+"""DSSE envelopes signed with Ed25519 and a key ring of trusted keys.
+
+Example:
+    >>> from certd.signing.keys import SigningKey
+    >>> from certd.signing.dsse import Envelope, KeyRing, sign_envelope, verify_envelope
+    >>> key = SigningKey.generate("certd.example/log")
+    >>> env = sign_envelope(b'{"a":1}', "application/vnd.in-toto+json", key)
+    >>> verify_envelope(Envelope.from_json(env.to_json()), KeyRing([key.verifier()]))
+    b'{"a":1}'
+
+The signature covers the pre-authentication encoding (secure-systems-lab/dsse,
+protocol.md)::
+
+    PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body
+
+with LEN the ASCII decimal byte length. A signature's ``keyid`` is the signer's C2SP key
+id (type 0x01) as 8 lowercase hex digits.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from certd.errors import SigningError
+from certd.signing.keys import SigningKey, VerifierKey
+
+__all__ = [
+    "Envelope",
+    "EnvelopeSignature",
+    "KeyRing",
+    "MAX_ENVELOPE_SIGNATURES",
+    "TrustedKey",
+    "pae",
+    "sign_envelope",
+    "verify_envelope",
+]
+
+MAX_ENVELOPE_SIGNATURES = 16
+"""Envelopes with more signatures than this are rejected unread."""
+
+_ENVELOPE_FIELDS = frozenset({"payload", "payloadType", "signatures"})
+_SIGNATURE_FIELDS = frozenset({"keyid", "sig"})
+_URLSAFE_TO_STD = str.maketrans("-_", "+/")
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """Compute the DSSE v1 pre-authentication encoding.
+
+    Args:
+        payload_type: the payload type, encoded as UTF-8.
+        payload: the payload bytes.
+
+    Returns:
+        ``b"DSSEv1 " + len(type) + b" " + type + b" " + len(payload) + b" " + payload``.
+    """
+    t = payload_type.encode("utf-8")
+    return b"DSSEv1 %d %b %d %b" % (len(t), t, len(payload), payload)
+
+
+class EnvelopeSignature(NamedTuple):
+    """One DSSE signature: the signer's key id (hex) and the raw signature bytes."""
+
+    keyid: str
+    sig: bytes
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise SigningError(f"expected unique JSON keys, got {k!r} twice")
+        out[k] = v
+    return out
+
+
+def _b64decode(text: object, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise SigningError(f"expected a base64 string in {what}, got {type(text).__name__}")
+    try:
+        # DSSE allows standard or URL-safe base64; map URL-safe to standard, then be strict.
+        data = text.translate(_URLSAFE_TO_STD).encode("ascii")
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, UnicodeEncodeError) as e:
+        raise SigningError(f"expected base64 in {what}, got {text[:40]!r}") from e
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A DSSE envelope.
+
+    Attributes:
+        payload: the signed payload bytes.
+        payload_type: the payload's media type.
+        signatures: the signatures over ``pae(payload_type, payload)``.
+    """
+
+    payload: bytes
+    payload_type: str
+    signatures: tuple[EnvelopeSignature, ...]
+
+    def pae(self) -> bytes:
+        """Return the bytes the signatures cover.
+
+        Returns:
+            ``pae(self.payload_type, self.payload)``.
+        """
+        return pae(self.payload_type, self.payload)
+
+    def to_json(self) -> bytes:
+        """Serialize as canonical JSON.
+
+        Keys sorted, no whitespace, standard base64 for payload and signatures.
+
+        Returns:
+            The UTF-8 JSON bytes.
+        """
+        obj = {
+            "payload": base64.b64encode(self.payload).decode("ascii"),
+            "payloadType": self.payload_type,
+            "signatures": [
+                {"keyid": s.keyid, "sig": base64.b64encode(s.sig).decode("ascii")}
+                for s in self.signatures
+            ],
+        }
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8"
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Envelope:
+        """Parse a DSSE envelope from JSON.
+
+        Standard and URL-safe base64 are both accepted. Unknown fields, duplicate keys and
+        more than ``MAX_ENVELOPE_SIGNATURES`` signatures are rejected.
+
+        Args:
+            data: the JSON bytes.
+
+        Raises:
+            SigningError: the bytes are not a well-formed envelope.
+
+        Returns:
+            The envelope (signatures not yet verified).
+        """
+        try:
+            obj = json.loads(data.decode("utf-8"), object_pairs_hook=_reject_duplicates)
+        except (UnicodeDecodeError, ValueError) as e:
+            raise SigningError("expected a JSON DSSE envelope, got malformed JSON") from e
+        if not isinstance(obj, dict):
+            raise SigningError(f"expected a JSON object, got {type(obj).__name__}")
+        if set(obj) != _ENVELOPE_FIELDS:
+            raise SigningError(f"expected fields {sorted(_ENVELOPE_FIELDS)}, got {sorted(obj)}")
+        payload_type = obj["payloadType"]
+        if not isinstance(payload_type, str):
+            raise SigningError("expected payloadType to be a string")
+        sigs = obj["signatures"]
+        if not isinstance(sigs, list) or not sigs:
+            raise SigningError("expected a non-empty list of signatures")
+        if len(sigs) > MAX_ENVELOPE_SIGNATURES:
+            raise SigningError(
+                f"expected at most {MAX_ENVELOPE_SIGNATURES} signatures, got {len(sigs)}"
+            )
+        parsed: list[EnvelopeSignature] = []
+        for i, s in enumerate(sigs):
+            if not isinstance(s, dict) or "sig" not in s or not set(s) <= _SIGNATURE_FIELDS:
+                raise SigningError(f"expected signature {i} as {{keyid, sig}}, got {s!r:.60}")
+            keyid = s.get("keyid", "")
+            if not isinstance(keyid, str):
+                raise SigningError(f"expected signature {i} keyid to be a string")
+            parsed.append(EnvelopeSignature(keyid, _b64decode(s["sig"], f"signature {i}")))
+        return cls(
+            payload=_b64decode(obj["payload"], "payload"),
+            payload_type=payload_type,
+            signatures=tuple(parsed),
+        )
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A trusted key with an optional validity window.
+
+    Attributes:
+        key: the verifier key.
+        not_before: first POSIX second the key is valid (inclusive), or None.
+        not_after: last POSIX second the key is valid (inclusive), or None.
+    """
+
+    key: VerifierKey
+    not_before: int | None = None
+    not_after: int | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            self.not_before is not None
+            and self.not_after is not None
+            and self.not_after < self.not_before
+        ):
+            raise SigningError(
+                f"expected not_after >= not_before for {self.key.name}, "
+                f"got {self.not_after} < {self.not_before}"
+            )
+
+    def valid_at(self, at_time: int | None) -> bool:
+        """Tell whether the key is valid at a time.
+
+        Args:
+            at_time: POSIX seconds, or None to ignore the window.
+
+        Returns:
+            True when ``at_time`` is None or inside the window.
+        """
+        if at_time is None:
+            return True
+        if self.not_before is not None and at_time < self.not_before:
+            return False
+        return self.not_after is None or at_time <= self.not_after
+
+
+class KeyRing:
+    """Trusted verifier keys indexed by DSSE key id (8 lowercase hex digits)."""
+
+    def __init__(self, keys: Iterable[VerifierKey | TrustedKey] = ()) -> None:
+        """Build a ring.
+
+        Args:
+            keys: keys to trust, each without a window (VerifierKey) or with one (TrustedKey).
+        """
+        self._by_id: dict[str, list[TrustedKey]] = {}
+        for k in keys:
+            self.add(k if isinstance(k, TrustedKey) else TrustedKey(k))
+
+    def add(self, trusted: TrustedKey) -> None:
+        """Trust one more key.
+
+        Args:
+            trusted: the key and its validity window.
+        """
+        self._by_id.setdefault(trusted.key.key_id_hex, []).append(trusted)
+
+    def lookup(self, keyid_hex: str, at_time: int | None = None) -> tuple[VerifierKey, ...]:
+        """Find the trusted keys with a key id.
+
+        Args:
+            keyid_hex: the key id, 8 lowercase hex digits.
+            at_time: POSIX seconds the key must be valid at, or None to ignore windows.
+
+        Returns:
+            The matching keys valid at ``at_time`` (usually one; empty when none).
+        """
+        return tuple(t.key for t in self._by_id.get(keyid_hex, ()) if t.valid_at(at_time))
+
+    def __iter__(self) -> Iterator[TrustedKey]:
+        for entries in self._by_id.values():
+            yield from entries
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_id.values())
+
+
+def sign_envelope(
+    payload: bytes, payload_type: str, key: SigningKey | Sequence[SigningKey]
+) -> Envelope:
+    """Sign a payload into a DSSE envelope.
+
+    Args:
+        payload: the payload bytes.
+        payload_type: the payload's media type.
+        key: one signing key or several.
+
+    Raises:
+        SigningError: no key is given.
+
+    Returns:
+        The envelope, one signature per key, keyid = the key's C2SP key id in hex.
+    """
+    keys = [key] if isinstance(key, SigningKey) else list(key)
+    if not keys:
+        raise SigningError("expected at least one signing key, got none")
+    message = pae(payload_type, payload)
+    sigs = tuple(EnvelopeSignature(k.key_id_hex, k.sign(message)) for k in keys)
+    return Envelope(payload=payload, payload_type=payload_type, signatures=sigs)
+
+
+def _candidates(
+    trusted: Mapping[str, VerifierKey] | KeyRing, keyid: str, at_time: int | None
+) -> tuple[VerifierKey, ...]:
+    if isinstance(trusted, KeyRing):
+        return trusted.lookup(keyid, at_time)
+    key = trusted.get(keyid)
+    return () if key is None else (key,)
+
+
+def verify_envelope(
+    envelope: Envelope,
+    trusted: Mapping[str, VerifierKey] | KeyRing,
+    *,
+    at_time: int | None = None,
+) -> bytes:
+    """Verify that a trusted key signed an envelope.
+
+    One verifying signature by a trusted key suffices; signatures by unknown key ids are
+    skipped.
+
+    Args:
+        envelope: the envelope.
+        trusted: trusted keys by key id hex, or a KeyRing.
+        at_time: POSIX seconds the key must be valid at (KeyRing windows), or None.
+
+    Raises:
+        SigningError: no signature verifies with a trusted key.
+
+    Returns:
+        The payload bytes.
+    """
+    if len(envelope.signatures) > MAX_ENVELOPE_SIGNATURES:
+        raise SigningError(
+            f"expected at most {MAX_ENVELOPE_SIGNATURES} signatures, got {len(envelope.signatures)}"
+        )
+    message = envelope.pae()
+    failures: list[str] = []
+    for sig in envelope.signatures:
+        keys = _candidates(trusted, sig.keyid, at_time)
+        if not keys:
+            failures.append(f"{sig.keyid!r}: not a trusted key")
+            continue
+        for key in keys:
+            try:
+                key.verify(message, sig.sig)
+            except SigningError as e:
+                failures.append(f"{sig.keyid!r}: {e}")
+                continue
+            return envelope.payload
+    raise SigningError(
+        "expected a signature that verifies with a trusted key, got " + "; ".join(failures)
+    )

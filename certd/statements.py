@@ -1,0 +1,334 @@
+"""What certd signs, and how anyone checks it offline.
+
+Light and pure: it needs only the ``certd.v1`` stubs, ``certd.signing`` and the Merkle and
+checkpoint primitives, so the ``forkgate`` client imports it without the server.
+
+Example:
+    >>> from certd.v1 import tasks_pb2
+    >>> task = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+    >>> task_json(task)
+    {'domain': 'countdown', 'numbers': [25, 5, 4, 3], 'rules': {'exactly_once': True}, 'target': 83}
+    >>> len(task_digest(task))
+    64
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from certd.errors import InvalidInputError, ProofError, SigningError
+from certd.ledger import merkle
+from certd.ledger.checkpoint import open_checkpoint
+from certd.signing.dsse import Envelope, KeyRing, verify_envelope
+from certd.signing.statement import canonical_json, parse_statement
+from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
+
+__all__ = [
+    "FeasibilityClaim",
+    "PREDICATE_FEASIBILITY",
+    "PREDICATE_VERDICT_RECEIPT",
+    "ReceiptClaim",
+    "label_json",
+    "receipt_root_from_path",
+    "sha256_hex",
+    "task_digest",
+    "task_json",
+    "verdict_digest",
+    "verify_certificate",
+    "verify_inclusion",
+    "verify_receipt",
+    "verify_verdict",
+]
+
+PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
+PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
+    """The canonical JSON object of a task (its digest is over ``canonical_json`` of this).
+
+    Raises:
+        InvalidInputError: the task names no domain.
+    """
+    domain = task.WhichOneof("domain")
+    if domain == "countdown":
+        cd = task.countdown
+        return {
+            "domain": "countdown",
+            "numbers": list(cd.numbers),
+            "rules": {"exactly_once": not cd.rules.at_most_once},
+            "target": cd.target,
+        }
+    if domain == "math":
+        return {"domain": "math", "gold": task.math.gold}
+    if domain == "code":
+        c = task.code
+        return {
+            "domain": "code",
+            "entry_point": c.entry_point,
+            "language": c.language,
+            "test_program": c.test_program,
+            "tests": [{"expected_stdout": t.expected_stdout, "stdin": t.stdin} for t in c.tests],
+        }
+    raise InvalidInputError("task names no domain", field="task")
+
+
+def task_digest(task: tasks_pb2.Task) -> str:
+    """Hex SHA-256 of the task's canonical JSON (sorted keys, no spaces, UTF-8)."""
+    return sha256_hex(canonical_json(task_json(task)))
+
+
+def label_json(label: tasks_pb2.Label) -> dict[str, Any]:
+    """The canonical JSON object of a κ label."""
+    return {
+        "fields": dict(sorted(label.fields.items())),
+        "kappa": label.kappa,
+        "value": label.value,
+    }
+
+
+def verdict_digest(verdict: verifier_pb2.Verdict, task_sha256: str, response: str) -> bytes:
+    """SHA-256 over the verdict's canonical JSON, bound to the task and the response.
+
+    The receipt's Merkle leaves are these digests; ``elapsed_ms`` and the receipt path are not
+    covered (timing is advisory).
+    """
+    obj = {
+        "answer": verdict.answer,
+        "detail": verdict.detail,
+        "family": label_json(verdict.family) if verdict.HasField("family") else None,
+        "id": verdict.id,
+        "initiated": label_json(verdict.initiated) if verdict.HasField("initiated") else None,
+        "response_sha256": sha256_hex(response.encode("utf-8", "surrogatepass")),
+        "reward": verdict.reward,
+        "status": tasks_pb2.VerdictStatus.Name(verdict.status),
+        "task_sha256": task_sha256,
+        "verifier": verdict.verifier,
+    }
+    return hashlib.sha256(canonical_json(obj)).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class FeasibilityClaim:
+    """The verified content of a feasibility certificate."""
+
+    task_digest: str
+    domain: str
+    kappa: str
+    label: str
+    witness_digest: str
+    verifier: str
+    issued_at: int
+    ledger_index: int
+    tree_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptClaim:
+    """The verified content of a verdict receipt."""
+
+    batch_root: bytes
+    batch_size: int
+    issued_at: int
+    ledger_index: int
+
+
+def verify_inclusion(
+    entry: bytes, proof: ledger_pb2.InclusionProof, keys: KeyRing, origin: str | None = None
+) -> int:
+    """Check that ``entry`` is in the log under a checkpoint signed by a trusted key.
+
+    Raises:
+        ProofError: the proof or the checkpoint does not match.
+        SigningError: the checkpoint is not signed by a trusted key.
+
+    Returns:
+        The tree size the proof is tied to.
+    """
+    leaf = merkle.leaf_hash(entry)
+    if proof.leaf_hash and proof.leaf_hash != leaf:
+        raise ProofError(f"leaf hash: expected {leaf.hex()}, got {proof.leaf_hash.hex()}")
+    cp = open_checkpoint(proof.checkpoint.note, [t.key for t in keys], origin=origin)
+    if cp.size != proof.tree_size:
+        raise ProofError(f"checkpoint size: expected {proof.tree_size}, got {cp.size}")
+    merkle.verify_inclusion(
+        leaf, proof.leaf_index, proof.tree_size, list(proof.hashes), cp.root_hash
+    )
+    return cp.size
+
+
+def _open_statement(envelope: bytes, keys: KeyRing, predicate_type: str) -> dict[str, Any]:
+    env = Envelope.from_json(envelope)
+    payload = verify_envelope(env, keys)
+    st = parse_statement(payload)
+    if st.predicate_type != predicate_type:
+        raise SigningError(f"predicate type: expected {predicate_type}, got {st.predicate_type}")
+    return dict(st.predicate)
+
+
+def verify_certificate(
+    cert: authority_pb2.Certificate,
+    keys: KeyRing,
+    *,
+    task: tasks_pb2.Task | None = None,
+    origin: str | None = None,
+) -> FeasibilityClaim:
+    """Verify a feasibility certificate offline: signature, statement, witness and ledger proof.
+
+    Args:
+        cert: the certificate as certd returned it.
+        keys: trusted log keys.
+        task: when given, the certificate must be about this task.
+        origin: when given, the checkpoint must carry this log origin.
+
+    Raises:
+        SigningError: bad signature or malformed statement.
+        ProofError: the inclusion proof does not tie the envelope to a trusted checkpoint.
+        InvalidInputError: the certificate is about another task or witness.
+
+    Returns:
+        The verified claim.
+    """
+    p = _open_statement(cert.envelope, keys, PREDICATE_FEASIBILITY)
+    try:
+        claim = FeasibilityClaim(
+            task_digest=str(p["task_digest"]),
+            domain=str(p["domain"]),
+            kappa=str(p["kappa"]),
+            label=str(p["label"]),
+            witness_digest=str(p["witness_digest"]),
+            verifier=str(p["verifier"]),
+            issued_at=int(p["issued_at"]),
+            ledger_index=cert.inclusion.leaf_index,
+            tree_size=cert.inclusion.tree_size,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise SigningError(f"feasibility predicate is malformed: {e}") from e
+    if cert.witness and sha256_hex(cert.witness.encode()) != claim.witness_digest:
+        raise InvalidInputError(
+            f"witness digest: expected {claim.witness_digest}, "
+            f"got {sha256_hex(cert.witness.encode())}",
+            field="witness",
+        )
+    if task is not None and task_digest(task) != claim.task_digest:
+        raise InvalidInputError(
+            f"task digest: expected {task_digest(task)}, got {claim.task_digest}", field="task"
+        )
+    if cert.label.value and cert.label.value != claim.label:
+        raise InvalidInputError(
+            f"label: expected {claim.label}, got {cert.label.value}", field="label"
+        )
+    verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
+    return claim
+
+
+def receipt_root_from_path(digest: bytes, path: verifier_pb2.ReceiptPath) -> bytes:
+    """The batch root implied by one verdict digest and its receipt path."""
+    return merkle.root_from_inclusion_proof(
+        merkle.leaf_hash(digest), path.index, path.batch_size, list(path.hashes)
+    )
+
+
+def verify_receipt(
+    receipt: verifier_pb2.Receipt, keys: KeyRing, origin: str | None = None
+) -> ReceiptClaim:
+    """Verify a receipt's signature, statement and ledger inclusion.
+
+    Raises:
+        SigningError: bad signature or malformed statement.
+        ProofError: the receipt is not tied to a trusted checkpoint, or its root differs.
+
+    Returns:
+        The verified claim.
+    """
+    p = _open_statement(receipt.envelope, keys, PREDICATE_VERDICT_RECEIPT)
+    try:
+        claim = ReceiptClaim(
+            batch_root=bytes.fromhex(str(p["batch_root"])),
+            batch_size=int(p["batch_size"]),
+            issued_at=int(p["issued_at"]),
+            ledger_index=receipt.inclusion.leaf_index,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise SigningError(f"receipt predicate is malformed: {e}") from e
+    if claim.batch_root != receipt.batch_root or claim.batch_size != receipt.batch_size:
+        raise ProofError(
+            f"receipt root: expected {claim.batch_root.hex()}/{claim.batch_size}, "
+            f"got {receipt.batch_root.hex()}/{receipt.batch_size}"
+        )
+    verify_inclusion(receipt.envelope, receipt.inclusion, keys, origin)
+    return claim
+
+
+def verify_verdict(
+    verdict: verifier_pb2.Verdict, task: tasks_pb2.Task, response: str, claim: ReceiptClaim
+) -> None:
+    """Check that a verdict for (task, response) is covered by a verified receipt.
+
+    Raises:
+        ProofError: the verdict's digest or path does not lead to the receipt's root.
+    """
+    digest = verdict_digest(verdict, task_digest(task), response)
+    if digest != verdict.digest:
+        raise ProofError(
+            f"verdict {verdict.id!r} digest: expected {digest.hex()}, got {verdict.digest.hex()}"
+        )
+    if verdict.receipt_path.batch_size != claim.batch_size:
+        raise ProofError(
+            f"verdict {verdict.id!r} batch size: expected {claim.batch_size}, "
+            f"got {verdict.receipt_path.batch_size}"
+        )
+    root = receipt_root_from_path(digest, verdict.receipt_path)
+    if root != claim.batch_root:
+        raise ProofError(
+            f"verdict {verdict.id!r} path leads to {root.hex()}, "
+            f"expected receipt root {claim.batch_root.hex()}"
+        )
+
+
+def feasibility_predicate(
+    *,
+    task: tasks_pb2.Task,
+    kappa: str,
+    label: str,
+    label_fields: Mapping[str, str],
+    witness: str,
+    canonical: str,
+    verifier: str,
+    issued_at: int,
+) -> dict[str, Any]:
+    """The predicate of a feasibility certificate (see docs/formats.md)."""
+    return {
+        "canonical_digest": sha256_hex(canonical.encode()),
+        "domain": task_json(task)["domain"],
+        "issued_at": issued_at,
+        "kappa": kappa,
+        "label": label,
+        "label_fields": dict(sorted(label_fields.items())),
+        "task": task_json(task),
+        "task_digest": task_digest(task),
+        "verifier": verifier,
+        "witness": witness,
+        "witness_digest": sha256_hex(witness.encode()),
+    }
+
+
+def receipt_predicate(
+    *, batch_root: bytes, batch_size: int, verifiers: Sequence[str], issued_at: int
+) -> dict[str, Any]:
+    """The predicate of a verdict receipt (see docs/formats.md)."""
+    return {
+        "batch_root": batch_root.hex(),
+        "batch_size": batch_size,
+        "issued_at": issued_at,
+        "leaf": "sha256(canonical verdict JSON); RFC 6962 leaf/node hashing",
+        "verifiers": sorted(set(verifiers)),
+    }

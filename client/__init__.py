@@ -1,0 +1,46 @@
+"""forkgate: the trainer-side library that admits only certified data.
+
+Example:
+    >>> from forkgate import make_task
+    >>> make_task("countdown", {"numbers": [25, 5, 4, 3], "target": 83}).countdown.target
+    83
+
+It imports only the light parts of certd (the ``certd.v1`` stubs and the verification
+primitives), never the server, stores or domains.
+"""
+
+from ._base import ClientSettings, VerifyItem
+from .aio import AsyncCertdClient
+from .client import CertdClient
+from .errors import (
+    CertdUnavailableError,
+    CertificationRefusedError,
+    DeadlineExceededError,
+    ForkgateError,
+    InvalidRequestError,
+    NotFoundError,
+    ResourceExhaustedError,
+    ServerError,
+    UnimplementedError,
+    VerificationError,
+)
+from .tasks import as_task, make_task
+
+__all__ = [
+    "AsyncCertdClient",
+    "CertdClient",
+    "CertdUnavailableError",
+    "CertificationRefusedError",
+    "ClientSettings",
+    "DeadlineExceededError",
+    "ForkgateError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "ResourceExhaustedError",
+    "ServerError",
+    "UnimplementedError",
+    "VerificationError",
+    "VerifyItem",
+    "as_task",
+    "make_task",
+]

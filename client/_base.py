@@ -1,0 +1,203 @@
+"""The part of the certd clients that does no I/O: requests, error mapping, verification.
+
+``CertdClient`` and ``AsyncCertdClient`` mirror each other method for method over this base.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from certd.errors import CertdError
+from certd.signing.dsse import KeyRing
+from certd.signing.keys import VerifierKey
+from certd.statements import verify_certificate, verify_receipt, verify_verdict
+from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
+
+from .errors import (
+    CertdUnavailableError,
+    CertificationRefusedError,
+    DeadlineExceededError,
+    ForkgateError,
+    InvalidRequestError,
+    NotFoundError,
+    ResourceExhaustedError,
+    ServerError,
+    UnimplementedError,
+    VerificationError,
+)
+from .tasks import TaskLike, as_task
+
+__all__ = ["ClientSettings", "VerifyItem", "load_keyring", "map_rpc_error"]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyItem:
+    """One response to check."""
+
+    task: TaskLike
+    response: str
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """Client behaviour. Units are in the names.
+
+    Attributes:
+        timeout_s: deadline of each RPC attempt.
+        max_retries: retries on UNAVAILABLE only (other errors are never retried).
+        backoff_s: first backoff; doubles each retry, with full jitter, capped at backoff_max_s.
+        batch_size: items per VerifyBatch / CertifyBatch call.
+        max_message_bytes: gRPC send/receive limit.
+    """
+
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_s: float = 0.1
+    backoff_max_s: float = 5.0
+    batch_size: int = 1000
+    max_message_bytes: int = 64 << 20
+
+    def channel_options(self) -> list[tuple[str, int]]:
+        """gRPC channel options for these settings."""
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+        ]
+
+    def backoffs(self) -> Iterator[float]:
+        """Sleep times before each retry (full jitter)."""
+        for attempt in range(self.max_retries):
+            yield random.uniform(0, min(self.backoff_max_s, self.backoff_s * 2**attempt))
+
+
+def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> KeyRing | None:
+    """A KeyRing from vkey strings, files holding a vkey, or VerifierKeys (None stays None).
+
+    Raises:
+        VerificationError: a key cannot be parsed.
+    """
+    if keys is None or isinstance(keys, KeyRing):
+        return keys
+    parsed: list[VerifierKey] = []
+    for k in keys:
+        try:
+            if isinstance(k, VerifierKey):
+                parsed.append(k)
+            elif isinstance(k, Path) or (isinstance(k, str) and Path(k).is_file()):
+                parsed.append(VerifierKey.from_vkey(Path(k).read_text().strip()))
+            else:
+                parsed.append(VerifierKey.from_vkey(str(k).strip()))
+        except (CertdError, OSError) as e:
+            raise VerificationError(f"trusted key {k!s:.60}: {e}") from e
+    return KeyRing(parsed)
+
+
+def _metadata(error: grpc.RpcError) -> dict[str, str]:
+    trailing: Any = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    return {str(item[0]): str(item[1]) for item in (trailing or ())}
+
+
+def map_rpc_error(error: grpc.RpcError) -> ForkgateError:
+    """Translate a gRPC error into the client's typed error (the one place that does)."""
+    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+    details = (error.details() if hasattr(error, "details") else "") or str(code)
+    meta = _metadata(error)
+    rid = meta.get("certd-request-id", "")
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidRequestError(details, field=meta.get("certd-error-field", ""), request_id=rid)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return ResourceExhaustedError(
+            details, field=meta.get("certd-error-field", ""), request_id=rid
+        )
+    if code == grpc.StatusCode.FAILED_PRECONDITION and "certd-refusal-reason" in meta:
+        return CertificationRefusedError(
+            details, reason=meta["certd-refusal-reason"], request_id=rid
+        )
+    if code == grpc.StatusCode.NOT_FOUND:
+        return NotFoundError(details, request_id=rid)
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return UnimplementedError(details, request_id=rid)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return CertdUnavailableError(details, request_id=rid)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceededError(details, request_id=rid)
+    return ServerError(f"{code.name}: {details}", request_id=rid)
+
+
+def is_retryable(error: grpc.RpcError) -> bool:
+    """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
+    return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def verify_request(
+    item: VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str],
+) -> verifier_pb2.VerifyRequest:
+    """A VerifyRequest from an item or a (task, response[, id]) tuple."""
+    if not isinstance(item, VerifyItem):
+        item = VerifyItem(*item)
+    return verifier_pb2.VerifyRequest(id=item.id, task=as_task(item.task), response=item.response)
+
+
+def chunks(
+    items: Sequence[verifier_pb2.VerifyRequest], size: int
+) -> Iterator[Sequence[verifier_pb2.VerifyRequest]]:
+    """Consecutive slices of at most ``size`` items."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def check_batch(
+    requests: Sequence[verifier_pb2.VerifyRequest],
+    reply: verifier_pb2.VerifyBatchResponse,
+    keys: KeyRing | None,
+) -> list[verifier_pb2.Verdict]:
+    """Check a VerifyBatch reply: one verdict per request, in order, covered by the receipt.
+
+    Raises:
+        VerificationError: a count, id, digest, path or signature does not match.
+    """
+    if len(reply.verdicts) != len(requests):
+        raise VerificationError(f"verdicts: expected {len(requests)}, got {len(reply.verdicts)}")
+    if keys is not None:
+        try:
+            claim = verify_receipt(reply.receipt, keys)
+            for req, verdict in zip(requests, reply.verdicts, strict=True):
+                verify_verdict(verdict, req.task, req.response, claim)
+        except CertdError as e:
+            raise VerificationError(f"receipt: {e}") from e
+    for req, verdict in zip(requests, reply.verdicts, strict=True):
+        if verdict.id != req.id:
+            raise VerificationError(f"verdict id: expected {req.id!r}, got {verdict.id!r}")
+    return list(reply.verdicts)
+
+
+def check_certificate(
+    cert: authority_pb2.Certificate, keys: KeyRing | None, task: tasks_pb2.Task | None = None
+) -> authority_pb2.Certificate:
+    """Verify a certificate offline when trusted keys are set.
+
+    Raises:
+        VerificationError: signature, statement, witness or inclusion proof does not verify.
+    """
+    if keys is not None:
+        try:
+            verify_certificate(cert, keys, task=task)
+        except CertdError as e:
+            raise VerificationError(f"certificate {cert.certificate_id[:16]}: {e}") from e
+    return cert
+
+
+def certify_request(
+    task: TaskLike, label: str, witness: str, kappa: str = ""
+) -> authority_pb2.CertifyRequest:
+    """A CertifyRequest (κ empty: the domain's default)."""
+    return authority_pb2.CertifyRequest(
+        task=as_task(task), label=tasks_pb2.Label(kappa=kappa, value=label), witness=witness
+    )

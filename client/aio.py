@@ -1,0 +1,195 @@
+"""The asyncio certd client; mirrors ``CertdClient`` method for method.
+
+Example::
+
+    async with AsyncCertdClient("127.0.0.1:50051", trusted_keys=[vkey]) as c:
+        verdicts = await c.verify_batch([(task, response, "r1")])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+
+from certd.signing.dsse import KeyRing
+from certd.signing.keys import VerifierKey
+from certd.v1 import (
+    authority_pb2,
+    authority_pb2_grpc,
+    ledger_pb2,
+    ledger_pb2_grpc,
+    verifier_pb2,
+    verifier_pb2_grpc,
+)
+
+from ._base import (
+    ClientSettings,
+    VerifyItem,
+    certify_request,
+    check_batch,
+    check_certificate,
+    chunks,
+    is_retryable,
+    load_keyring,
+    map_rpc_error,
+    verify_request,
+)
+from .errors import CertificationRefusedError
+from .tasks import TaskLike, as_task
+
+__all__ = ["AsyncCertdClient"]
+
+T = TypeVar("T")
+
+
+class AsyncCertdClient:
+    """An asyncio client for certd; see ``CertdClient`` for the arguments."""
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:50051",
+        *,
+        trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
+        settings: ClientSettings | None = None,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        self.keys = load_keyring(trusted_keys)
+        self._channel = grpc.aio.insecure_channel(address, options=self.settings.channel_options())
+        self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
+        self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
+        self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
+
+    async def __aenter__(self) -> AsyncCertdClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close(None)
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
+        backoffs = self.settings.backoffs()
+        while True:
+            try:
+                return await fn(request, timeout=self.settings.timeout_s)
+            except grpc.RpcError as e:
+                delay = next(backoffs, None) if is_retryable(e) else None
+                if delay is None:
+                    raise map_rpc_error(e) from e
+                await asyncio.sleep(delay)
+
+    async def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
+        """Check one response; see ``CertdClient.verify``."""
+        return (await self.verify_batch([VerifyItem(task, response, id)]))[0]
+
+    async def verify_batch(
+        self, items: Iterable[VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str]]
+    ) -> list[verifier_pb2.Verdict]:
+        """Check many responses; see ``CertdClient.verify_batch``."""
+        requests = [verify_request(i) for i in items]
+        verdicts: list[verifier_pb2.Verdict] = []
+        for chunk in chunks(requests, self.settings.batch_size):
+            reply = await self._call(
+                self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
+            )
+            verdicts.extend(check_batch(chunk, reply, self.keys))
+        return verdicts
+
+    async def certify(
+        self, task: TaskLike, label: str, witness: str, kappa: str = ""
+    ) -> authority_pb2.Certificate:
+        """Ask for a feasibility certificate; see ``CertdClient.certify``."""
+        req = certify_request(task, label, witness, kappa)
+        reply = await self._call(self._authority.Certify, req)
+        return check_certificate(reply.certificate, self.keys, req.task)
+
+    async def certify_batch(
+        self, items: Sequence[tuple[TaskLike, str, str]], kappa: str = ""
+    ) -> list[authority_pb2.Certificate | CertificationRefusedError]:
+        """Certify many triples; see ``CertdClient.certify_batch``."""
+        requests = [certify_request(t, label, w, kappa) for t, label, w in items]
+        out: list[authority_pb2.Certificate | CertificationRefusedError] = []
+        for start in range(0, len(requests), self.settings.batch_size):
+            chunk = requests[start : start + self.settings.batch_size]
+            reply = await self._call(
+                self._authority.CertifyBatch, authority_pb2.CertifyBatchRequest(items=chunk)
+            )
+            for req, result in zip(chunk, reply.results, strict=True):
+                if result.HasField("refusal"):
+                    out.append(
+                        CertificationRefusedError(
+                            result.refusal.detail, reason=result.refusal.reason
+                        )
+                    )
+                else:
+                    out.append(check_certificate(result.certificate, self.keys, req.task))
+        return out
+
+    async def get_certificate(
+        self, certificate_id: str | None = None, ledger_index: int | None = None
+    ) -> authority_pb2.Certificate:
+        """Fetch a certificate; see ``CertdClient.get_certificate``."""
+        if certificate_id is not None:
+            req = authority_pb2.GetCertificateRequest(certificate_id=certificate_id)
+        else:
+            req = authority_pb2.GetCertificateRequest(ledger_index=ledger_index or 0)
+        return check_certificate(await self._call(self._authority.GetCertificate, req), self.keys)
+
+    async def get_fork_tree(self, task: TaskLike, kappa: str = "") -> authority_pb2.ForkTree:
+        """The certified families of a task; see ``CertdClient.get_fork_tree``."""
+        pb = as_task(task)
+        tree: authority_pb2.ForkTree = await self._call(
+            self._authority.GetForkTree, authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa)
+        )
+        for cert in tree.certificates:
+            check_certificate(cert, self.keys, pb)
+        return tree
+
+    async def enumerate_families(self, task: TaskLike) -> authority_pb2.EnumerateFamiliesResponse:
+        """Feasible labels and families; see ``CertdClient.enumerate_families``."""
+        req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
+        reply: authority_pb2.EnumerateFamiliesResponse = await self._call(
+            self._authority.EnumerateFamilies, req
+        )
+        return reply
+
+    async def checkpoint(self) -> ledger_pb2.SignedCheckpoint:
+        """The latest signed checkpoint."""
+        reply: ledger_pb2.SignedCheckpoint = await self._call(
+            self._ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
+        )
+        return reply
+
+    async def entries(self, start: int, end: int) -> list[bytes]:
+        """Entries [start, end), paging over the server's per-request limit."""
+        out: list[bytes] = []
+        while start + len(out) < end:
+            req = ledger_pb2.GetEntriesRequest(start=start + len(out), end=end)
+            page = (await self._call(self._ledger.GetEntries, req)).entries
+            if not page:
+                break
+            out.extend(page)
+        return out
+
+    async def inclusion_proof(
+        self, leaf_index: int, tree_size: int = 0
+    ) -> ledger_pb2.InclusionProof:
+        """An inclusion proof tied to a signed checkpoint."""
+        req = ledger_pb2.GetInclusionProofRequest(leaf_index=leaf_index, tree_size=tree_size)
+        reply: ledger_pb2.InclusionProof = await self._call(self._ledger.GetInclusionProof, req)
+        return reply
+
+    async def consistency_proof(
+        self, first_size: int, second_size: int = 0
+    ) -> ledger_pb2.ConsistencyProof:
+        """A consistency proof between two tree sizes."""
+        req = ledger_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size)
+        reply: ledger_pb2.ConsistencyProof = await self._call(self._ledger.GetConsistencyProof, req)
+        return reply

@@ -1,0 +1,267 @@
+"""The ``forkgate`` command line: verify-batch, certify, check-cert, demo.
+
+Example::
+
+    forkgate verify-batch --server 127.0.0.1:50051 --in rollouts.jsonl --out verdicts.jsonl
+    forkgate certify --server 127.0.0.1:50051 --task '{"numbers":[25,5,4,3],"target":83}' \\
+        --label 25,- --witness '(25-5)*4+3' --out cert.json
+    forkgate check-cert cert.json --trust certd-data/signing.pub
+
+Input lines are ``{"id", "domain", "task", "response"}``; output lines are ``{"id", "status",
+"reward", "family", "detail", "verifier", "elapsed_ms"}``. A bad line gives an error line with
+its id (``"status": "ERROR"``), never a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from google.protobuf import json_format
+from tqdm import tqdm
+
+from certd.errors import CertdError
+from certd.statements import verify_certificate
+from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
+
+from ._base import ClientSettings, load_keyring
+from .client import CertdClient
+from .errors import ForkgateError, InvalidRequestError
+from .tasks import make_task
+
+__all__ = ["main", "verdict_line"]
+
+
+def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
+    """The JSONL output object of one verdict."""
+    return {
+        "id": v.id,
+        "status": tasks_pb2.VerdictStatus.Name(v.status),
+        "reward": v.reward,
+        "family": v.family.value if v.HasField("family") else None,
+        "detail": v.detail,
+        "verifier": v.verifier,
+        "elapsed_ms": round(v.elapsed_ms, 4),
+    }
+
+
+def _error_line(item_id: Any, line_no: int, message: str) -> dict[str, Any]:
+    return {"id": item_id, "line": line_no, "status": "ERROR", "error": message}
+
+
+def _parse_line(line_no: int, text: str) -> verifier_pb2.VerifyRequest | dict[str, Any]:
+    """A request, or the error line for a malformed input line."""
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        return _error_line(None, line_no, f"not JSON: {e}")
+    if not isinstance(obj, dict):
+        return _error_line(None, line_no, "expected a JSON object")
+    item_id = obj.get("id")
+    try:
+        response = obj.get("response")
+        if not isinstance(response, str):
+            raise ValueError(f"response: expected a string, got {type(response).__name__}")
+        task = make_task(str(obj.get("domain", "countdown")), obj.get("task"))  # type: ignore[arg-type]
+    except ValueError as e:
+        return _error_line(item_id, line_no, str(e))
+    return verifier_pb2.VerifyRequest(
+        id=str(item_id if item_id is not None else line_no), task=task, response=response
+    )
+
+
+def _bad_index(error: InvalidRequestError) -> int | None:
+    """The item index a server-side INVALID_ARGUMENT names (``items[17].task...``)."""
+    if error.field.startswith("items["):
+        try:
+            return int(error.field[6 : error.field.index("]")])
+        except ValueError:
+            return None
+    return None
+
+
+def verify_lines(
+    client: CertdClient, lines: Sequence[str], batch_size: int
+) -> Iterator[dict[str, Any]]:
+    """Verify JSONL lines; yield one output object per line, in input order."""
+    for start in range(0, len(lines), batch_size):
+        parsed = [
+            _parse_line(start + i + 1, t) for i, t in enumerate(lines[start : start + batch_size])
+        ]
+        out: list[dict[str, Any] | None] = [p if isinstance(p, dict) else None for p in parsed]
+        pending = [i for i, p in enumerate(parsed) if not isinstance(p, dict)]
+        while pending:
+            reqs = [parsed[i] for i in pending]
+            try:
+                verdicts = client.verify_batch(reqs)  # type: ignore[arg-type]
+            except InvalidRequestError as e:
+                bad = _bad_index(e)
+                if bad is None or bad >= len(pending):
+                    for i in pending:
+                        out[i] = _error_line(parsed[i].id, start + i + 1, str(e))  # type: ignore[union-attr]
+                    break
+                i = pending.pop(bad)
+                out[i] = _error_line(parsed[i].id, start + i + 1, str(e))  # type: ignore[union-attr]
+                continue
+            for i, v in zip(pending, verdicts, strict=True):
+                out[i] = verdict_line(v)
+            break
+        yield from (o for o in out if o is not None)
+
+
+def _cmd_verify_batch(args: argparse.Namespace) -> int:
+    lines = [ln for ln in Path(args.input).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    settings = ClientSettings(batch_size=args.batch_size, timeout_s=args.timeout)
+    counts: dict[str, int] = {}
+    with (
+        CertdClient(args.server, trusted_keys=args.trust or None, settings=settings) as client,
+        _open_out(args.out) as sink,
+    ):
+        bar = tqdm(total=len(lines), unit="resp", desc="verify", disable=None, file=sys.stderr)
+        for obj in verify_lines(client, lines, args.batch_size):
+            sink.write(json.dumps(obj, sort_keys=False) + "\n")
+            counts[obj["status"]] = counts.get(obj["status"], 0) + 1
+            bar.update(1)
+        bar.close()
+    summary = {"lines": len(lines), "statuses": counts, "out": args.out}
+    print(
+        json.dumps(summary)
+        if args.json
+        else f"verified {len(lines)} lines: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        file=sys.stderr if args.out == "-" else sys.stdout,
+    )
+    return 0
+
+
+def _open_out(path: str) -> IO[str]:
+    if path == "-":
+        return open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
+    return open(path, "w", encoding="utf-8")
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    try:
+        task = make_task(args.domain, json.loads(args.task))
+    except ValueError as e:
+        raise InvalidRequestError(f"--task: {e}", field="task") from e
+    with CertdClient(args.server, trusted_keys=args.trust or None) as client:
+        cert = client.certify(task, args.label, args.witness, args.kappa)
+    doc = json_format.MessageToDict(cert)
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    print(
+        json.dumps(doc)
+        if args.json
+        else f"certified {args.label} at ledger index {cert.ledger_index} "
+        f"(id {cert.certificate_id}){' -> ' + args.out if args.out else ''}"
+    )
+    return 0
+
+
+def _cmd_check_cert(args: argparse.Namespace) -> int:
+    keys = load_keyring(args.trust)
+    assert keys is not None  # --trust is required
+    cert = authority_pb2.Certificate()
+    try:
+        json_format.Parse(Path(args.file).read_text(encoding="utf-8"), cert)
+    except (OSError, json_format.ParseError) as e:
+        raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
+    task = make_task(args.domain, json.loads(args.task)) if args.task else None
+    try:
+        claim = verify_certificate(cert, keys, task=task)
+    except CertdError as e:
+        print(
+            json.dumps({"ok": False, "error": str(e)})
+            if args.json
+            else f"certificate does NOT verify: {e}"
+        )
+        return 1
+    info = {
+        "ok": True,
+        "task_digest": claim.task_digest,
+        "kappa": claim.kappa,
+        "label": claim.label,
+        "verifier": claim.verifier,
+        "ledger_index": claim.ledger_index,
+        "tree_size": claim.tree_size,
+        "issued_at": claim.issued_at,
+    }
+    print(
+        json.dumps(info)
+        if args.json
+        else f"certificate OK: {claim.kappa} label {claim.label} "
+        f"for task {claim.task_digest[:16]}…, "
+        f"ledger index {claim.ledger_index} in a checkpoint of size {claim.tree_size}"
+    )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(Path(args.workdir), tasks=args.tasks, seed=args.seed, as_json=args.json)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``forkgate``."""
+    p = argparse.ArgumentParser(prog="forkgate", description="ForkGate trainer-side tools")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("verify-batch", help="verify a JSONL file of responses through certd")
+    v.add_argument("--server", default="127.0.0.1:50051")
+    v.add_argument("--in", dest="input", required=True)
+    v.add_argument("--out", required=True, help="output JSONL ('-' for stdout)")
+    v.add_argument("--batch-size", type=int, default=1000)
+    v.add_argument("--timeout", type=float, default=120.0, help="seconds per batch call")
+    v.add_argument("--trust", action="append", default=[], help="check receipts with this key")
+    v.set_defaults(fn=_cmd_verify_batch)
+
+    c = sub.add_parser("certify", help="certify one (task, label, witness)")
+    c.add_argument("--server", default="127.0.0.1:50051")
+    c.add_argument("--domain", default="countdown")
+    c.add_argument("--task", required=True, help="the task as JSON")
+    c.add_argument("--label", required=True, help="e.g. 25,-")
+    c.add_argument("--kappa", default="", help="default: the domain's κ")
+    c.add_argument("--witness", required=True)
+    c.add_argument("--trust", action="append", default=[])
+    c.add_argument("--out", default="", help="write the certificate JSON here")
+    c.set_defaults(fn=_cmd_certify)
+
+    k = sub.add_parser("check-cert", help="verify a certificate file offline")
+    k.add_argument("file")
+    k.add_argument("--trust", action="append", required=True, help="trusted log key (vkey or file)")
+    k.add_argument("--task", default="", help="also require this task (JSON)")
+    k.add_argument("--domain", default="countdown")
+    k.set_defaults(fn=_cmd_check_cert)
+
+    d = sub.add_parser("demo", help="the main job on the embedded default (what `make run` does)")
+    d.add_argument("--workdir", default="out/demo")
+    d.add_argument("--tasks", type=int, default=40)
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(fn=_cmd_demo)
+
+    for cmd in (v, c, k, d):
+        cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except ForkgateError as e:
+        print(f"forkgate: error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as e:
+        print(f"forkgate: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

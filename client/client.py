@@ -1,0 +1,239 @@
+"""The synchronous certd client.
+
+Example::
+
+    from forkgate import CertdClient
+    with CertdClient("127.0.0.1:50051", trusted_keys=["certd-data/signing.pub"]) as c:
+        task = {"numbers": [25, 5, 4, 3], "target": 83}
+        verdicts = c.verify_batch([(task, "<answer>(25-5)*4+3</answer>", "r1")])
+        cert = c.certify(task, "25,-", "(25-5)*4+3")
+
+With ``trusted_keys`` every receipt, verdict and certificate is checked offline before it is
+returned; a mismatch raises ``VerificationError``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+
+from certd.signing.dsse import KeyRing
+from certd.signing.keys import VerifierKey
+from certd.v1 import (
+    authority_pb2,
+    authority_pb2_grpc,
+    ledger_pb2,
+    ledger_pb2_grpc,
+    verifier_pb2,
+    verifier_pb2_grpc,
+)
+
+from ._base import (
+    ClientSettings,
+    VerifyItem,
+    certify_request,
+    check_batch,
+    check_certificate,
+    chunks,
+    is_retryable,
+    load_keyring,
+    map_rpc_error,
+    verify_request,
+)
+from .errors import CertificationRefusedError
+from .tasks import TaskLike, as_task
+
+__all__ = ["CertdClient"]
+
+T = TypeVar("T")
+
+
+class CertdClient:
+    """A blocking client for certd's Verifier, Authority and Ledger services.
+
+    Args:
+        address: ``host:port`` of certd.
+        trusted_keys: log keys to check receipts and certificates against (vkey strings,
+            files holding one, VerifierKeys or a KeyRing); None skips offline checks.
+        settings: deadlines, retries, batch size.
+    """
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:50051",
+        *,
+        trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
+        settings: ClientSettings | None = None,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        self.keys = load_keyring(trusted_keys)
+        self._channel = grpc.insecure_channel(address, options=self.settings.channel_options())
+        self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
+        self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
+        self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
+
+    def __enter__(self) -> CertdClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def _call(self, fn: Callable[..., T], request: object) -> T:
+        backoffs = self.settings.backoffs()
+        while True:
+            try:
+                return fn(request, timeout=self.settings.timeout_s)
+            except grpc.RpcError as e:
+                delay = next(backoffs, None) if is_retryable(e) else None
+                if delay is None:
+                    raise map_rpc_error(e) from e
+                time.sleep(delay)
+
+    # Verifier
+
+    def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
+        """Check one response.
+
+        Raises:
+            ForkgateError: a typed error for each failure (see ``forkgate.errors``).
+
+        Returns:
+            The verdict (checked against its receipt when trusted keys are set).
+        """
+        return self.verify_batch([VerifyItem(task, response, id)])[0]
+
+    def verify_batch(
+        self, items: Iterable[VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str]]
+    ) -> list[verifier_pb2.Verdict]:
+        """Check many responses, ``settings.batch_size`` per VerifyBatch call, in order.
+
+        Raises:
+            ForkgateError: a typed error for each failure.
+        """
+        requests = [verify_request(i) for i in items]
+        verdicts: list[verifier_pb2.Verdict] = []
+        for chunk in chunks(requests, self.settings.batch_size):
+            reply = self._call(
+                self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
+            )
+            verdicts.extend(check_batch(chunk, reply, self.keys))
+        return verdicts
+
+    # Authority
+
+    def certify(
+        self, task: TaskLike, label: str, witness: str, kappa: str = ""
+    ) -> authority_pb2.Certificate:
+        """Ask for a feasibility certificate for (task, label) with a witness.
+
+        Raises:
+            CertificationRefusedError: the witness is wrong, carries another label, or is a
+                pseudo-fork of a certified family (``reason`` says which).
+            ForkgateError: other typed failures.
+
+        Returns:
+            The certificate (the existing one when (task, label) was certified before).
+        """
+        req = certify_request(task, label, witness, kappa)
+        reply = self._call(self._authority.Certify, req)
+        return check_certificate(reply.certificate, self.keys, req.task)
+
+    def certify_batch(
+        self, items: Sequence[tuple[TaskLike, str, str]], kappa: str = ""
+    ) -> list[authority_pb2.Certificate | CertificationRefusedError]:
+        """Certify many (task, label, witness) triples; refusals come back as values.
+
+        Raises:
+            ForkgateError: a failure of the call itself.
+        """
+        requests = [certify_request(t, label, w, kappa) for t, label, w in items]
+        out: list[authority_pb2.Certificate | CertificationRefusedError] = []
+        for start in range(0, len(requests), self.settings.batch_size):
+            chunk = requests[start : start + self.settings.batch_size]
+            reply = self._call(
+                self._authority.CertifyBatch, authority_pb2.CertifyBatchRequest(items=chunk)
+            )
+            for req, result in zip(chunk, reply.results, strict=True):
+                if result.HasField("refusal"):
+                    out.append(
+                        CertificationRefusedError(
+                            result.refusal.detail, reason=result.refusal.reason
+                        )
+                    )
+                else:
+                    out.append(check_certificate(result.certificate, self.keys, req.task))
+        return out
+
+    def get_certificate(
+        self, certificate_id: str | None = None, ledger_index: int | None = None
+    ) -> authority_pb2.Certificate:
+        """Fetch a certificate by id or ledger index, with a fresh inclusion proof.
+
+        Raises:
+            NotFoundError: no such certificate.
+        """
+        if certificate_id is not None:
+            req = authority_pb2.GetCertificateRequest(certificate_id=certificate_id)
+        else:
+            req = authority_pb2.GetCertificateRequest(ledger_index=ledger_index or 0)
+        return check_certificate(self._call(self._authority.GetCertificate, req), self.keys)
+
+    def get_fork_tree(self, task: TaskLike, kappa: str = "") -> authority_pb2.ForkTree:
+        """The certified families of a task (every certificate checked when keys are set)."""
+        pb = as_task(task)
+        tree: authority_pb2.ForkTree = self._call(
+            self._authority.GetForkTree, authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa)
+        )
+        for cert in tree.certificates:
+            check_certificate(cert, self.keys, pb)
+        return tree
+
+    def enumerate_families(self, task: TaskLike) -> authority_pb2.EnumerateFamiliesResponse:
+        """Every feasible label of a task with a witness, and the pseudo-fork families."""
+        req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
+        reply: authority_pb2.EnumerateFamiliesResponse = self._call(
+            self._authority.EnumerateFamilies, req
+        )
+        return reply
+
+    # Ledger
+
+    def checkpoint(self) -> ledger_pb2.SignedCheckpoint:
+        """The latest signed checkpoint."""
+        reply: ledger_pb2.SignedCheckpoint = self._call(
+            self._ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
+        )
+        return reply
+
+    def entries(self, start: int, end: int) -> list[bytes]:
+        """Entries [start, end), paging over the server's per-request limit."""
+        out: list[bytes] = []
+        while start + len(out) < end:
+            req = ledger_pb2.GetEntriesRequest(start=start + len(out), end=end)
+            page = self._call(self._ledger.GetEntries, req).entries
+            if not page:
+                break
+            out.extend(page)
+        return out
+
+    def inclusion_proof(self, leaf_index: int, tree_size: int = 0) -> ledger_pb2.InclusionProof:
+        """An inclusion proof tied to a signed checkpoint (the latest when size 0)."""
+        req = ledger_pb2.GetInclusionProofRequest(leaf_index=leaf_index, tree_size=tree_size)
+        reply: ledger_pb2.InclusionProof = self._call(self._ledger.GetInclusionProof, req)
+        return reply
+
+    def consistency_proof(
+        self, first_size: int, second_size: int = 0
+    ) -> ledger_pb2.ConsistencyProof:
+        """A consistency proof between two tree sizes (the latest when second is 0)."""
+        req = ledger_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size)
+        reply: ledger_pb2.ConsistencyProof = self._call(self._ledger.GetConsistencyProof, req)
+        return reply

@@ -1,0 +1,96 @@
+"""Errors raised by the forkgate client.
+
+The tree::
+
+    ForkgateError
+    ├── CertdUnavailableError     certd could not be reached after retries (UNAVAILABLE)
+    ├── DeadlineExceededError     the call ran past its deadline
+    ├── InvalidRequestError       rejected as malformed (INVALID_ARGUMENT); ``field`` says where
+    │   └── ResourceExhaustedError  over a server limit (RESOURCE_EXHAUSTED)
+    ├── CertificationRefusedError certd refused to certify; ``reason`` is the code
+    ├── NotFoundError             no such certificate, entry or size
+    ├── UnimplementedError        the server does not serve this domain or RPC
+    ├── ServerError               any other server-side failure (``request_id`` to quote)
+    └── VerificationError         a receipt, certificate or proof did not verify offline
+
+The client raises these; the ``forkgate`` CLI renders them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CertdUnavailableError",
+    "CertificationRefusedError",
+    "DeadlineExceededError",
+    "ForkgateError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "ResourceExhaustedError",
+    "ServerError",
+    "UnimplementedError",
+    "VerificationError",
+]
+
+
+class ForkgateError(Exception):
+    """Root of every error the forkgate client raises on purpose.
+
+    Attributes:
+        request_id: the server's request id when it sent one ("" otherwise).
+    """
+
+    def __init__(self, message: str, *, request_id: str = "") -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class CertdUnavailableError(ForkgateError):
+    """certd could not be reached (after retries)."""
+
+
+class DeadlineExceededError(ForkgateError):
+    """The call ran past its deadline."""
+
+
+class InvalidRequestError(ForkgateError):
+    """certd rejected the request as malformed.
+
+    Attributes:
+        field: the request field at fault, as certd named it ("" when not tied to a field).
+    """
+
+    def __init__(self, message: str, *, field: str = "", request_id: str = "") -> None:
+        super().__init__(message, request_id=request_id)
+        self.field = field
+
+
+class ResourceExhaustedError(InvalidRequestError):
+    """The request is over a server limit."""
+
+
+class CertificationRefusedError(ForkgateError):
+    """certd refused to certify.
+
+    Attributes:
+        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK or KAPPA_UNKNOWN.
+    """
+
+    def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:
+        super().__init__(message, request_id=request_id)
+        self.reason = reason
+
+
+class NotFoundError(ForkgateError):
+    """No such certificate, entry or tree size."""
+
+
+class UnimplementedError(ForkgateError):
+    """The server does not serve this domain or RPC."""
+
+
+class ServerError(ForkgateError):
+    """Any other server-side failure."""
+
+
+class VerificationError(ForkgateError):
+    """A receipt, certificate, checkpoint or proof did not verify."""

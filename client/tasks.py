@@ -1,0 +1,92 @@
+"""Tasks from plain JSON objects, in the shapes the CLI and the JSONL files use.
+
+Example:
+    >>> t = make_task("countdown", {"numbers": [25, 5, 4, 3], "target": 83})
+    >>> list(t.countdown.numbers), t.countdown.target
+    ([25, 5, 4, 3], 83)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from certd.v1 import tasks_pb2
+
+__all__ = ["TaskLike", "as_task", "make_task"]
+
+TaskLike = tasks_pb2.Task | Mapping[str, Any]
+
+
+def _int(obj: Mapping[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"task.{key}: expected an integer, got {value!r}")
+    return value
+
+
+def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
+    """Build a wire task from a domain name and its JSON object.
+
+    Shapes: Countdown ``{"numbers": [25, 5, 4, 3], "target": 83, "rules": {"at_most_once":
+    false}}``; math ``{"gold": "\\\\frac{1}{2}"}``; code ``{"language", "tests": [{"stdin",
+    "expected_stdout"}], "entry_point", "test_program"}``.
+
+    Raises:
+        ValueError: the object does not have the domain's shape (the message names the field).
+
+    Returns:
+        The task message.
+    """
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"task: expected an object, got {type(obj).__name__}")
+    if domain == "countdown":
+        numbers = obj.get("numbers")
+        if not isinstance(numbers, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in numbers
+        ):
+            raise ValueError(f"task.numbers: expected a list of integers, got {numbers!r}")
+        rules = obj.get("rules") or {}
+        if not isinstance(rules, Mapping):
+            raise ValueError(f"task.rules: expected an object, got {rules!r}")
+        at_most_once = bool(rules.get("at_most_once", not rules.get("exactly_once", True)))
+        return tasks_pb2.Task(
+            countdown=tasks_pb2.CountdownTask(
+                numbers=numbers,
+                target=_int(obj, "target"),
+                rules=tasks_pb2.CountdownRules(at_most_once=at_most_once),
+            )
+        )
+    if domain == "math":
+        gold = obj.get("gold")
+        if not isinstance(gold, str):
+            raise ValueError(f"task.gold: expected a string, got {gold!r}")
+        return tasks_pb2.Task(math=tasks_pb2.MathTask(gold=gold))
+    if domain == "code":
+        tests = [
+            tasks_pb2.CodeTest(
+                stdin=str(t.get("stdin", "")), expected_stdout=str(t["expected_stdout"])
+            )
+            for t in obj.get("tests", [])
+        ]
+        return tasks_pb2.Task(
+            code=tasks_pb2.CodeTask(
+                language=str(obj.get("language", "python")),
+                tests=tests,
+                entry_point=str(obj.get("entry_point", "")),
+                test_program=str(obj.get("test_program", "")),
+            )
+        )
+    raise ValueError(f"domain: expected countdown, math or code, got {domain!r}")
+
+
+def as_task(task: TaskLike) -> tasks_pb2.Task:
+    """Accept a task message, or a JSON object with a ``domain`` key (default countdown).
+
+    Raises:
+        ValueError: the object is malformed.
+    """
+    if isinstance(task, tasks_pb2.Task):
+        return task
+    body = {k: v for k, v in task.items() if k != "domain"}
+    return make_task(str(task.get("domain", "countdown")), body)

@@ -1,0 +1,24 @@
+"""The runnable examples in the certd.signing module docstrings run and pass."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "certd.signing",
+    "certd.signing.dsse",
+    "certd.signing.keys",
+    "certd.signing.note",
+    "certd.signing.statement",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    assert module.__doc__ and ">>>" in module.__doc__, f"{name} has no runnable example"
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} doctest failures in {name}"
