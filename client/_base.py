@@ -33,7 +33,7 @@ from .errors import (
 )
 from .tasks import TaskLike, as_task
 
-__all__ = ["ClientSettings", "VerifyItem", "load_keyring", "map_rpc_error"]
+__all__ = ["ClientSettings", "VerifyItem", "VerifyLike", "load_keyring", "map_rpc_error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +75,11 @@ class ClientSettings:
         """Sleep times before each retry (full jitter)."""
         for attempt in range(self.max_retries):
             yield random.uniform(0, min(self.backoff_max_s, self.backoff_s * 2**attempt))
+
+
+VerifyLike = (
+    verifier_pb2.VerifyRequest | VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str]
+)
 
 
 def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> KeyRing | None:
@@ -136,10 +141,10 @@ def is_retryable(error: grpc.RpcError) -> bool:
     return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
 
 
-def verify_request(
-    item: VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str],
-) -> verifier_pb2.VerifyRequest:
-    """A VerifyRequest from an item or a (task, response[, id]) tuple."""
+def verify_request(item: VerifyLike) -> verifier_pb2.VerifyRequest:
+    """A VerifyRequest from a request, an item or a (task, response[, id]) tuple."""
+    if isinstance(item, verifier_pb2.VerifyRequest):
+        return item
     if not isinstance(item, VerifyItem):
         item = VerifyItem(*item)
     return verifier_pb2.VerifyRequest(id=item.id, task=as_task(item.task), response=item.response)

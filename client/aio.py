@@ -30,6 +30,7 @@ from certd.v1 import (
 from ._base import (
     ClientSettings,
     VerifyItem,
+    VerifyLike,
     certify_request,
     check_batch,
     check_certificate,
@@ -89,9 +90,7 @@ class AsyncCertdClient:
         """Check one response; see ``CertdClient.verify``."""
         return (await self.verify_batch([VerifyItem(task, response, id)]))[0]
 
-    async def verify_batch(
-        self, items: Iterable[VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str]]
-    ) -> list[verifier_pb2.Verdict]:
+    async def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses; see ``CertdClient.verify_batch``."""
         requests = [verify_request(i) for i in items]
         verdicts: list[verifier_pb2.Verdict] = []

@@ -49,8 +49,9 @@ def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
     }
 
 
-def _error_line(item_id: Any, line_no: int, message: str) -> dict[str, Any]:
-    return {"id": item_id, "line": line_no, "status": "ERROR", "error": message}
+def _error_line(item_id: Any, line_no: int, message: str, field: str = "") -> dict[str, Any]:
+    line = {"id": item_id, "line": line_no, "status": "ERROR", "error": message}
+    return {**line, "field": field} if field else line
 
 
 def _parse_line(line_no: int, text: str) -> verifier_pb2.VerifyRequest | dict[str, Any]:
@@ -97,15 +98,16 @@ def verify_lines(
         while pending:
             reqs = [parsed[i] for i in pending]
             try:
-                verdicts = client.verify_batch(reqs)  # type: ignore[arg-type]
+                verdicts = client.verify_batch(reqs)  # type: ignore[arg-type]  # dicts filtered above
             except InvalidRequestError as e:
                 bad = _bad_index(e)
                 if bad is None or bad >= len(pending):
                     for i in pending:
-                        out[i] = _error_line(parsed[i].id, start + i + 1, str(e))  # type: ignore[union-attr]
+                        out[i] = _error_line(parsed[i].id, start + i + 1, str(e), e.field)  # type: ignore[union-attr]
                     break
                 i = pending.pop(bad)
-                out[i] = _error_line(parsed[i].id, start + i + 1, str(e))  # type: ignore[union-attr]
+                field = e.field[e.field.index("]") + 2 :]  # relative to the line
+                out[i] = _error_line(parsed[i].id, start + i + 1, str(e), field)  # type: ignore[union-attr]
                 continue
             for i, v in zip(pending, verdicts, strict=True):
                 out[i] = verdict_line(v)

@@ -35,6 +35,7 @@ from certd.v1 import (
 from ._base import (
     ClientSettings,
     VerifyItem,
+    VerifyLike,
     certify_request,
     check_batch,
     check_certificate,
@@ -110,9 +111,7 @@ class CertdClient:
         """
         return self.verify_batch([VerifyItem(task, response, id)])[0]
 
-    def verify_batch(
-        self, items: Iterable[VerifyItem | tuple[TaskLike, str] | tuple[TaskLike, str, str]]
-    ) -> list[verifier_pb2.Verdict]:
+    def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses, ``settings.batch_size`` per VerifyBatch call, in order.
 
         Raises:

@@ -92,10 +92,20 @@ def run_demo(workdir: Path, *, tasks: int = 40, seed: int = 0, as_json: bool = F
         with CertdClient(address, trusted_keys=[vkey]) as client:
             puzzles = countdown_puzzles(tasks, seed=seed)
             feasible: list[int] = []
+            certifiable: list[int] = []
+            family_of: list[dict[str, int]] = []
             items: list[VerifyItem] = []
             for t, p in enumerate(tqdm(puzzles, desc="enumerate", disable=None, file=sys.stderr)):
                 fams = client.enumerate_families(p)
                 feasible.append(len(fams.families))
+                certifiable.append(fams.certifiable_families)
+                family_of.append(
+                    {
+                        fams.labels[i].label.value: f
+                        for f, g in enumerate(fams.families)
+                        for i in g.label_indexes
+                    }
+                )
                 witnesses = [lw.witness for lw in fams.labels]
                 for r, text in enumerate(_responses(p, witnesses, rng)):
                     items.append(VerifyItem(p, text, f"t{t}-r{r}"))
@@ -124,8 +134,12 @@ def run_demo(workdir: Path, *, tasks: int = 40, seed: int = 0, as_json: bool = F
             refusals = Counter(
                 r.reason for r in results if isinstance(r, CertificationRefusedError)
             )
-            certified = sum(1 for r in results if not isinstance(r, CertificationRefusedError))
-            covered = [len(client.get_fork_tree(p).certificates) for p in puzzles]
+            trees = [client.get_fork_tree(p) for p in puzzles]
+            labels_certified = sum(len(t.certificates) for t in trees)
+            covered = [
+                len({family_of[n][cert.label.value] for cert in tree.certificates})
+                for n, tree in enumerate(trees)
+            ]
             cp = client.checkpoint()
         audit_remote = _audit(
             ["--server", address, "--trust", vkey, "--state", str(workdir / "auditor-state.json")]
@@ -143,10 +157,11 @@ def run_demo(workdir: Path, *, tasks: int = 40, seed: int = 0, as_json: bool = F
             "responses": len(items),
             "statuses": dict(sorted(statuses.items())),
             "certify_requests": len(to_certify),
-            "certificates": certified,
+            "labels_certified": labels_certified,
             "refusals": dict(refusals),
             "families_certified": sum(covered),
             "families_feasible": sum(feasible),
+            "families_certifiable_together": sum(certifiable),
             "coverage": round(sum(covered) / max(1, sum(feasible)), 4),
             "ledger_size": cp.size,
             "audit_over_grpc": audit_remote,
@@ -189,10 +204,12 @@ def _screen(s: dict[str, Any]) -> str:
             "ForkGate demo — embedded certd (SQLite ledger) on " + s["server"],
             f"  tasks                {s['tasks']} Countdown puzzles (4 numbers)",
             f"  responses verified   {s['responses']}: {statuses}",
-            f"  certify requests     {s['certify_requests']}: {s['certificates']} certificates, "
+            f"  certify requests     {s['certify_requests']}: {s['labels_certified']} labels "
+            "certified, "
             f"refused: {refusals}",
             f"  families certified   {s['families_certified']} of "
-            f"{s['families_feasible']} feasible "
+            f"{s['families_feasible']} feasible, {s['families_certifiable_together']} "
+            "certifiable together "
             f"(coverage {s['coverage']:.1%})",
             f"  ledger               {s['ledger_size']} entries",
             f"  audit over gRPC      {'OK' if s['audit_over_grpc']['ok'] else 'FAILED'}",
