@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from _common import start_certd, write
-from forkgate import CertdClient, CertificationRefusedError
-from forkgate.puzzles import countdown_puzzles
 
 from certd.domains import countdown as cd
+from forkgate import CertdClient, CertificationRefusedError
+from forkgate.puzzles import countdown_puzzles
 
 BATCH = 1000
 TARGET = 2000.0

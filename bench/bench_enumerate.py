@@ -9,9 +9,9 @@ Run: ``.venv/bin/python bench/bench_enumerate.py`` → ``bench/results/enumerate
 from __future__ import annotations
 
 from _common import median, timed_runs, write
-from forkgate.puzzles import countdown_puzzles
 
 from certd.domains import countdown as cd
+from forkgate.puzzles import countdown_puzzles
 
 SIX = [((75, 50, 2, 3, 8, 7), 812)]
 

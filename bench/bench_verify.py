@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 
 from _common import median, start_certd, timed_runs, write
-from forkgate import CertdClient, VerifyItem
-from forkgate.puzzles import countdown_puzzles
 
 from certd.domains import countdown as cd
+from certd.domains.verdict import Status
+from forkgate import CertdClient, VerifyItem
+from forkgate.puzzles import countdown_puzzles
 
 N_PUZZLES = 250
 PER_PUZZLE = 8  # 2,000 answers
@@ -63,7 +64,7 @@ def main() -> None:
 
     # Agreement check: both must call the same answers correct.
     disagree = sum(
-        (rg.score_answer(a, e) == 1.0) != (cd.verify_countdown(t, r).status is cd.Status.CORRECT)
+        (rg.score_answer(a, e) == 1.0) != (cd.verify_countdown(t, r).status is Status.CORRECT)
         for (_, a), e, t, r in zip(pairs, rg_entries, ours_tasks, responses, strict=True)
     )
     rg_s = timed_runs(run_rg, REPEATS)

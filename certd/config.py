@@ -45,6 +45,8 @@ class CountdownConfig(_Strict):
     max_tokens: int = Field(512, ge=1)
     max_enumerate_numbers: int = Field(6, ge=1, le=7)
     max_enumerate_solutions: int = Field(200_000, ge=1)
+    verify_workers: int = Field(2, ge=0, description="worker processes for large batches")
+    verify_pool_min_batch: int = Field(256, ge=1, description="smaller batches run in process")
     reward_correct: float = 1.0
     reward_wrong_answer: float = 0.1
     reward_invalid: float = 0.0

@@ -37,6 +37,7 @@ __all__ = [
     "task_digest",
     "task_json",
     "verdict_digest",
+    "verdict_digest_of",
     "verify_certificate",
     "verify_inclusion",
     "verify_receipt",
@@ -101,17 +102,45 @@ def verdict_digest(verdict: verifier_pb2.Verdict, task_sha256: str, response: st
     The receipt's Merkle leaves are these digests; ``elapsed_ms`` and the receipt path are not
     covered (timing is advisory).
     """
+    return verdict_digest_of(
+        item_id=verdict.id,
+        status=tasks_pb2.VerdictStatus.Name(verdict.status),
+        reward=verdict.reward,
+        family=label_json(verdict.family) if verdict.HasField("family") else None,
+        initiated=label_json(verdict.initiated) if verdict.HasField("initiated") else None,
+        detail=verdict.detail,
+        verifier=verdict.verifier,
+        answer=verdict.answer,
+        task_sha256=task_sha256,
+        response=response,
+    )
+
+
+def verdict_digest_of(
+    *,
+    item_id: str,
+    status: str,
+    reward: float,
+    family: Mapping[str, Any] | None,
+    initiated: Mapping[str, Any] | None,
+    detail: str,
+    verifier: str,
+    answer: str,
+    task_sha256: str,
+    response: str,
+) -> bytes:
+    """``verdict_digest`` from plain values (``family``/``initiated`` as ``label_json``)."""
     obj = {
-        "answer": verdict.answer,
-        "detail": verdict.detail,
-        "family": label_json(verdict.family) if verdict.HasField("family") else None,
-        "id": verdict.id,
-        "initiated": label_json(verdict.initiated) if verdict.HasField("initiated") else None,
+        "answer": answer,
+        "detail": detail,
+        "family": family,
+        "id": item_id,
+        "initiated": initiated,
         "response_sha256": sha256_hex(response.encode("utf-8", "surrogatepass")),
-        "reward": verdict.reward,
-        "status": tasks_pb2.VerdictStatus.Name(verdict.status),
+        "reward": reward,
+        "status": status,
         "task_sha256": task_sha256,
-        "verifier": verdict.verifier,
+        "verifier": verifier,
     }
     return hashlib.sha256(canonical_json(obj)).digest()
 

@@ -141,13 +141,24 @@ def is_retryable(error: grpc.RpcError) -> bool:
     return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
 
 
-def verify_request(item: VerifyLike) -> verifier_pb2.VerifyRequest:
-    """A VerifyRequest from a request, an item or a (task, response[, id]) tuple."""
-    if isinstance(item, verifier_pb2.VerifyRequest):
-        return item
-    if not isinstance(item, VerifyItem):
-        item = VerifyItem(*item)
-    return verifier_pb2.VerifyRequest(id=item.id, task=as_task(item.task), response=item.response)
+def verify_requests(items: Iterable[VerifyLike]) -> list[verifier_pb2.VerifyRequest]:
+    """VerifyRequests from requests, items or (task, response[, id]) tuples.
+
+    A rollout batch repeats each task object n times; each distinct object is converted once.
+    """
+    converted: dict[int, tuple[object, tasks_pb2.Task]] = {}
+    out = []
+    for item in items:
+        if isinstance(item, verifier_pb2.VerifyRequest):
+            out.append(item)
+            continue
+        if not isinstance(item, VerifyItem):
+            item = VerifyItem(*item)
+        hit = converted.get(id(item.task))
+        if hit is None:  # keep the object alive so its id is not reused within the call
+            hit = converted[id(item.task)] = (item.task, as_task(item.task))
+        out.append(verifier_pb2.VerifyRequest(id=item.id, task=hit[1], response=item.response))
+    return out
 
 
 def chunks(

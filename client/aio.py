@@ -38,7 +38,7 @@ from ._base import (
     is_retryable,
     load_keyring,
     map_rpc_error,
-    verify_request,
+    verify_requests,
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
@@ -92,7 +92,7 @@ class AsyncCertdClient:
 
     async def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses; see ``CertdClient.verify_batch``."""
-        requests = [verify_request(i) for i in items]
+        requests = verify_requests(items)
         verdicts: list[verifier_pb2.Verdict] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = await self._call(

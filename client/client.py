@@ -43,7 +43,7 @@ from ._base import (
     is_retryable,
     load_keyring,
     map_rpc_error,
-    verify_request,
+    verify_requests,
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
@@ -117,7 +117,7 @@ class CertdClient:
         Raises:
             ForkgateError: a typed error for each failure.
         """
-        requests = [verify_request(i) for i in items]
+        requests = verify_requests(items)
         verdicts: list[verifier_pb2.Verdict] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = self._call(

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
-from certd.domains.verdict import Status, Verdict
+from certd.domains.verdict import Verdict
 from certd.errors import LimitExceededError, UnsupportedError
 
 __all__ = ["Checker", "Checkers", "CountdownChecker", "DomainTask"]
@@ -41,8 +41,11 @@ class Checker(Protocol):
         """The verifier name@version."""
         ...
 
-    def verify(self, task: DomainTask, response: str) -> Verdict:
-        """Check one response; never raises for any response text."""
+    def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
+        """Check one response; never raises for any response text.
+
+        ``canonical`` asks for the answer's canonical form (the gate needs it).
+        """
         ...
 
     def enumerate(self, task: DomainTask) -> cd.Enumeration:
@@ -62,9 +65,11 @@ class CountdownChecker:
     kappa: str = cd.KAPPA
     verifier: str = cd.VERIFIER
 
-    def verify(self, task: DomainTask, response: str) -> Verdict:
+    def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
         """Check one response; see ``certd.domains.countdown.verify_countdown``."""
-        return cd.verify_countdown(task, response, limits=self.limits, shaping=self.shaping)
+        return cd.verify_countdown(
+            task, response, limits=self.limits, shaping=self.shaping, with_canonical=canonical
+        )
 
     def enumerate(self, task: DomainTask) -> cd.Enumeration:
         """Enumerate feasible labels and families.
@@ -113,16 +118,3 @@ class Checkers:
         if isinstance(task, cd.CountdownTask):
             return self.countdown
         raise UnsupportedError(f"no checker for task type {type(task).__name__}")
-
-    def verify(self, task: DomainTask, response: str) -> Verdict:
-        """Check one response with its domain's checker; a checker crash is INFRA_ERROR."""
-        checker = self.for_task(task)
-        try:
-            return checker.verify(task, response)
-        except Exception as e:  # noqa: BLE001 - a checker bug is INFRA_ERROR, never WRONG_ANSWER
-            return Verdict(
-                status=Status.INFRA_ERROR,
-                reward=0.0,
-                verifier=checker.verifier,
-                detail=f"verifier failed: {type(e).__name__}",
-            )

@@ -118,7 +118,7 @@ class Authority:
         checker = self._checkers.for_task(task.value)
         if kappa != checker.kappa:
             return _refusal("KAPPA_UNKNOWN", f"κ: expected {checker.kappa}, got {kappa!r}")
-        verdict = checker.verify(task.value, witness)
+        verdict = checker.verify(task.value, witness, canonical=True)
         if verdict.status is not Status.CORRECT:
             return _refusal(
                 "WITNESS_NOT_CORRECT",

@@ -24,6 +24,10 @@ __all__ = ["IssuedReceipt", "ReceiptIssuer", "batch_tree"]
 def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
     """The RFC 6962 root over ``leaf_hash(digest)`` of each verdict, and every leaf's path.
 
+    Built bottom-up: pairs are hashed left to right and an odd last node is carried up
+    unchanged, which yields exactly RFC 6962's tree (split at the largest power of two below
+    n); ``merkle.root_from_inclusion_proof`` verifies the paths.
+
     Args:
         digests: the verdict digests, in batch order (at least one).
 
@@ -38,17 +42,20 @@ def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
     levels: list[list[bytes]] = [[merkle.leaf_hash(d) for d in digests]]
     while len(levels[-1]) > 1:
         below = levels[-1]
-        levels.append(
-            [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
-        )
-
-    def node(level: int, index: int) -> bytes:
-        return levels[level][index]
-
-    size = len(digests)
-    root = merkle.root_from_leaf_hashes(levels[0])
-    paths = [merkle.inclusion_proof(i, size, node) for i in range(size)]
-    return root, paths
+        above = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+        if len(below) % 2:
+            above.append(below[-1])
+        levels.append(above)
+    paths: list[list[bytes]] = []
+    for leaf in range(len(digests)):
+        path, i = [], leaf
+        for level in levels[:-1]:
+            sibling = i ^ 1
+            if sibling < len(level):
+                path.append(level[sibling])
+            i >>= 1
+        paths.append(path)
+    return levels[-1][0], paths
 
 
 class ReceiptIssuer:

@@ -25,6 +25,7 @@ from grpc_reflection.v1alpha import reflection
 
 from certd.authority.checker import Checkers
 from certd.authority.policy import Authority
+from certd.authority.pool import VerifyPool
 from certd.authority.receipts import ReceiptIssuer
 from certd.config import CertdConfig
 from certd.errors import ConfigError
@@ -105,6 +106,11 @@ class CertdServer:
         self.checkers = Checkers(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
+        self.pool = VerifyPool(
+            self.checkers.countdown,
+            workers=cfg.countdown.verify_workers,
+            min_batch=cfg.countdown.verify_pool_min_batch,
+        )
         self.health = health.HealthServicer(experimental_non_blocking=True)
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
@@ -116,7 +122,7 @@ class CertdServer:
             ],
         )
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, self.checkers, self.ledger, receipts), self._server
+            VerifierServicer(cfg, self.pool, self.ledger, receipts), self._server
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
             AuthorityServicer(cfg, self.checkers, self.authority, self.ledger), self._server
@@ -155,6 +161,7 @@ class CertdServer:
         self.health.enter_graceful_shutdown()
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
+        self.pool.close()
         self.ledger.close()  # commits what is queued, then closes the store
         log.info("certd stopped")
 

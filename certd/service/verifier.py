@@ -6,19 +6,17 @@ stream); the receipt is durable in the ledger before the reply leaves.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Sequence
 
 import grpc
 
-from certd.authority.checker import Checkers
 from certd.authority.policy import CheckedTask
+from certd.authority.pool import CheckItem, CheckResult, VerifyPool
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger
 from certd.service.convert import checked_task, inclusion_to_pb, verdict_to_pb
-from certd.statements import verdict_digest
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]
@@ -45,22 +43,18 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     """Checks responses and signs receipts."""
 
     def __init__(
-        self, cfg: CertdConfig, checkers: Checkers, ledger: Ledger, receipts: ReceiptIssuer
+        self, cfg: CertdConfig, pool: VerifyPool, ledger: Ledger, receipts: ReceiptIssuer
     ) -> None:
         self._cfg = cfg
-        self._checkers = checkers
+        self._pool = pool
         self._ledger = ledger
         self._receipts = receipts
 
-    def _check(
-        self, item: verifier_pb2.VerifyRequest, task: CheckedTask
-    ) -> tuple[verifier_pb2.Verdict, bytes]:
-        started = time.perf_counter()
-        verdict = self._checkers.verify(task.value, item.response)
-        pb = verdict_to_pb(verdict, item.id, (time.perf_counter() - started) * 1e3)
-        digest = verdict_digest(pb, task.digest, item.response)
-        pb.digest = digest
-        return pb, digest
+    @staticmethod
+    def _pb(item: CheckItem, result: CheckResult) -> verifier_pb2.Verdict:
+        pb = verdict_to_pb(result.verdict, item.item_id, result.elapsed_ms)
+        pb.digest = result.digest
+        return pb
 
     def _receipt(
         self,
@@ -71,14 +65,13 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         fill_paths: bool = True,
     ) -> verifier_pb2.Receipt:
         issued: IssuedReceipt = self._receipts.issue(digests, [v.verifier for v in verdicts])
-        for i, (v, path) in enumerate(zip(verdicts, issued.paths, strict=True)):
-            if not fill_paths:
-                break
-            v.receipt_path.CopyFrom(
-                verifier_pb2.ReceiptPath(
-                    index=i, batch_size=len(digests), hashes=path, receipt_seq=seq
+        if fill_paths:
+            for i, (v, path) in enumerate(zip(verdicts, issued.paths, strict=True)):
+                v.receipt_path.CopyFrom(
+                    verifier_pb2.ReceiptPath(
+                        index=i, batch_size=len(digests), hashes=path, receipt_seq=seq
+                    )
                 )
-            )
         return verifier_pb2.Receipt(
             envelope=issued.envelope,
             batch_root=issued.root,
@@ -98,10 +91,10 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
                 f"{field}: at most {limit} items per batch, got {len(items)}", field=field
             )
         tasks = _TaskCache(self._cfg)
-        checked = [tasks.get(item, f"{field}[{i}].task") for i, item in enumerate(items)]
-        pairs = [self._check(item, task) for item, task in zip(items, checked, strict=True)]
-        verdicts = [v for v, _ in pairs]
-        return verdicts, self._receipt(verdicts, [d for _, d in pairs])
+        checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
+        results = self._pool.check(checks)
+        verdicts = [self._pb(c, r) for c, r in zip(checks, results, strict=True)]
+        return verdicts, self._receipt(verdicts, [r.digest for r in results])
 
     def Verify(
         self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
@@ -132,13 +125,15 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         group: list[verifier_pb2.Verdict] = []
         digests: list[bytes] = []
         seq = 0
-        for n, item in enumerate(request_iterator):
-            verdict, digest = self._check(item, tasks.get(item, f"stream[{n}].task"))
+        for n, req in enumerate(request_iterator):
+            check = _item(req, tasks.get(req, f"stream[{n}].task"))
+            [result] = self._pool.check([check])
+            verdict = self._pb(check, result)
             verdict.receipt_path.CopyFrom(
                 verifier_pb2.ReceiptPath(index=len(group), receipt_seq=seq)
             )
             group.append(verdict)
-            digests.append(digest)
+            digests.append(result.digest)
             yield verifier_pb2.VerifyStreamResponse(verdict=verdict)
             if len(group) == every:
                 receipt = self._receipt(group, digests, seq, fill_paths=False)
@@ -147,3 +142,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         if group:
             receipt = self._receipt(group, digests, seq, fill_paths=False)
             yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
+
+
+def _item(req: verifier_pb2.VerifyRequest, task: CheckedTask) -> CheckItem:
+    return CheckItem(req.id, task.value, task.digest, req.response)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import threading
 
 import pytest
-from forkgate import CertdClient, CertificationRefusedError, NotFoundError, make_task
-from forkgate.puzzles import countdown_puzzles
 
 from certd.domains import countdown as cd
 from certd.errors import CertdError
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import verify_certificate
+from forkgate import CertdClient, CertificationRefusedError, NotFoundError, make_task
+from forkgate.puzzles import countdown_puzzles
 
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from forkgate import CertdClient, InvalidRequestError, NotFoundError
-from forkgate.puzzles import countdown_puzzles
 
 from certd.config import CertdConfig
 from certd.ledger import merkle
 from certd.ledger.checkpoint import open_checkpoint
 from certd.service.server import CertdServer
 from certd.signing.keys import VerifierKey
+from forkgate import CertdClient, InvalidRequestError, NotFoundError
+from forkgate.puzzles import countdown_puzzles
 
 
 def _certify_some(c: CertdClient, n: int, seed: int) -> None:

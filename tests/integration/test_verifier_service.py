@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from forkgate import (
-    CertdClient,
-    InvalidRequestError,
-    ResourceExhaustedError,
-    UnimplementedError,
-    VerifyItem,
-    make_task,
-)
 
 from certd.authority.receipts import batch_tree
 from certd.errors import ProofError
@@ -25,6 +17,14 @@ from certd.statements import (
     verify_verdict,
 )
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+from forkgate import (
+    CertdClient,
+    InvalidRequestError,
+    ResourceExhaustedError,
+    UnimplementedError,
+    VerifyItem,
+    make_task,
+)
 
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 

@@ -72,6 +72,7 @@ def verify_countdown(
     *,
     limits: CountdownLimits = DEFAULT_LIMITS,
     shaping: RewardShaping = DEFAULT_SHAPING,
+    with_canonical: bool = True,
 ) -> Verdict:
     """Verify a response to a Countdown task. Never raises for any response string.
 
@@ -81,6 +82,8 @@ def verify_countdown(
         limits: size limits; a response over ``max_response_chars`` is rejected before it is
             read.
         shaping: rewards per status.
+        with_canonical: compute the answer's canonical form (the pseudo-fork gate needs it;
+            plain verification can skip the cost).
 
     Returns:
         The verdict: status, shaped reward, ``verifier=VERIFIER``, the answer's κ family,
@@ -115,7 +118,7 @@ def verify_countdown(
         return _verdict(Status.RULE_VIOLATION, shaping, str(e), initiated, answer=shown)
     operand, operator = first_op(expr)
     fam = family(operand, operator)
-    canonical = canonical_form(expr)
+    canonical = canonical_form(expr) if with_canonical else ""
     used = leaves(expr)
     misuse = _misuse(task, used)
     if misuse:

@@ -1,0 +1,159 @@
+"""A process pool that checks large verification batches on every core.
+
+Example::
+
+    pool = VerifyPool(checkers.countdown, workers=2)
+    results = pool.check([(CheckItem("r1", task, digest, response)), ...])
+    pool.close()
+
+Countdown is pure, bounded code, so it runs in process for small batches; a large batch is cut
+into chunks that worker processes check in parallel (the GIL keeps one process on one core).
+Each result carries the verdict, its receipt digest and the time it took. A worker that dies
+(a crash, the OOM killer) fails only its chunk: those items come back as INFRA_ERROR and the
+pool is rebuilt.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from certd.authority.checker import Checker, DomainTask
+from certd.domains.verdict import Family, Status, Verdict
+from certd.statements import verdict_digest_of
+
+__all__ = ["CheckItem", "CheckResult", "VerifyPool", "check_items"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckItem:
+    """One response to check, with what its receipt digest binds."""
+
+    item_id: str
+    task: DomainTask
+    task_sha256: str
+    response: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """A verdict, its receipt digest and the checking time in milliseconds."""
+
+    verdict: Verdict
+    digest: bytes
+    elapsed_ms: float
+
+
+def _label(family: Family | None) -> dict[str, object] | None:
+    if family is None:
+        return None
+    return {
+        "fields": dict(sorted(family.fields.items())),
+        "kappa": family.kappa,
+        "value": family.label,
+    }
+
+
+def _result(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResult:
+    digest = verdict_digest_of(
+        item_id=item.item_id,
+        status=verdict.status.name,
+        reward=verdict.reward,
+        family=_label(verdict.family),
+        initiated=_label(verdict.initiated),
+        detail=verdict.detail,
+        verifier=verdict.verifier,
+        answer=verdict.answer,
+        task_sha256=item.task_sha256,
+        response=item.response,
+    )
+    return CheckResult(verdict, digest, elapsed_ms)
+
+
+def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
+    """Check items in this process; a checker bug is INFRA_ERROR, never WRONG_ANSWER."""
+    out = []
+    for item in items:
+        started = time.perf_counter()
+        try:
+            verdict = checker.verify(item.task, item.response)
+        except Exception as e:  # noqa: BLE001 - becomes this item's INFRA_ERROR verdict
+            verdict = Verdict(
+                Status.INFRA_ERROR, 0.0, checker.verifier, detail=f"verifier failed: {e!r:.200}"
+            )
+        out.append(_result(item, verdict, (time.perf_counter() - started) * 1e3))
+    return out
+
+
+class VerifyPool:
+    """Worker processes for large batches (``workers=0`` checks everything in process).
+
+    Args:
+        checker: the domain checker (picklable; sent to each worker with its chunk).
+        workers: worker processes.
+        min_batch: batches smaller than this are checked in process.
+    """
+
+    def __init__(self, checker: Checker, *, workers: int, min_batch: int) -> None:
+        self._checker = checker
+        self._workers = workers
+        self._min_batch = min_batch
+        self._pool: ProcessPoolExecutor | None = None
+        if workers > 0:
+            self._pool = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        # forkserver: never fork a process that runs gRPC threads.
+        ctx = multiprocessing.get_context("forkserver")
+        pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx)
+        for f in [pool.submit(check_items, self._checker, []) for _ in range(self._workers)]:
+            f.result()  # start the workers now, not on the first request
+        return pool
+
+    def check(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """Check items, in order, in parallel when the batch is large."""
+        pool = self._pool
+        if pool is None or len(items) < self._min_batch:
+            return check_items(self._checker, items)
+        size = -(-len(items) // (2 * self._workers))
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        try:
+            futures = [pool.submit(check_items, self._checker, chunk) for chunk in chunks]
+        except BrokenProcessPool:  # a worker died since the last batch: rebuild, then retry
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = self._pool = self._start()
+            futures = [pool.submit(check_items, self._checker, chunk) for chunk in chunks]
+        out: list[CheckResult] = []
+        broken = False
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                out.extend(future.result())
+            except BrokenProcessPool:
+                broken = True
+                out.extend(_infra(self._checker, chunk, "a verifier worker died"))
+        if broken:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._start()
+        return out
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes' ids (for health reporting and tests)."""
+        if self._pool is None:
+            return []
+        processes = self._pool._processes.values()  # no public accessor in concurrent.futures
+        return sorted(p.pid for p in processes if p.pid is not None)
+
+    def close(self) -> None:
+        """Stop the workers."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _infra(checker: Checker, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
+    verdict = Verdict(Status.INFRA_ERROR, 0.0, checker.verifier, detail=why)
+    return [_result(item, verdict, 0.0) for item in items]

@@ -1,0 +1,26 @@
+"""Receipt batch trees: the fast bottom-up paths against the RFC-literal reference."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from certd.authority.receipts import batch_tree
+from certd.ledger import merkle
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 31, 33, 100, 257])
+def test_batch_tree_matches_the_reference(n: int) -> None:
+    digests = [hashlib.sha256(str(i).encode()).digest() for i in range(n)]
+    root, paths = batch_tree(digests)
+    leaves = [merkle.leaf_hash(d) for d in digests]
+    assert root == merkle.root_from_leaf_hashes(leaves)
+    for i, path in enumerate(paths):
+        assert path == merkle.reference_inclusion_proof(leaves, i)
+        merkle.verify_inclusion(leaves[i], i, n, path, root)
+
+
+def test_empty_batch_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        batch_tree([])
