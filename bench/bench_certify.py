@@ -26,14 +26,22 @@ TARGET = 2000.0
 
 
 def requests(n: int) -> list[tuple[dict[str, object], str, str]]:
+    """Distinct (task, label) requests whose witnesses are distinct solutions (none refused)."""
     out: list[tuple[dict[str, object], str, str]] = []
+    seen_tasks: set[tuple[tuple[int, ...], int]] = set()
     for p in countdown_puzzles(n, seed=21):
-        found = cd.enumerate_families(
-            cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
-        )
+        task = cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
+        if (tuple(sorted(task.numbers)), task.target) in seen_tasks:
+            continue
+        seen_tasks.add((tuple(sorted(task.numbers)), task.target))
+        found = cd.enumerate_families(task)
+        solutions: set[str] = set()
         for fam in found.families:
             lw = found.labels[fam[0]]
-            out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
+            canonical = cd.canonical_form(cd.parse_expression(lw.witness))
+            if canonical not in solutions:
+                solutions.add(canonical)
+                out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
     return out
 
 

@@ -98,6 +98,7 @@ class Authority:
         self._index = CertificateIndex(ledger)
         self._locks = [threading.Lock() for _ in range(self._STRIPES)]
         self._pending: dict[tuple[str, str, str], _Pending] = {}
+        self._pending_canonical: dict[tuple[str, str, str], str] = {}  # → label
 
     @property
     def index(self) -> CertificateIndex:
@@ -140,7 +141,9 @@ class Authority:
             if existing is not None:
                 return CertifyOutcome(certificate=existing, existing=True)
             clash = self._index.label_for_canonical(task.digest, kappa, cert.canonical_digest)
-            clash = clash or self._pending_label_for(task.digest, kappa, cert.canonical_digest)
+            clash = clash or self._pending_canonical.get(
+                (task.digest, kappa, cert.canonical_digest)
+            )
             if clash is not None:
                 return _refusal(
                     "PSEUDO_FORK",
@@ -150,6 +153,7 @@ class Authority:
                 )
             pending = _Pending(cert, Future())
             self._pending[key] = pending
+            self._pending_canonical[(task.digest, kappa, cert.canonical_digest)] = label
         # The ledger write happens outside the lock: a full group-commit queue may block here.
         try:
             written = self._ledger.submit(CertificateIndex.key(*key), cert.envelope)
@@ -191,12 +195,6 @@ class Authority:
             envelope=sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json(),
         )
 
-    def _pending_label_for(self, task_digest: str, kappa: str, canonical_digest: str) -> str | None:
-        for (t, k, label), p in self._pending.items():
-            if t == task_digest and k == kappa and p.cert.canonical_digest == canonical_digest:
-                return label
-        return None
-
     def _settle(
         self, key: tuple[str, str, str], pending: _Pending, written: Future[int] | None = None
     ) -> None:
@@ -206,12 +204,17 @@ class Authority:
             if error is None:
                 with self._lock(key[0]):
                     self._index.add(pending.cert.with_index(written.result()))
-                    self._pending.pop(key, None)
+                    self._forget(key, pending)
                 pending.future.set_result(written.result())
                 return
             pending.future.set_exception(error)
         with self._lock(key[0]):
-            self._pending.pop(key, None)
+            self._forget(key, pending)
+
+    def _forget(self, key: tuple[str, str, str], pending: _Pending) -> None:
+        """Drop a settled pending certificate (caller holds the task's lock)."""
+        self._pending.pop(key, None)
+        self._pending_canonical.pop((key[0], key[1], pending.cert.canonical_digest), None)
 
     @staticmethod
     def wait(outcome: _Pending | CertifyOutcome, timeout_s: float | None = None) -> CertifyOutcome:

@@ -122,6 +122,7 @@ class Ledger:
         """
         Checkpoint(origin, 0, EMPTY_ROOT)  # validates the origin line
         self._store = store
+        self._node_cache: dict[tuple[int, int], bytes] = {}
         self._signer = signer
         self._origin = origin
         self._config = config or GroupCommitConfig()
@@ -482,6 +483,23 @@ class Ledger:
                 f"expected a tree size within the latest checkpoint (<= {signed}), got {size}"
             )
 
+    _NODE_CACHE_MAX = 1 << 17
+
+    def _served_node(self, level: int, index: int) -> bytes:
+        """A complete node for proofs that certd serves, through a bounded cache.
+
+        Complete nodes never change once written, so caching them is safe for serving; the
+        integrity checks before signing read the store directly.
+        """
+        key = (level, index)
+        hit = self._node_cache.get(key)
+        if hit is None:
+            hit = self._store.node(level, index)
+            if len(self._node_cache) >= self._NODE_CACHE_MAX:
+                self._node_cache.clear()
+            self._node_cache[key] = hit
+        return hit
+
     def inclusion_proof(self, index: int, tree_size: int) -> list[bytes]:
         """Build the inclusion proof of an entry in a signed tree size.
 
@@ -498,7 +516,7 @@ class Ledger:
             The audit path.
         """
         self._check_signed_size(tree_size)
-        return inclusion_proof(index, tree_size, self._store.node)
+        return inclusion_proof(index, tree_size, self._served_node)
 
     def prove(self, index: int) -> tuple[SignedCheckpoint, list[bytes]]:
         """Prove an entry's inclusion in the latest signed checkpoint.
@@ -514,7 +532,7 @@ class Ledger:
             (the checkpoint, the audit path to its root).
         """
         latest = self.checkpoint()
-        return latest, inclusion_proof(index, latest.checkpoint.size, self._store.node)
+        return latest, inclusion_proof(index, latest.checkpoint.size, self._served_node)
 
     def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         """Build the consistency proof between two signed tree sizes.
@@ -532,7 +550,7 @@ class Ledger:
             The proof hashes.
         """
         self._check_signed_size(size2)
-        return consistency_proof(size1, size2, self._store.node)
+        return consistency_proof(size1, size2, self._served_node)
 
     def entries(self, start: int, end: int) -> list[bytes]:
         """Read entries ``[start, end)`` (see ``LedgerStore.entries``).

@@ -15,7 +15,8 @@ from certd.authority.policy import CheckedTask
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Verdict
-from certd.errors import InvalidInputError, LimitExceededError, UnsupportedError
+from certd.errors import InvalidInputError, LimitExceededError, NotFoundError, UnsupportedError
+from certd.ledger import merkle
 from certd.ledger.log import Ledger
 from certd.statements import task_digest
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
@@ -91,8 +92,16 @@ def signed_checkpoint_to_pb(
     return ledger_pb2.SignedCheckpoint(note=note, origin=origin, size=size, root_hash=root)
 
 
-def inclusion_to_pb(ledger: Ledger, index: int, tree_size: int = 0) -> ledger_pb2.InclusionProof:
+def inclusion_to_pb(
+    ledger: Ledger, index: int, tree_size: int = 0, entry: bytes | None = None
+) -> ledger_pb2.InclusionProof:
     """An inclusion proof for ``index`` tied to a signed checkpoint (the latest when size 0).
+
+    Args:
+        ledger: the log.
+        index: the entry index.
+        tree_size: the signed tree size to prove against; 0 for the latest checkpoint.
+        entry: the entry's bytes when the caller has them (saves a read).
 
     Raises:
         NotFoundError: no signed checkpoint covers ``index`` at ``tree_size``.
@@ -100,12 +109,9 @@ def inclusion_to_pb(ledger: Ledger, index: int, tree_size: int = 0) -> ledger_pb
     signed = ledger.checkpoint() if tree_size == 0 else ledger.checkpoint_at(tree_size)
     cp = signed.checkpoint
     if index >= cp.size:
-        from certd.errors import NotFoundError
-
         raise NotFoundError(f"leaf index {index} is not below tree size {cp.size}")
-    entry = ledger.entries(index, index + 1)[0]
-    from certd.ledger import merkle
-
+    if entry is None:
+        entry = ledger.entries(index, index + 1)[0]
     return ledger_pb2.InclusionProof(
         leaf_index=index,
         tree_size=cp.size,
@@ -121,7 +127,7 @@ def certificate_to_pb(ledger: Ledger, cert: IndexedCertificate) -> authority_pb2
         envelope=cert.envelope,
         certificate_id=cert.certificate_id,
         ledger_index=cert.index,
-        inclusion=inclusion_to_pb(ledger, cert.index),
+        inclusion=inclusion_to_pb(ledger, cert.index, entry=cert.envelope),
         label=tasks_pb2.Label(kappa=cert.kappa, value=cert.label, fields=cert.label_fields),
         witness=cert.witness,
     )

@@ -76,7 +76,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             envelope=issued.envelope,
             batch_root=issued.root,
             batch_size=len(digests),
-            inclusion=inclusion_to_pb(self._ledger, issued.index),
+            inclusion=inclusion_to_pb(self._ledger, issued.index, entry=issued.envelope),
             receipt_seq=seq,
         )
 
