@@ -26,6 +26,7 @@ import hashlib
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,6 +107,41 @@ def _check_key_id_hex(text: str, what: str) -> bytes:
     if len(text) != 8 or any(c not in "0123456789abcdef" for c in text):
         raise SigningError(f"expected 8 lowercase hex digits as key id in {what}, got {text!r}")
     return bytes.fromhex(text)
+
+
+def _verify_with_cryptography(
+    key: Ed25519PublicKey, public: bytes, message: bytes, signature: bytes
+) -> bool:
+    try:
+        key.verify(signature, message)
+    except InvalidSignature:
+        return False
+    return True
+
+
+def _load_libsodium_verify() -> Callable[[Ed25519PublicKey, bytes, bytes, bytes], bool]:
+    """libsodium's Ed25519 verification when PyNaCl is installed (about 2x faster here).
+
+    libsodium is at least as strict as OpenSSL (it also rejects small-order keys), so a
+    signature it accepts is one OpenSSL accepts; without PyNaCl, cryptography does the work.
+    """
+    try:
+        from nacl.bindings import crypto_sign_open
+        from nacl.exceptions import BadSignatureError
+    except ImportError:
+        return _verify_with_cryptography
+
+    def verify(key: Ed25519PublicKey, public: bytes, message: bytes, signature: bytes) -> bool:
+        try:
+            crypto_sign_open(signature + message, public)
+        except BadSignatureError:
+            return False
+        return True
+
+    return verify
+
+
+_verify_ed25519 = _load_libsodium_verify()
 
 
 @dataclass(frozen=True)
@@ -200,12 +236,8 @@ class VerifierKey:
         """
         if len(signature) != _ED25519_SIG_BYTES:
             raise SigningError(f"expected a 64-byte Ed25519 signature, got {len(signature)} bytes")
-        try:
-            self._key.verify(signature, message)
-        except InvalidSignature as e:
-            raise SigningError(
-                f"signature does not verify with key {self.name}+{self.key_id_hex}"
-            ) from e
+        if not _verify_ed25519(self._key, self.public_key, message, signature):
+            raise SigningError(f"signature does not verify with key {self.name}+{self.key_id_hex}")
 
 
 class SigningKey:

@@ -1,0 +1,116 @@
+"""The ledger at scale: inclusion proofs and `certd audit` on a 1,000,000-entry SQLite log.
+
+Builds a data dir like ``certd serve`` leaves it (``ledger.sqlite``, ``signing.pub``) with N
+DSSE-enveloped in-toto statements (1,000 distinct signed envelopes, repeated; every one is a
+real signature the audit verifies), opens it with the ``Ledger`` (which signs a checkpoint for
+the new size), measures inclusion proofs at that size (median of 2,000 random leaves, each
+proof checked), then times the real command ``certd audit --data-dir`` in its own process.
+
+Run: ``.venv/bin/python bench/bench_ledger.py [--entries N]`` → ``bench/results/ledger.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import median, write
+
+from certd.ledger import merkle
+from certd.ledger.log import Ledger
+from certd.ledger.sqlite import SQLiteStore
+from certd.signing.dsse import sign_envelope
+from certd.signing.keys import SigningKey, save_signing_key
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
+
+
+def envelopes(key: SigningKey, n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        statement = make_statement(
+            [("task", sha256_hex(str(i).encode()))],
+            "https://forkgate.dev/attestations/feasibility/v1",
+            {"i": i, "label": f"{i % 100},+", "kappa": "countdown.first-op.v1"},
+        )
+        out.append(sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, key).to_json())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    ns = parser.parse_args()
+    n = ns.entries
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "certd-data"
+        data.mkdir()
+        key = SigningKey.generate("bench.local/certd")
+        save_signing_key(data / "signing.key", key)
+        (data / "signing.pub").write_text(key.verifier().to_vkey() + "\n")
+        distinct = envelopes(key, 1000)
+        store = SQLiteStore(data / "ledger.sqlite", synchronous="NORMAL")
+        t0 = time.perf_counter()
+        batch = 10_000
+        for start in range(0, n, batch):
+            store.append([(None, distinct[i % 1000]) for i in range(start, min(n, start + batch))])
+        build_s = time.perf_counter() - t0
+        ledger = Ledger(store, key, "bench.local/certd")
+        cp = ledger.checkpoint().checkpoint
+        assert cp.size == n
+        rng = random.Random(0)
+        times = []
+        for index in rng.sample(range(n), 2000):
+            t1 = time.perf_counter()
+            proof = ledger.inclusion_proof(index, n)
+            times.append(time.perf_counter() - t1)
+            leaf = merkle.leaf_hash(distinct[index % 1000])
+            merkle.verify_inclusion(leaf, index, n, proof, cp.root_hash)
+        ledger.close()
+        t2 = time.perf_counter()
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "certd.cli",
+                "audit",
+                "--data-dir",
+                str(data),
+                "--state",
+                str(Path(tmp) / "state.json"),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        audit_s = time.perf_counter() - t2
+        report = json.loads(run.stdout)
+        assert report["ok"] and report["size"] == n, run.stdout[:2000] + run.stderr[-2000:]
+    proof_ms = median(times) * 1e3
+    write(
+        "ledger",
+        {
+            "entries": n,
+            "build_seconds_store_append": round(build_s, 2),
+            "inclusion_proof_median_ms": round(proof_ms, 4),
+            "inclusion_proof_p99_ms": round(sorted(times)[int(len(times) * 0.99)] * 1e3, 4),
+            "certd_audit_seconds": round(audit_s, 2),
+            "audit_entries_per_second": round(n / audit_s, 1),
+            "targets": {
+                "inclusion_proof_ms_under": 1.0,
+                "proof_met": proof_ms < 1.0,
+                "audit_1m_seconds_under": 60.0,
+                "audit_met": n == 1_000_000 and audit_s < 60.0,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
