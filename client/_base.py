@@ -66,9 +66,15 @@ class ClientSettings:
 
     def channel_options(self) -> list[tuple[str, int]]:
         """gRPC channel options for these settings."""
+        # The channel's own reconnect backoff (1 s and growing by default) would make our
+        # retries fail fast while certd restarts; keep it in step with ours.
+        reconnect_ms = max(1, int(self.backoff_s * 1000))
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
+            ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
+            ("grpc.min_reconnect_backoff_ms", reconnect_ms),
+            ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, int(self.backoff_max_s * 1000))),
         ]
 
     def backoffs(self) -> Iterator[float]:

@@ -1,0 +1,110 @@
+"""The sync and async clients: mirrored results, retries on UNAVAILABLE only, key checks."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from certd.config import CertdConfig
+from certd.service.server import CertdServer
+from certd.signing.keys import SigningKey
+from certd.v1 import tasks_pb2
+from forkgate import (
+    AsyncCertdClient,
+    CertdClient,
+    CertdUnavailableError,
+    CertificationRefusedError,
+    ClientSettings,
+    InvalidRequestError,
+    VerificationError,
+)
+
+TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+
+
+def test_async_client_mirrors_sync(address: str, vkey: str) -> None:
+    async def run() -> tuple[list[int], str, int, int]:
+        async with AsyncCertdClient(address, trusted_keys=[vkey]) as c:
+            verdicts = await c.verify_batch(
+                [(TASK, "<answer>(25-5)*4+3</answer>", "a"), (TASK, "<answer>1+2</answer>", "b")]
+            )
+            cert = await c.certify(TASK, "25,-", "(25-5)*4+3")
+            tree = await c.get_fork_tree(TASK)
+            fams = await c.enumerate_families(TASK)
+            with pytest.raises(CertificationRefusedError):
+                await c.certify(TASK, "3,+", "3+4*(25-5)")
+            with pytest.raises(InvalidRequestError):
+                await c.verify(tasks_pb2.Task(), "1")
+            cp = await c.checkpoint()
+            entries = await c.entries(0, cp.size)
+            assert len(entries) == cp.size
+            await c.inclusion_proof(cert.ledger_index)
+            return (
+                [v.status for v in verdicts],
+                cert.certificate_id,
+                len(tree.certificates),
+                len(fams.labels),
+            )
+
+    statuses, cert_id, tree_size, labels = asyncio.run(run())
+    with CertdClient(address, trusted_keys=[vkey]) as c:
+        assert cert_id == c.certify(TASK, "25,-", "(25-5)*4+3").certificate_id
+        assert [
+            v.status
+            for v in c.verify_batch(
+                [(TASK, "<answer>(25-5)*4+3</answer>", "a"), (TASK, "<answer>1+2</answer>", "b")]
+            )
+        ] == statuses
+        assert len(c.get_fork_tree(TASK).certificates) == tree_size == 1
+        assert len(c.enumerate_families(TASK).labels) == labels
+
+
+def test_wrong_trusted_key_fails_verification(address: str) -> None:
+    stranger = SigningKey.generate("stranger.example/log").verifier().to_vkey()
+    with CertdClient(address, trusted_keys=[stranger]) as c:
+        with pytest.raises(VerificationError):
+            c.verify(TASK, "<answer>(25-5)*4+3</answer>")
+        with pytest.raises(VerificationError):
+            c.certify(TASK, "25,-", "(25-5)*4+3")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
+    port = _free_port()
+    holder: list[CertdServer] = []
+
+    def start_later() -> None:
+        time.sleep(0.8)
+        server = CertdServer(CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}"))
+        server.start()
+        holder.append(server)
+
+    t = threading.Thread(target=start_later)
+    t.start()
+    try:
+        settings = ClientSettings(max_retries=40, backoff_s=0.1, backoff_max_s=0.3, timeout_s=5)
+        with CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
+            assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
+    finally:
+        t.join()
+        for s in holder:
+            s.stop(grace_s=1)
+
+
+def test_gives_up_with_a_typed_error_when_nothing_listens() -> None:
+    settings = ClientSettings(max_retries=2, backoff_s=0.05, timeout_s=2)
+    with CertdClient(f"127.0.0.1:{_free_port()}", settings=settings) as c:
+        t0 = time.perf_counter()
+        with pytest.raises(CertdUnavailableError):
+            c.checkpoint()
+    assert time.perf_counter() - t0 < 30
