@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VECTORS = ROOT.parent / "shared" / "vectors" / "tlog_vectors.json"
 
 
 @pytest.fixture()

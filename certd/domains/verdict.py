@@ -54,8 +54,9 @@ class Verdict:
         reward: the shaped reward.
         verifier: name@version of the verifier.
         family: the κ label of the answer (None when there is no parseable answer).
-        initiated: the entry the reasoning text initiated first, when it differs in kind
-            from the answer's label (Countdown: the first ``number op operand`` written).
+        initiated: the entry the reasoning text initiated first, whenever the text writes
+            one (Countdown: the first ``number op operand`` before the answer); it may equal
+            ``family`` or differ from it.
         detail: a short human-readable explanation.
         answer: the extracted answer text ("" when none).
         canonical: canonical form of the solution (for the pseudo-fork gate), "" if none.

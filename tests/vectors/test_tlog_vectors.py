@@ -1,7 +1,9 @@
 """Every vector of ../shared/vectors/tlog_vectors.json against certd.ledger and certd.signing.
 
-The file is loaded from the repository root's sibling ``shared/vectors``; when it is
-missing every test here fails (never skips) and says where it looked.
+The file is loaded from the repository root's sibling ``shared/vectors`` when the workspace
+has it, else from the copy committed in ``tests/vectors/data/`` (a clean clone elsewhere, CI);
+``test_committed_copy_matches_shared`` keeps the two identical. When neither exists every test
+here fails (never skips) and says where it looked.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from certd.signing.note import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VECTORS_PATH = REPO_ROOT / ".." / "shared" / "vectors" / "tlog_vectors.json"
+SHARED_PATH = REPO_ROOT / ".." / "shared" / "vectors" / "tlog_vectors.json"
+COPY_PATH = REPO_ROOT / "tests" / "vectors" / "data" / "tlog_vectors.json"
+VECTORS_PATH = SHARED_PATH if SHARED_PATH.is_file() else COPY_PATH
 
 
 def _load() -> dict[str, Any] | None:
@@ -57,7 +61,13 @@ def _load() -> dict[str, Any] | None:
 
 
 _VECTORS = _load()
-_MISSING = f"test vectors not found at {VECTORS_PATH.resolve()} (expected ../shared/vectors/)"
+_MISSING = f"test vectors not found at {SHARED_PATH.resolve()} nor {COPY_PATH}"
+
+
+def test_committed_copy_matches_shared() -> None:
+    assert COPY_PATH.is_file(), f"missing {COPY_PATH}"
+    if SHARED_PATH.is_file():
+        assert COPY_PATH.read_bytes() == SHARED_PATH.read_bytes(), "refresh tests/vectors/data"
 
 
 @pytest.fixture(scope="module")
