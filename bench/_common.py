@@ -6,8 +6,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,26 +46,3 @@ def write(name: str, result: dict[str, Any]) -> Path:
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return path
-
-
-def start_certd(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """``certd serve`` in its own process on a free loopback port: (process, address, vkey)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "certd.cli",
-            "serve",
-            "--data-dir",
-            str(data_dir),
-            "--listen",
-            "127.0.0.1:0",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    info = json.loads(proc.stdout.readline())
-    return proc, str(info["address"]), str(info["vkey"])

@@ -10,15 +10,15 @@ Run: ``.venv/bin/python bench/bench_certify.py`` → ``bench/results/certify.jso
 
 from __future__ import annotations
 
-import signal
 import tempfile
 import time
 from pathlib import Path
 
-from _common import start_certd, write
+from _common import write
 
 from certd.domains import countdown as cd
 from forkgate import CertdClient, CertificationRefusedError
+from forkgate.local import LocalCertd
 from forkgate.puzzles import countdown_puzzles
 
 BATCH = 1000
@@ -49,8 +49,8 @@ def main() -> None:
     reqs = requests(2500)
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
-        proc, address, _ = start_certd(Path(tmp) / "d")
-        try:
+        with LocalCertd(Path(tmp) / "d") as certd:
+            address, _ = certd.address, certd.vkey
             with CertdClient(address) as client:
                 for start in range(0, len(reqs) - BATCH + 1, BATCH):
                     chunk = reqs[start : start + BATCH]
@@ -59,9 +59,6 @@ def main() -> None:
                     rounds.append(time.perf_counter() - t0)
                     refused = [r for r in results if isinstance(r, CertificationRefusedError)]
                     assert not refused, refused[:3]
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
     rates = sorted(BATCH / s for s in rounds)
     med = rates[len(rates) // 2]
     write(

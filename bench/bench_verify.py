@@ -10,15 +10,15 @@ Run: ``.venv/bin/python bench/bench_verify.py`` → ``bench/results/verify.json`
 from __future__ import annotations
 
 import random
-import signal
 import tempfile
 from pathlib import Path
 
-from _common import median, start_certd, timed_runs, write
+from _common import median, timed_runs, write
 
 from certd.domains import countdown as cd
 from certd.domains.verdict import Status
 from forkgate import CertdClient, VerifyItem
+from forkgate.local import LocalCertd
 from forkgate.puzzles import countdown_puzzles
 
 N_PUZZLES = 250
@@ -71,8 +71,8 @@ def main() -> None:
     ours_s = timed_runs(run_ours, REPEATS)
 
     with tempfile.TemporaryDirectory() as tmp:
-        proc, address, vkey = start_certd(Path(tmp) / "d")
-        try:
+        with LocalCertd(Path(tmp) / "d") as certd:
+            address, vkey = certd.address, certd.vkey
             items = [
                 VerifyItem(p, r, str(i))
                 for i, ((p, _), r) in enumerate(zip(pairs, responses, strict=True))
@@ -82,9 +82,6 @@ def main() -> None:
                 grpc_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
             with CertdClient(address, trusted_keys=[vkey]) as client:
                 grpc_checked_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
 
     n = len(pairs)
     rates = {

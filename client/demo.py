@@ -17,7 +17,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -32,36 +31,10 @@ from certd.v1 import tasks_pb2
 from ._base import VerifyItem
 from .client import CertdClient
 from .errors import CertificationRefusedError
+from .local import LocalCertd
 from .puzzles import countdown_puzzles
 
 __all__ = ["run_demo"]
-
-
-def _start_certd(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """Start ``certd serve`` on a free loopback port; return (process, address, vkey)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "certd.cli",
-            "serve",
-            "--data-dir",
-            str(data_dir),
-            "--listen",
-            "127.0.0.1:0",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait(timeout=10)
-        raise RuntimeError(f"certd serve exited with status {proc.returncode} before serving")
-    info = json.loads(line)
-    return proc, str(info["address"]), str(info["vkey"])
 
 
 def _responses(puzzle: dict[str, Any], witnesses: list[str], rng: random.Random) -> list[str]:
@@ -85,7 +58,8 @@ def run_demo(workdir: Path, *, tasks: int = 40, seed: int = 0, as_json: bool = F
     workdir.mkdir(parents=True)
     data_dir = workdir / "certd-data"
     started = time.perf_counter()
-    proc, address, vkey = _start_certd(data_dir)
+    certd = LocalCertd(data_dir)
+    address, vkey = certd.address, certd.vkey
     rng = random.Random(seed)
     summary: dict[str, Any] = {"server": address, "workdir": str(workdir)}
     try:
@@ -145,8 +119,7 @@ def run_demo(workdir: Path, *, tasks: int = 40, seed: int = 0, as_json: bool = F
             ["--server", address, "--trust", vkey, "--state", str(workdir / "auditor-state.json")]
         )
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        certd.stop()
     audit_offline = _audit(
         ["--data-dir", str(data_dir), "--state", str(workdir / "offline-state.json")]
     )

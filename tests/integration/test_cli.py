@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from forkgate import CertdClient
+from forkgate.local import LocalCertd
 
 
 def _run(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -23,37 +24,19 @@ def _run(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture()
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, Path]]:
-    """`certd serve` in its own process: (process, address, vkey, data dir)."""
-    data = tmp_path / "data"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "certd.cli",
-            "serve",
-            "--data-dir",
-            str(data),
-            "--listen",
-            "127.0.0.1:0",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    info = json.loads(proc.stdout.readline())
+def served(tmp_path: Path) -> Iterator[LocalCertd]:
+    """`certd serve` in its own process."""
+    certd = LocalCertd(tmp_path / "data", stderr=subprocess.PIPE)
     try:
-        yield proc, info["address"], info["vkey"], data
+        yield certd
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if certd.process.poll() is None:
+            certd.process.kill()
+            certd.process.wait()
 
 
-def test_sigterm_is_graceful_and_loses_no_certificate(served: tuple, tmp_path: Path) -> None:
-    proc, address, vkey, data = served
+def test_sigterm_is_graceful_and_loses_no_certificate(served: LocalCertd, tmp_path: Path) -> None:
+    proc, address, vkey, data = served.process, served.address, served.vkey, served.data_dir
     with CertdClient(address, trusted_keys=[vkey]) as c:
         cert = c.certify({"numbers": [25, 5, 4, 3], "target": 83}, "25,-", "(25-5)*4+3")
     proc.send_signal(signal.SIGTERM)
@@ -82,8 +65,8 @@ def test_sigterm_is_graceful_and_loses_no_certificate(served: tuple, tmp_path: P
     assert any(f["index"] == cert.ledger_index for f in report["faults"]), report["faults"]
 
 
-def test_audit_over_grpc(served: tuple, tmp_path: Path) -> None:
-    _, address, vkey, _ = served
+def test_audit_over_grpc(served: LocalCertd, tmp_path: Path) -> None:
+    address, vkey = served.address, served.vkey
     with CertdClient(address) as c:
         c.verify({"numbers": [1, 2, 3], "target": 6}, "<answer>1+2+3</answer>")
     state = tmp_path / "s.json"
@@ -143,8 +126,8 @@ def test_families_json_shape() -> None:
     assert bad.returncode == 2 and "--numbers" in bad.stdout
 
 
-def test_verify_batch_file_with_bad_lines(served: tuple, tmp_path: Path) -> None:
-    _, address, vkey, _ = served
+def test_verify_batch_file_with_bad_lines(served: LocalCertd, tmp_path: Path) -> None:
+    address, vkey = served.address, served.vkey
     task = {"numbers": [25, 5, 4, 3], "target": 83}
     lines = [
         json.dumps(
@@ -199,8 +182,8 @@ def test_verify_batch_file_with_bad_lines(served: tuple, tmp_path: Path) -> None
     assert "1..1000000" in out[3]["error"]
 
 
-def test_certify_and_check_cert(served: tuple, tmp_path: Path) -> None:
-    _, address, _, data = served
+def test_certify_and_check_cert(served: LocalCertd, tmp_path: Path) -> None:
+    address, data = served.address, served.data_dir
     cert = tmp_path / "cert.json"
     task = json.dumps({"numbers": [25, 5, 4, 3], "target": 83})
     run = _run(
