@@ -31,6 +31,7 @@ __all__ = [
     "PREDICATE_FEASIBILITY",
     "PREDICATE_VERDICT_RECEIPT",
     "ReceiptClaim",
+    "batch_tree",
     "label_json",
     "receipt_root_from_path",
     "sha256_hex",
@@ -143,6 +144,43 @@ def verdict_digest_of(
         "verifier": verifier,
     }
     return hashlib.sha256(canonical_json(obj)).digest()
+
+
+def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
+    """The RFC 6962 root over ``leaf_hash(digest)`` of each verdict, and every leaf's path.
+
+    Built bottom-up: pairs are hashed left to right and an odd last node is carried up
+    unchanged, which yields exactly RFC 6962's tree (split at the largest power of two below
+    n); ``merkle.root_from_inclusion_proof`` verifies the paths.
+
+    Args:
+        digests: the verdict digests, in batch order (at least one).
+
+    Raises:
+        ValueError: ``digests`` is empty.
+
+    Returns:
+        (root, paths) where ``paths[i]`` is the inclusion path of digest ``i``.
+    """
+    if not digests:
+        raise ValueError("a receipt covers at least one verdict")
+    levels: list[list[bytes]] = [[merkle.leaf_hash(d) for d in digests]]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        above = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+        if len(below) % 2:
+            above.append(below[-1])
+        levels.append(above)
+    paths: list[list[bytes]] = []
+    for leaf in range(len(digests)):
+        path, i = [], leaf
+        for level in levels[:-1]:
+            sibling = i ^ 1
+            if sibling < len(level):
+                path.append(level[sibling])
+            i >>= 1
+        paths.append(path)
+    return levels[-1][0], paths
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,14 @@ import grpc
 from certd.errors import CertdError
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
-from certd.statements import verify_certificate, verify_receipt, verify_verdict
+from certd.statements import (
+    batch_tree,
+    task_digest,
+    verdict_digest,
+    verify_certificate,
+    verify_receipt,
+    verify_verdict,
+)
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from .errors import (
@@ -33,7 +41,14 @@ from .errors import (
 )
 from .tasks import TaskLike, as_task
 
-__all__ = ["ClientSettings", "VerifyItem", "VerifyLike", "load_keyring", "map_rpc_error"]
+__all__ = [
+    "ClientSettings",
+    "StreamChecker",
+    "VerifyItem",
+    "VerifyLike",
+    "load_keyring",
+    "map_rpc_error",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,3 +238,67 @@ def certify_request(
     return authority_pb2.CertifyRequest(
         task=as_task(task), label=tasks_pb2.Label(kappa=kappa, value=label), witness=witness
     )
+
+
+class StreamChecker:
+    """Matches VerifyStream replies to the requests sent and checks each group's receipt.
+
+    Feed it every request as it goes out (``sent``) and every reply as it comes in
+    (``received``); it returns the verdicts that are ready, in order. With trusted keys a
+    verdict is released only after its group's receipt verified: the client recomputes each
+    verdict digest from its own task and response and the group's root from those digests.
+    """
+
+    def __init__(self, keys: KeyRing | None) -> None:
+        self._keys = keys
+        self._sent: deque[verifier_pb2.VerifyRequest] = deque()
+        self._group: list[tuple[verifier_pb2.VerifyRequest, verifier_pb2.Verdict]] = []
+
+    def sent(self, request: verifier_pb2.VerifyRequest) -> verifier_pb2.VerifyRequest:
+        """Record an outgoing request; return it."""
+        self._sent.append(request)
+        return request
+
+    def received(self, reply: verifier_pb2.VerifyStreamResponse) -> list[verifier_pb2.Verdict]:
+        """Take one reply; return the verdicts now ready.
+
+        Raises:
+            VerificationError: a verdict or receipt does not match what was sent.
+        """
+        if reply.HasField("verdict"):
+            if not self._sent:
+                raise VerificationError("VerifyStream: a verdict for no request")
+            request = self._sent.popleft()
+            if reply.verdict.id != request.id:
+                raise VerificationError(
+                    f"verdict id: expected {request.id!r}, got {reply.verdict.id!r}"
+                )
+            if self._keys is None:
+                return [reply.verdict]
+            self._group.append((request, reply.verdict))
+            return []
+        if self._keys is None:
+            return []
+        group, self._group = self._group, []
+        try:
+            claim = verify_receipt(reply.receipt, self._keys)
+            digests = [verdict_digest(v, task_digest(r.task), r.response) for r, v in group]
+        except CertdError as e:
+            raise VerificationError(f"stream receipt {reply.receipt.receipt_seq}: {e}") from e
+        if [v.digest for _, v in group] != digests or batch_tree(digests)[0] != claim.batch_root:
+            raise VerificationError(
+                f"stream receipt {reply.receipt.receipt_seq} does not cover the verdicts received"
+            )
+        return [v for _, v in group]
+
+    def finish(self) -> None:
+        """Check that every request got a verdict and every verdict a receipt.
+
+        Raises:
+            VerificationError: the stream ended early.
+        """
+        if self._sent or self._group:
+            raise VerificationError(
+                f"VerifyStream ended with {len(self._sent)} requests unanswered and "
+                f"{len(self._group)} verdicts without a receipt"
+            )

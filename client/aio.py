@@ -9,7 +9,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ from certd.v1 import (
 
 from ._base import (
     ClientSettings,
+    StreamChecker,
     VerifyItem,
     VerifyLike,
     certify_request,
@@ -100,6 +101,22 @@ class AsyncCertdClient:
             )
             verdicts.extend(check_batch(chunk, reply, self.keys))
         return verdicts
+
+    async def verify_stream(
+        self, items: Iterable[VerifyLike]
+    ) -> AsyncIterator[verifier_pb2.Verdict]:
+        """Stream responses through VerifyStream; see ``CertdClient.verify_stream``."""
+        checker = StreamChecker(self.keys)
+        requests = (checker.sent(verify_requests([item])[0]) for item in items)
+        try:
+            async for reply in self._verifier.VerifyStream(
+                requests, timeout=self.settings.timeout_s
+            ):
+                for verdict in checker.received(reply):
+                    yield verdict
+        except grpc.RpcError as e:
+            raise map_rpc_error(e) from e
+        checker.finish()
 
     async def certify(
         self, task: TaskLike, label: str, witness: str, kappa: str = ""

@@ -15,7 +15,7 @@ returned; a mismatch raises ``VerificationError``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +34,7 @@ from certd.v1 import (
 
 from ._base import (
     ClientSettings,
+    StreamChecker,
     VerifyItem,
     VerifyLike,
     certify_request,
@@ -125,6 +126,26 @@ class CertdClient:
             )
             verdicts.extend(check_batch(chunk, reply, self.keys))
         return verdicts
+
+    def verify_stream(self, items: Iterable[VerifyLike]) -> Iterator[verifier_pb2.Verdict]:
+        """Stream responses through VerifyStream; yield verdicts in order.
+
+        Requests go out as ``items`` yields them, so this fits a sampler that produces
+        responses over time. With trusted keys each verdict is yielded once its group's receipt
+        verified (groups close every ``stream_receipt_every`` verdicts on the server and at the
+        end). A stream is not retried: a failure raises and the caller decides.
+
+        Raises:
+            ForkgateError: a typed error for each failure.
+        """
+        checker = StreamChecker(self.keys)
+        requests = (checker.sent(r) for r in _requests_one_by_one(items))
+        try:
+            for reply in self._verifier.VerifyStream(requests, timeout=self.settings.timeout_s):
+                yield from checker.received(reply)
+        except grpc.RpcError as e:
+            raise map_rpc_error(e) from e
+        checker.finish()
 
     # Authority
 
@@ -236,3 +257,8 @@ class CertdClient:
         req = ledger_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size)
         reply: ledger_pb2.ConsistencyProof = self._call(self._ledger.GetConsistencyProof, req)
         return reply
+
+
+def _requests_one_by_one(items: Iterable[VerifyLike]) -> Iterator[verifier_pb2.VerifyRequest]:
+    for item in items:
+        yield verify_requests([item])[0]

@@ -1,6 +1,7 @@
 """Verdict receipts: one signature over the Merkle root of a batch's verdict digests.
 
 Example:
+    >>> from certd.statements import batch_tree
     >>> root, paths = batch_tree([b"a" * 32, b"b" * 32, b"c" * 32])
     >>> len(root), [len(p) for p in paths]
     (32, [2, 2, 1])
@@ -11,51 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from certd.ledger import merkle
 from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
-from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
+from certd.statements import PREDICATE_VERDICT_RECEIPT, batch_tree, receipt_predicate
 
-__all__ = ["IssuedReceipt", "ReceiptIssuer", "batch_tree"]
-
-
-def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
-    """The RFC 6962 root over ``leaf_hash(digest)`` of each verdict, and every leaf's path.
-
-    Built bottom-up: pairs are hashed left to right and an odd last node is carried up
-    unchanged, which yields exactly RFC 6962's tree (split at the largest power of two below
-    n); ``merkle.root_from_inclusion_proof`` verifies the paths.
-
-    Args:
-        digests: the verdict digests, in batch order (at least one).
-
-    Raises:
-        ValueError: ``digests`` is empty.
-
-    Returns:
-        (root, paths) where ``paths[i]`` is the inclusion path of digest ``i``.
-    """
-    if not digests:
-        raise ValueError("a receipt covers at least one verdict")
-    levels: list[list[bytes]] = [[merkle.leaf_hash(d) for d in digests]]
-    while len(levels[-1]) > 1:
-        below = levels[-1]
-        above = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
-        if len(below) % 2:
-            above.append(below[-1])
-        levels.append(above)
-    paths: list[list[bytes]] = []
-    for leaf in range(len(digests)):
-        path, i = [], leaf
-        for level in levels[:-1]:
-            sibling = i ^ 1
-            if sibling < len(level):
-                path.append(level[sibling])
-            i >>= 1
-        paths.append(path)
-    return levels[-1][0], paths
+__all__ = ["IssuedReceipt", "ReceiptIssuer"]
 
 
 class ReceiptIssuer:

@@ -108,3 +108,27 @@ def test_gives_up_with_a_typed_error_when_nothing_listens() -> None:
         with pytest.raises(CertdUnavailableError):
             c.checkpoint()
     assert time.perf_counter() - t0 < 30
+
+
+def test_verify_stream_sync_and_async_check_every_group(
+    address: str, vkey: str, certd_server: object
+) -> None:
+    every = certd_server.cfg.limits.stream_receipt_every  # type: ignore[attr-defined]
+    items = [(TASK, f"<answer>{i}+25-5*4</answer>", f"s{i}") for i in range(every + 10)]
+    with CertdClient(address, trusted_keys=[vkey]) as c:
+        verdicts = list(c.verify_stream(iter(items)))
+        batch = c.verify_batch(items)
+    assert [v.id for v in verdicts] == [i[2] for i in items]
+    assert [v.status for v in verdicts] == [v.status for v in batch]
+
+    async def run() -> list[str]:
+        async with AsyncCertdClient(address, trusted_keys=[vkey]) as c:
+            return [v.id async for v in c.verify_stream(items)]
+
+    assert asyncio.run(run()) == [i[2] for i in items]
+
+
+def test_verify_stream_refuses_a_receipt_signed_by_another_key(address: str) -> None:
+    stranger = SigningKey.generate("stranger.example/log").verifier().to_vkey()
+    with CertdClient(address, trusted_keys=[stranger]) as c, pytest.raises(VerificationError):
+        list(c.verify_stream([(TASK, "<answer>(25-5)*4+3</answer>", "x")]))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from certd.authority.receipts import batch_tree
 from certd.errors import ProofError
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import (
+    batch_tree,
     receipt_root_from_path,
     task_digest,
     verdict_digest,

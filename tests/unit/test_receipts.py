@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from certd.authority.receipts import batch_tree
 from certd.ledger import merkle
+from certd.statements import batch_tree
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 31, 33, 100, 257])
