@@ -35,12 +35,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import multiprocessing
 import os
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -283,7 +284,13 @@ class _Audit:
         self.checkpoint: Checkpoint | None = None
         self.verify_signatures = verify_signatures
         self.workers = workers
-        self.pool = ThreadPoolExecutor(workers) if verify_signatures and workers > 1 else None
+        # Worker processes parse and verify envelopes in parallel with the rebuild (threads
+        # would serialise the JSON parsing on the GIL); forkserver: never fork a threaded parent.
+        self.pool: Executor | None = None
+        if verify_signatures and workers > 1:
+            self.pool = ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("forkserver")
+            )
         self.pending: deque[Future[list[AuditFault]]] = deque()
         self.mismatched: set[tuple[int, int]] = set()
 
@@ -578,7 +585,7 @@ def audit_store(
         checkpoint_keys: keys trusted to sign checkpoints; None means ``trusted``.
         origin: the expected checkpoint origin, or None to accept any.
         verify_signatures: verify each entry's DSSE signature (the slow part).
-        workers: threads verifying signatures (Ed25519 verification releases the GIL);
+        workers: processes parsing and verifying envelopes in parallel with the rebuild;
             None for one per CPU.
         chunk_entries: entries read per step, at most the store's read limit.
         max_faults: faults kept in the report; more are counted only.
@@ -651,7 +658,7 @@ def audit_remote(
         checkpoint_keys: keys trusted to sign checkpoints; None means ``trusted``.
         origin: the expected checkpoint origin, or None.
         verify_signatures: verify each entry's DSSE signature.
-        workers: signature-verifying threads, None for one per CPU.
+        workers: signature-verifying processes, None for one per CPU.
         chunk_entries: entries requested per call.
         max_faults: faults kept in the report.
 

@@ -161,6 +161,10 @@ class VerifierKey:
     _key: Ed25519PublicKey = field(init=False, repr=False, compare=False)
     _key_id: bytes = field(init=False, repr=False, compare=False)
 
+    def __reduce__(self) -> tuple[type[VerifierKey], tuple[str, bytes, int]]:
+        """Pickle by value (the OpenSSL key object is rebuilt), for worker processes."""
+        return (VerifierKey, (self.name, self.public_key, self.sig_type))
+
     def __post_init__(self) -> None:
         validate_key_name(self.name)
         if self.sig_type not in _SUPPORTED_TYPES:
