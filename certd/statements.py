@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,20 +132,34 @@ def verdict_digest_of(
     task_sha256: str,
     response: str,
 ) -> bytes:
-    """``verdict_digest`` from plain values (``family``/``initiated`` as ``label_json``)."""
-    obj = {
-        "answer": answer,
-        "detail": detail,
-        "family": family,
-        "id": item_id,
-        "initiated": initiated,
-        "response_sha256": sha256_hex(response.encode("utf-8", "surrogatepass")),
-        "reward": reward,
-        "status": status,
-        "task_sha256": task_sha256,
-        "verifier": verifier,
-    }
-    return hashlib.sha256(canonical_json(obj)).digest()
+    """``verdict_digest`` from plain values (``family``/``initiated`` as ``label_json``).
+
+    The bytes equal ``canonical_json`` of the verdict object (a test holds them equal); they
+    are written directly because this runs once per verdict at RL volume.
+    """
+    if not math.isfinite(reward):
+        raise InvalidInputError(f"reward: expected a finite number, got {reward!r}")
+    q = _json_string
+    text = (
+        f'{{"answer":{q(answer)},"detail":{q(detail)},"family":{_label_text(family)},'
+        f'"id":{q(item_id)},"initiated":{_label_text(initiated)},'
+        f'"response_sha256":"{sha256_hex(response.encode("utf-8", "surrogatepass"))}",'
+        f'"reward":{float(reward)!r},"status":{q(status)},"task_sha256":{q(task_sha256)},'
+        f'"verifier":{q(verifier)}}}'
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+# The C string escaper of the json module, keeping non-ASCII as is (ensure_ascii=False).
+_json_string: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _label_text(label: Mapping[str, Any] | None) -> str:
+    if label is None:
+        return "null"
+    q = _json_string
+    fields = ",".join(f"{q(k)}:{q(v)}" for k, v in sorted(label["fields"].items()))
+    return f'{{"fields":{{{fields}}},"kappa":{q(label["kappa"])},"value":{q(label["value"])}}}'
 
 
 def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:

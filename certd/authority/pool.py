@@ -17,16 +17,24 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import TypeVar
 
 from certd.authority.checker import Checker, DomainTask
 from certd.domains.verdict import Family, Status, Verdict
 from certd.statements import verdict_digest_of
 
-__all__ = ["CheckItem", "CheckResult", "VerifyPool", "check_items"]
+__all__ = [
+    "CheckItem",
+    "CheckResult",
+    "Encode",
+    "VerifyPool",
+    "check_items",
+    "results_only",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,19 @@ def _result(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResult
     return CheckResult(verdict, digest, elapsed_ms)
 
 
+T = TypeVar("T")
+Encode = Callable[[Sequence[CheckItem], list[CheckResult]], T]
+
+
+def results_only(items: Sequence[CheckItem], results: list[CheckResult]) -> list[CheckResult]:
+    """The identity encoder: results as they are."""
+    return results
+
+
+def _check_encoded(checker: Checker, items: Sequence[CheckItem], encode: Encode[T]) -> T:
+    return encode(items, check_items(checker, items))
+
+
 def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
     """Check items in this process; a checker bug is INFRA_ERROR, never WRONG_ANSWER."""
     out = []
@@ -114,31 +135,45 @@ class VerifyPool:
             f.result()  # start the workers now, not on the first request
         return pool
 
-    def check(self, items: Sequence[CheckItem]) -> list[CheckResult]:
-        """Check items, in order, in parallel when the batch is large."""
+    def check(self, items: Sequence[CheckItem], encode: Encode[T]) -> list[T]:
+        """Check items, in parallel when the batch is large; one encoded part per chunk.
+
+        Args:
+            items: what to check.
+            encode: a module-level function (it is pickled by name) that turns a chunk's
+                items and results into what the caller wants back, e.g. serialized
+                messages; it runs in the worker, so results cross processes once, compactly.
+
+        Returns:
+            The encoded chunks, in order (a single chunk for small batches).
+        """
         pool = self._pool
         if pool is None or len(items) < self._min_batch:
-            return check_items(self._checker, items)
+            return [encode(items, check_items(self._checker, items))]
         size = -(-len(items) // (2 * self._workers))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
         try:
-            futures = [pool.submit(check_items, self._checker, chunk) for chunk in chunks]
+            futures = [pool.submit(_check_encoded, self._checker, c, encode) for c in chunks]
         except BrokenProcessPool:  # a worker died since the last batch: rebuild, then retry
             pool.shutdown(wait=False, cancel_futures=True)
             pool = self._pool = self._start()
-            futures = [pool.submit(check_items, self._checker, chunk) for chunk in chunks]
-        out: list[CheckResult] = []
+            futures = [pool.submit(_check_encoded, self._checker, c, encode) for c in chunks]
+        out: list[T] = []
         broken = False
         for chunk, future in zip(chunks, futures, strict=True):
             try:
-                out.extend(future.result())
+                out.append(future.result())
             except BrokenProcessPool:
                 broken = True
-                out.extend(_infra(self._checker, chunk, "a verifier worker died"))
+                out.append(encode(chunk, _infra(self._checker, chunk, "a verifier worker died")))
         if broken:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._start()
         return out
+
+    def check_results(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """Check items and return the results themselves (in order)."""
+        return [r for part in self.check(items, results_only) for r in part]
 
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (for health reporting and tests)."""

@@ -10,8 +10,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from certd.authority.index import IndexedCertificate
 from certd.authority.policy import CheckedTask
+from certd.authority.pool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Verdict
@@ -23,6 +26,7 @@ from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
     "certificate_to_pb",
+    "encode_verdicts",
     "checked_task",
     "inclusion_to_pb",
     "label_to_pb",
@@ -131,3 +135,17 @@ def certificate_to_pb(ledger: Ledger, cert: IndexedCertificate) -> authority_pb2
         label=tasks_pb2.Label(kappa=cert.kappa, value=cert.label, fields=cert.label_fields),
         witness=cert.witness,
     )
+
+
+def encode_verdicts(items: Sequence[CheckItem], results: list[CheckResult]) -> bytes:
+    """A chunk of verdicts as a serialized ``VerifyBatchResponse`` (runs in pool workers).
+
+    Serialized parts merge by concatenation (repeated fields append), so the service builds
+    the batch reply by merging the chunks, with no per-verdict work in the serving process.
+    """
+    reply = verifier_pb2.VerifyBatchResponse()
+    for item, result in zip(items, results, strict=True):
+        verdict = verdict_to_pb(result.verdict, item.item_id, result.elapsed_ms)
+        verdict.digest = result.digest
+        reply.verdicts.append(verdict)
+    return reply.SerializeToString()

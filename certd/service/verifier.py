@@ -16,7 +16,7 @@ from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger
-from certd.service.convert import checked_task, inclusion_to_pb, verdict_to_pb
+from certd.service.convert import checked_task, encode_verdicts, inclusion_to_pb, verdict_to_pb
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]
@@ -82,7 +82,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
 
     def _batch(
         self, items: Sequence[verifier_pb2.VerifyRequest], field: str
-    ) -> tuple[list[verifier_pb2.Verdict], verifier_pb2.Receipt]:
+    ) -> verifier_pb2.VerifyBatchResponse:
         if not items:
             raise InvalidInputError(f"{field}: expected at least one item, got none", field=field)
         limit = self._cfg.limits.max_batch_items
@@ -92,21 +92,23 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             )
         tasks = _TaskCache(self._cfg)
         checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
-        results = self._pool.check(checks)
-        verdicts = [self._pb(c, r) for c, r in zip(checks, results, strict=True)]
-        return verdicts, self._receipt(verdicts, [r.digest for r in results])
+        reply = verifier_pb2.VerifyBatchResponse()
+        for part in self._pool.check(checks, encode_verdicts):
+            reply.MergeFromString(part)
+        receipt = self._receipt(reply.verdicts, [v.digest for v in reply.verdicts])
+        reply.receipt.CopyFrom(receipt)
+        return reply
 
     def Verify(
         self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyResponse:
-        verdicts, receipt = self._batch([request], "request")
-        return verifier_pb2.VerifyResponse(verdict=verdicts[0], receipt=receipt)
+        reply = self._batch([request], "request")
+        return verifier_pb2.VerifyResponse(verdict=reply.verdicts[0], receipt=reply.receipt)
 
     def VerifyBatch(
         self, request: verifier_pb2.VerifyBatchRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyBatchResponse:
-        verdicts, receipt = self._batch(request.items, "items")
-        return verifier_pb2.VerifyBatchResponse(verdicts=verdicts, receipt=receipt)
+        return self._batch(request.items, "items")
 
     def VerifyStream(
         self,
@@ -127,7 +129,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         seq = 0
         for n, req in enumerate(request_iterator):
             check = _item(req, tasks.get(req, f"stream[{n}].task"))
-            [result] = self._pool.check([check])
+            [result] = self._pool.check_results([check])
             verdict = self._pb(check, result)
             verdict.receipt_path.CopyFrom(
                 verifier_pb2.ReceiptPath(index=len(group), receipt_seq=seq)
