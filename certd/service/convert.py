@@ -26,8 +26,8 @@ from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
     "certificate_to_pb",
-    "encode_verdicts",
     "checked_task",
+    "encode_verdicts",
     "inclusion_to_pb",
     "label_to_pb",
     "signed_checkpoint_to_pb",
