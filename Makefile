@@ -20,7 +20,9 @@ sysdeps:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	# The pinned CPU build of torch first (from local disk); any other pin pulls a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev,train]'
 	touch $@
 
 setup: sysdeps $(STAMP)

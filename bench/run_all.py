@@ -13,7 +13,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("bench_verify", "bench_enumerate", "bench_certify", "bench_ledger")
+BENCHES = (
+    "bench_verify",
+    "bench_enumerate",
+    "bench_certify",
+    "bench_ledger",
+    "bench_advantages",
+)
 
 
 def main() -> int:

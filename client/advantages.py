@@ -1,0 +1,220 @@
+"""Stratified GRPO advantages: groups keyed by (question, entry family), with a family prior.
+
+Example:
+    >>> import torch
+    >>> adv = StratifiedAdvantages(window_batches=8)
+    >>> families = ["25,-", "25,-", "4,*", "3,+"]
+    >>> a = adv(torch.tensor([1.0, 0.0, 1.0, 1.0]), ["q1"] * 4, families)
+    >>> [round(x, 3) for x in a.tolist()]
+    [0.75, -0.75, 0.5, 0.5]
+
+Plain GRPO normalises each question's rollouts together, so the rollouts of a rare entry
+family are judged against the common family's successes, and a family that appears once in a
+group gets advantage zero after per-group normalisation whatever its reward. Here the group is
+(question, κ(τ)) and each group's baseline is shrunk toward a prior success rate of that
+family, learned from earlier batches, so a family seen once or never still gets a signal.
+
+Formulas (rollout i, group g = (question, family) of i, batch B; see
+``docs/stratified-advantages.md`` for the worked example above):
+
+* Prior from a sliding window of the last ``window_batches`` batches *before* B (the batch
+  never enters its own prior), with Laplace smoothing::
+
+      p_g = (S_g^win + alpha) / (N_g^win + alpha + beta)
+
+  where S^win is the summed reward and N^win the number of rollouts of g in the window
+  (rewards are taken to lie in [0, 1], so p_g is a smoothed success rate; default
+  alpha = beta = 1 gives p = 1/2 for a family never seen).
+* Baseline: the leave-one-out mean of the other rollouts of g in B, shrunk toward p_g with
+  ``prior_weight`` (lambda) pseudo-rollouts::
+
+      b_i = (S_g - r_i + lambda * p_g) / (n_g - 1 + lambda)
+
+  so r_i never enters its own baseline; for a singleton group (n_g = 1) b_i = p_g.
+* Advantage ``A_i = r_i - b_i``, then scaled by ``scale``:
+  - ``"none"``: A_i as is;
+  - ``"family"``: A_i / (sigma_g + eps), with the smoothed group deviation
+    ``sigma_g^2 = (sum_j (r_j - m_g)^2 + lambda * p_g * (1 - p_g)) / (n_g + lambda)`` and
+    ``m_g = (S_g + lambda * p_g) / (n_g + lambda)``, i.e. the prior counted as lambda
+    pseudo-rollouts of Bernoulli variance; sigma_g > 0 whenever 0 < p_g < 1;
+  - ``"batch"``: A_i / (std(A over B) + eps) (population std).
+* ``eps = 1e-6`` by default.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+__all__ = ["PriorWindow", "Scale", "StratifiedAdvantages", "stratified_advantages"]
+
+Scale = Literal["none", "family", "batch"]
+
+
+def stratified_advantages(
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    prior: torch.Tensor,
+    *,
+    prior_weight: float = 1.0,
+    scale: Scale = "none",
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """Advantages of one batch with (question, family) groups; see the module docstring.
+
+    Args:
+        rewards: float tensor [N], rewards in [0, 1].
+        group_ids: int64 tensor [N]; rollouts with the same id share a group.
+        prior: float tensor [N], the prior success rate p_g of each rollout's group.
+        prior_weight: lambda, the prior's weight in pseudo-rollouts (> 0).
+        scale: ``"none"``, ``"family"`` or ``"batch"``.
+        eps: added to the deviation before dividing.
+
+    Raises:
+        ValueError: shapes differ, the prior weight is not positive, or the scale is unknown.
+
+    Returns:
+        Float tensor [N] of advantages.
+    """
+    if not (rewards.shape == group_ids.shape == prior.shape) or rewards.dim() != 1:
+        raise ValueError(
+            f"expected three 1-D tensors of one length, got {tuple(rewards.shape)}, "
+            f"{tuple(group_ids.shape)}, {tuple(prior.shape)}"
+        )
+    if prior_weight <= 0:
+        raise ValueError(f"prior_weight: expected > 0, got {prior_weight}")
+    if scale not in ("none", "family", "batch"):
+        raise ValueError(f"scale: expected none, family or batch, got {scale!r}")
+    r = rewards.to(torch.float64)
+    p = prior.to(torch.float64)
+    lam = float(prior_weight)
+    _, inverse = torch.unique(group_ids, return_inverse=True)
+    groups = int(inverse.max().item()) + 1 if inverse.numel() else 0
+    sums = torch.zeros(groups, dtype=torch.float64).index_add_(0, inverse, r)
+    counts = torch.zeros(groups, dtype=torch.float64).index_add_(0, inverse, torch.ones_like(r))
+    s_g, n_g = sums[inverse], counts[inverse]
+    baseline = (s_g - r + lam * p) / (n_g - 1 + lam)
+    adv = r - baseline
+    if scale == "family":
+        m_g = (s_g + lam * p) / (n_g + lam)
+        sq = torch.zeros(groups, dtype=torch.float64).index_add_(0, inverse, (r - m_g) ** 2)
+        sigma = torch.sqrt((sq[inverse] + lam * p * (1 - p)) / (n_g + lam))
+        adv = adv / (sigma + eps)
+    elif scale == "batch" and adv.numel():
+        adv = adv / (adv.std(unbiased=False) + eps)
+    return adv.to(rewards.dtype)
+
+
+class PriorWindow:
+    """Per-group reward sums and counts over the last ``window_batches`` batches.
+
+    Args:
+        window_batches: batches remembered.
+        alpha: Laplace pseudo-successes.
+        beta: Laplace pseudo-failures.
+    """
+
+    def __init__(self, window_batches: int = 16, alpha: float = 1.0, beta: float = 1.0) -> None:
+        if window_batches < 1 or alpha <= 0 or beta <= 0:
+            raise ValueError("window_batches >= 1 and alpha, beta > 0 are required")
+        self.alpha = alpha
+        self.beta = beta
+        self._window: deque[dict[int, tuple[float, int]]] = deque(maxlen=window_batches)
+        self._totals: dict[int, tuple[float, int]] = {}
+
+    def prior(self, group_ids: torch.Tensor) -> torch.Tensor:
+        """The smoothed success rate of each rollout's group (from earlier batches only)."""
+        keys, inverse = torch.unique(group_ids, return_inverse=True)
+        a, b = self.alpha, self.beta
+        totals = self._totals
+        rates = [(s + a) / (n + a + b) for s, n in (totals.get(k, (0.0, 0)) for k in keys.tolist())]
+        return torch.tensor(rates, dtype=torch.float64)[inverse]
+
+    def update(self, group_ids: torch.Tensor, rewards: torch.Tensor) -> None:
+        """Add one batch to the window (dropping the oldest batch when full)."""
+        keys, inverse = torch.unique(group_ids, return_inverse=True)
+        sums = torch.zeros(len(keys), dtype=torch.float64).index_add_(
+            0, inverse, rewards.to(torch.float64)
+        )
+        counts = torch.bincount(inverse, minlength=len(keys))
+        batch = dict(
+            zip(keys.tolist(), zip(sums.tolist(), counts.tolist(), strict=True), strict=True)
+        )
+        if len(self._window) == self._window.maxlen:
+            for k, (s, n) in self._window[0].items():
+                ts, tn = self._totals[k]
+                if tn == n:
+                    del self._totals[k]
+                else:
+                    self._totals[k] = (ts - s, tn - n)
+        self._window.append(batch)
+        for k, (s, n) in batch.items():
+            ts, tn = self._totals.get(k, (0.0, 0))
+            self._totals[k] = (ts + s, tn + n)
+
+
+class StratifiedAdvantages:
+    """Stratified advantages batch after batch: keys, the prior window, the formula.
+
+    Call it with each batch's rewards, question ids and family labels; it computes the
+    advantages with the prior from earlier batches, then adds the batch to the window.
+
+    Args:
+        window_batches: batches in the prior's sliding window.
+        alpha: Laplace pseudo-successes of the prior.
+        beta: Laplace pseudo-failures of the prior.
+        prior_weight: lambda, the prior's weight in pseudo-rollouts.
+        scale: ``"none"``, ``"family"`` or ``"batch"``.
+        eps: added to deviations before dividing.
+    """
+
+    def __init__(
+        self,
+        *,
+        window_batches: int = 16,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        prior_weight: float = 1.0,
+        scale: Scale = "none",
+        eps: float = 1e-6,
+    ) -> None:
+        self.window = PriorWindow(window_batches, alpha, beta)
+        self.prior_weight = prior_weight
+        self.scale: Scale = scale
+        self.eps = eps
+        self._ids: dict[tuple[str, str], int] = {}
+
+    def group_ids(self, questions: Sequence[str], families: Sequence[str]) -> torch.Tensor:
+        """Stable int64 ids of (question, family) keys, the same across batches."""
+        if len(questions) != len(families):
+            raise ValueError(
+                f"expected as many families as questions, got {len(families)} and {len(questions)}"
+            )
+        ids = self._ids
+        out = [ids.setdefault(key, len(ids)) for key in zip(questions, families, strict=True)]
+        return torch.tensor(out, dtype=torch.int64)
+
+    def __call__(
+        self, rewards: torch.Tensor, questions: Sequence[str], families: Sequence[str]
+    ) -> torch.Tensor:
+        """Advantages for one batch; then the batch joins the prior window.
+
+        Raises:
+            ValueError: lengths differ.
+        """
+        groups = self.group_ids(questions, families)
+        if groups.shape != rewards.shape:
+            raise ValueError(f"expected {len(groups)} rewards, got {tuple(rewards.shape)}")
+        adv = stratified_advantages(
+            rewards,
+            groups,
+            self.window.prior(groups),
+            prior_weight=self.prior_weight,
+            scale=self.scale,
+            eps=self.eps,
+        )
+        self.window.update(groups, rewards)
+        return adv
