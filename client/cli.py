@@ -203,6 +203,110 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as e:
+                raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
+    return out
+
+
+def _sampler(args: argparse.Namespace) -> Any:
+    from .samplers import OpenAICompletionsSampler, TransformersSampler, VLLMSampler
+
+    if args.sampler == "openai":
+        if not args.base_url:
+            raise InvalidRequestError(
+                "--base-url is required for --sampler openai", field="base_url"
+            )
+        return OpenAICompletionsSampler(args.base_url, args.model, api_key=args.api_key)
+    if args.sampler == "vllm":
+        return VLLMSampler(args.model)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return TransformersSampler(
+        AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
+    )
+
+
+def _cmd_build_forktrees(args: argparse.Namespace) -> int:
+    from .forktree import ForkTreeBuilder
+
+    tasks = _read_jsonl(args.tasks)
+    with CertdClient(args.server, trusted_keys=args.trust or None) as client:
+        builder = ForkTreeBuilder(
+            client,
+            _sampler(args),
+            m=args.m,
+            budget=args.budget,
+            round_size=args.round_size,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            force_prefix=args.force_prefix,
+            seed=args.seed,
+        )
+        records = builder.run(tasks, Path(args.out))
+    found = sum(len(r["families"]) for r in records)
+    print(
+        json.dumps({"tasks": len(records), "families": found, "out": args.out})
+        if args.json
+        else f"built {len(records)} fork trees ({found} certified families) -> {args.out}"
+    )
+    return 0
+
+
+def _cmd_admit(args: argparse.Namespace) -> int:
+    from .ratchet import CertifiedDataset, Ratchet
+
+    client = CertdClient(args.server) if args.server else None
+    ratchet = Ratchet(
+        args.trust,
+        kappas=set(args.kappa),
+        consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
+    )
+    data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
+    with open(args.out, "w", encoding="utf-8") as sink:
+        admitted = 0
+        for record in data:
+            sink.write(json.dumps(record, sort_keys=True) + "\n")
+            admitted += 1
+    refused = [
+        {"line": n + 1, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
+    ]
+    print(
+        json.dumps({"admitted": admitted, "refused": refused})
+        if args.json
+        else "\n".join(
+            [f"admitted {admitted}, refused {len(refused)}"]
+            + [f"  line {x['line']}: {x['reasons']}" for x in refused]
+        )
+    )
+    if client is not None:
+        client.close()
+    return 0
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    records = _read_jsonl(args.input)
+    certified = sum(len(r.get("families", [])) for r in records)
+    feasible = sum(r.get("feasible_labels") or 0 for r in records)
+    info = {
+        "tasks": len(records),
+        "families_certified": certified,
+        "feasible_labels": feasible,
+        "coverage": round(certified / feasible, 4) if feasible else None,
+        "complete_tasks": sum(bool(r.get("complete")) for r in records),
+        "forced_families": sum(bool(f.get("forced")) for r in records for f in r["families"]),
+        "samples": sum(r.get("samples", 0) for r in records),
+        "tokens": sum(r.get("tokens", 0) for r in records),
+    }
+    print(json.dumps(info) if args.json else "\n".join(f"{k:18} {v}" for k, v in info.items()))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -241,13 +345,43 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--domain", default="countdown")
     k.set_defaults(fn=_cmd_check_cert)
 
+    b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
+    b.add_argument("--server", default="127.0.0.1:50051")
+    b.add_argument("--tasks", required=True, help="JSONL of task objects")
+    b.add_argument("--sampler", choices=["openai", "transformers", "vllm"], default="openai")
+    b.add_argument("--model", default="default")
+    b.add_argument("--base-url", default="", help="OpenAI-compatible server (openai sampler)")
+    b.add_argument("--api-key", default=None)
+    b.add_argument("--m", type=int, default=4, help="families wanted per task")
+    b.add_argument("--budget", type=int, default=64, help="samples per task at most")
+    b.add_argument("--round-size", type=int, default=8)
+    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument("--temperature", type=float, default=1.0)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--force-prefix", action="store_true", help="force uncovered entries")
+    b.add_argument("--trust", action="append", default=[])
+    b.add_argument("--out", required=True, help="JSONL; appended, resumable")
+    b.set_defaults(fn=_cmd_build_forktrees)
+
+    a = sub.add_parser("admit", help="keep only fork-tree records whose certificates verify")
+    a.add_argument("--trust", action="append", required=True)
+    a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
+    a.add_argument("--server", default="", help="for consistency proofs of newer checkpoints")
+    a.add_argument("--in", dest="input", required=True)
+    a.add_argument("--out", required=True)
+    a.set_defaults(fn=_cmd_admit)
+
+    mt = sub.add_parser("metrics", help="coverage figures of a fork-tree file")
+    mt.add_argument("--in", dest="input", required=True)
+    mt.set_defaults(fn=_cmd_metrics)
+
     d = sub.add_parser("demo", help="the main job on the embedded default (what `make run` does)")
     d.add_argument("--workdir", default="out/demo")
     d.add_argument("--tasks", type=int, default=40)
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(fn=_cmd_demo)
 
-    for cmd in (v, c, k, d):
+    for cmd in (v, c, k, d, b, a, mt):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 

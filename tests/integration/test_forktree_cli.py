@@ -1,0 +1,143 @@
+"""`forkgate build-forktrees`, `admit` and `metrics` end to end, against an OpenAI-style server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from certd.signing.keys import SigningKey
+
+ANSWERS = [
+    "<answer>3+4*(25-5)</answer>",
+    "<answer>(25-3)*4-5</answer>",
+    "<answer>3-4*(5-25)</answer>",
+    "<answer>25+5</answer>",
+]
+
+
+class _Policy(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        n = body["n"]
+        choices = [
+            {
+                "index": i,
+                "text": ANSWERS[(i + body.get("seed", 0)) % len(ANSWERS)],
+                "finish_reason": "stop",
+            }
+            for i in range(n * len(body["prompt"]))
+        ]
+        data = json.dumps({"choices": choices}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def policy_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Policy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forkgate.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_build_admit_metrics(address: str, vkey: str, policy_url: str, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"numbers": [25, 5, 4, 3], "target": 83}) + "\n")
+    out = tmp_path / "trees.jsonl"
+    run = _cli(
+        "build-forktrees",
+        "--server",
+        address,
+        "--tasks",
+        str(tasks),
+        "--sampler",
+        "openai",
+        "--base-url",
+        policy_url,
+        "--model",
+        "policy",
+        "--m",
+        "3",
+        "--budget",
+        "16",
+        "--round-size",
+        "4",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"tasks": 1, "families": 3, "out": str(out)}
+    again = _cli(
+        "build-forktrees",
+        "--server",
+        address,
+        "--tasks",
+        str(tasks),
+        "--sampler",
+        "openai",
+        "--base-url",
+        policy_url,
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert json.loads(again.stdout)["tasks"] == 0  # resumed: nothing left to do
+
+    admitted = tmp_path / "admitted.jsonl"
+    adm = _cli(
+        "admit",
+        "--trust",
+        vkey,
+        "--server",
+        address,
+        "--in",
+        str(out),
+        "--out",
+        str(admitted),
+        "--json",
+    )
+    assert adm.returncode == 0, adm.stderr
+    assert json.loads(adm.stdout) == {"admitted": 1, "refused": []}
+    stranger = SigningKey.generate("stranger.example/log").verifier().to_vkey()
+    alien = _cli(
+        "admit",
+        "--trust",
+        stranger,
+        "--in",
+        str(out),
+        "--out",
+        str(tmp_path / "none.jsonl"),
+        "--json",
+    )
+    refused = json.loads(alien.stdout)
+    assert refused["admitted"] == 0
+    assert {r[0] for r in refused["refused"][0]["reasons"]} == {"UNKNOWN_KEY"}
+
+    met = _cli("metrics", "--in", str(admitted), "--json")
+    info = json.loads(met.stdout)
+    assert (info["tasks"], info["families_certified"], info["feasible_labels"]) == (1, 3, 4)
+    assert info["coverage"] == 0.75
