@@ -144,41 +144,20 @@ class ForkTreeBuilder:
         feasible = [lw.label for lw in enum.labels] if enum is not None else []
         state = _TaskState(task=dict(task), pb=pb)
         prompt = self.prompt(task)
-        rnd = 0
         free = self.budget
         if self.force_prefix and enum is not None:
             free = self.budget - int(self.budget * self.forced_share)
         while state.samples < free and len(state.families) < self.m:
-            n = min(self.round_size, free - state.samples)
-            [group] = self.sampler.sample(
-                [prompt],
-                n=n,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                seed=self.seed + rnd,
-            )
-            self._absorb(state, group, forced=False)
-            rnd += 1
+            self._round(state, prompt, free, None)
         if self.force_prefix and enum is not None:
             for label in feasible:
                 if len(state.families) >= self.m or state.samples >= self.budget:
                     break
-                if label.value in state.families:
-                    continue
-                prefix = self.prefix_template.format(
-                    operand=label.fields["operand"], operator=label.fields["operator"]
-                )
-                n = min(self.round_size, self.budget - state.samples)
-                [group] = self.sampler.sample(
-                    [prompt],
-                    n=n,
-                    max_tokens=self.max_tokens,
-                    temperature=self.temperature,
-                    seed=self.seed + rnd,
-                    prefix=prefix,
-                )
-                self._absorb(state, group, forced=True)
-                rnd += 1
+                if label.value not in state.families:
+                    prefix = self.prefix_template.format(
+                        operand=label.fields["operand"], operator=label.fields["operator"]
+                    )
+                    self._round(state, prompt, self.budget, prefix)
         labels = {lw.label.value for lw in enum.labels} if enum is not None else set()
         return {
             "task": state.task,
@@ -193,6 +172,19 @@ class ForkTreeBuilder:
             "tokens": state.tokens,
             "complete": len(state.families) >= self.m,
         }
+
+    def _round(self, state: _TaskState, prompt: str, limit: int, prefix: str | None) -> None:
+        """Draw one round (up to ``limit`` samples in all), with an optional forced prefix."""
+        [group] = self.sampler.sample(
+            [prompt],
+            n=min(self.round_size, limit - state.samples),
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed + state.rounds,
+            prefix=prefix,
+        )
+        state.rounds += 1
+        self._absorb(state, group, forced=prefix is not None)
 
     def _absorb(self, state: _TaskState, group: Sequence[Sample], *, forced: bool) -> None:
         state.samples += len(group)
@@ -236,6 +228,7 @@ class _TaskState:
     pb: tasks_pb2.Task
     samples: int = 0
     tokens: int = 0
+    rounds: int = 0
     families: dict[str, dict[str, Any]] = field(default_factory=dict)
     pseudo_forks: int = 0
     negatives: list[dict[str, Any]] = field(default_factory=list)
