@@ -317,3 +317,32 @@ class CertifiedDataset:
                 yield record
             else:
                 self.refused.append((n, admission))
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """One flat row per admitted family: the training-side view of the fork trees.
+
+        Columns: ``task_digest``, ``task`` (JSON), ``label``, ``witness``, ``forced``,
+        ``certificate`` (the certificate's protobuf JSON, as a string, so the schema is fixed).
+        """
+        for record in self:
+            task = json.dumps(record["task"], sort_keys=True)
+            digest = task_digest(as_task(record["task"]))
+            for fam in record["families"]:
+                yield {
+                    "task_digest": digest,
+                    "task": task,
+                    "label": str(fam["label"]),
+                    "witness": str(fam["witness"]),
+                    "forced": bool(fam.get("forced", False)),
+                    "certificate": json.dumps(fam["certificate"], sort_keys=True),
+                }
+
+    def to_hf(self) -> Any:
+        """The admitted rows as a Hugging Face ``datasets.Dataset`` (needs ``datasets``).
+
+        Raises:
+            ImportError: ``datasets`` is not installed (it comes with the ``train`` extra).
+        """
+        import datasets
+
+        return datasets.Dataset.from_list(list(self.rows()))

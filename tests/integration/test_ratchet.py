@@ -170,3 +170,16 @@ def test_certified_dataset_yields_only_admitted_records(
     data = CertifiedDataset.from_jsonl(path, ratchet_for(address, vkey))
     assert list(data) == [good]
     assert [n for n, _ in data.refused] == [1, 2]
+
+
+def test_hugging_face_export_holds_only_admitted_families(address: str, vkey: str) -> None:
+    with CertdClient(address) as c:
+        good = record(c, TASK)
+        other = record(c, OTHER)
+    bad = copy.deepcopy(other)
+    bad["families"][0]["witness"] = "1+1"
+    ds = CertifiedDataset([good, bad], ratchet_for(address, vkey)).to_hf()
+    assert ds.num_rows == len(good["families"])
+    assert sorted(ds["label"]) == sorted(f["label"] for f in good["families"])
+    cert = json.loads(ds[0]["certificate"])
+    assert cert["certificateId"] == good["families"][0]["certificate"]["certificateId"]
