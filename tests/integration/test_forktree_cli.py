@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from http_helpers import JsonHandler, serve_http
 
 from certd.signing.keys import SigningKey
 
@@ -22,9 +21,9 @@ ANSWERS = [
 ]
 
 
-class _Policy(BaseHTTPRequestHandler):
+class _Policy(JsonHandler):
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         n = body["n"]
         choices = [
             {
@@ -34,23 +33,13 @@ class _Policy(BaseHTTPRequestHandler):
             }
             for i in range(n * len(body["prompt"]))
         ]
-        data = json.dumps({"choices": choices}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply({"choices": choices})
 
 
 @pytest.fixture()
 def policy_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Policy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_http(_Policy) as url:
+        yield url
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
+from http_helpers import JsonHandler, serve_http
 
 from forkgate.samplers import (
     CallableSampler,
@@ -19,13 +17,13 @@ from forkgate.samplers import (
 )
 
 
-class _Completions(BaseHTTPRequestHandler):
+class _Completions(JsonHandler):
     """A minimal OpenAI-compatible /v1/completions: echoes what it was asked, in its format."""
 
     requests: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         type(self).requests.append(body)
         if self.path != "/v1/completions" or body.get("model") != "tiny":
             self.send_error(404, "no such model")
@@ -46,25 +44,13 @@ class _Completions(BaseHTTPRequestHandler):
                     }
                 )
         choices.reverse()  # servers may answer in any order; index says where each goes
-        data = json.dumps({"choices": choices}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply({"choices": choices})
 
 
 @pytest.fixture()
 def completions_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Completions)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_http(_Completions) as url:
+        yield url
 
 
 def test_openai_sampler_groups_choices_and_forces_prefixes(completions_url: str) -> None:
@@ -137,11 +123,11 @@ def test_callable_sampler_is_seeded() -> None:
 
 
 def test_vllm_sampler_needs_the_extra() -> None:
-    # vLLM needs a GPU; CI has none, so only the error path runs here (the GPU path is the
-    # optional `vllm` extra's, checked on a lent device).
-    pytest.importorskip("torch")
+    # vLLM needs a GPU and is never installed in CI: here only its error path can run.
     try:
         import vllm  # noqa: F401
     except ImportError:
         with pytest.raises(SamplerError, match="vllm"):
             VLLMSampler("any").sample(["a"], n=1, max_tokens=1)
+    else:
+        pytest.skip("vllm is installed: its GPU path is checked on a lent device, not here")
