@@ -1,9 +1,45 @@
-"""Isolation backends for running untrusted programs (bubblewrap, Docker).
+"""Isolation backends for running untrusted programs (bubblewrap, Docker) and warm pools.
 
 Example:
-    >>> import sandboxes
-    >>> sandboxes.__name__
-    'sandboxes'
+    >>> from sandboxes import ExecStatus, Limits, Program
+    >>> Limits(cpu_time_s=1.0).cpu_time_s
+    1.0
+    >>> ExecStatus.TIME_LIMIT.value
+    'TIME_LIMIT'
 
-Empty for now: the code domain (a later issue) adds the ``Sandbox`` interface and backends.
+Running something needs a backend (``BwrapSandbox`` needs bubblewrap)::
+
+    from sandboxes import BwrapSandbox, Program
+    with BwrapSandbox() as box:
+        result = box.run(Program(argv=("python3", "-c", "print('hi')")))
 """
+
+from .base import Sandbox
+from .bwrap import BwrapOptions, BwrapSandbox
+from .errors import (
+    SandboxBusyError,
+    SandboxConfigError,
+    SandboxError,
+    SandboxProtocolError,
+    SandboxUnavailableError,
+)
+from .limits import Limits
+from .program import Program
+from .result import ExecResult, ExecStatus
+from .worker import Worker
+
+__all__ = [
+    "BwrapOptions",
+    "BwrapSandbox",
+    "ExecResult",
+    "ExecStatus",
+    "Limits",
+    "Program",
+    "Sandbox",
+    "SandboxBusyError",
+    "SandboxConfigError",
+    "SandboxError",
+    "SandboxProtocolError",
+    "SandboxUnavailableError",
+    "Worker",
+]

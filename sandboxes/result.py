@@ -1,0 +1,180 @@
+"""The outcome of one sandboxed run and how raw facts map to a typed status.
+
+Example:
+    >>> from sandboxes.result import ExecStatus, RawOutcome, classify
+    >>> from sandboxes.limits import Limits
+    >>> raw = RawOutcome(exit_code=0, signal=None, cpu_time_s=0.01, wall_time_s=0.02,
+    ...                  peak_memory_bytes=8 << 20, stdout=b"ok\\n", stderr=b"")
+    >>> classify(raw, Limits()).status
+    <ExecStatus.OK: 'OK'>
+    >>> import signal
+    >>> classify(raw._replace(exit_code=None, signal=int(signal.SIGXCPU)), Limits()).status
+    <ExecStatus.TIME_LIMIT: 'TIME_LIMIT'>
+"""
+
+from __future__ import annotations
+
+import enum
+import signal as _signal
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .limits import Limits
+
+__all__ = ["ExecResult", "ExecStatus", "RawOutcome", "classify"]
+
+_MEMORY_MARKERS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory")
+
+
+class ExecStatus(enum.Enum):
+    """Typed status of a run."""
+
+    OK = "OK"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    TIME_LIMIT = "TIME_LIMIT"
+    MEMORY_LIMIT = "MEMORY_LIMIT"
+    OUTPUT_LIMIT = "OUTPUT_LIMIT"
+    SANDBOX_ERROR = "SANDBOX_ERROR"
+
+
+class RawOutcome(NamedTuple):
+    """What the trusted supervisor observed, before classification."""
+
+    exit_code: int | None
+    signal: int | None
+    cpu_time_s: float
+    wall_time_s: float
+    peak_memory_bytes: int
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    killed_for: str | None = None  # "wall" | "output" | None, set by the supervisor
+    oom_killed: bool = False  # the cgroup/engine reported an out-of-memory kill
+    completed: bool = False
+    anomaly: str | None = None  # leftovers the supervisor had to clean (worker is recycled)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The result of one run.
+
+    Attributes:
+        status: The typed outcome.
+        exit_code: The exit status when the program exited, else None.
+        signal: The signal that ended the program, else None.
+        stdout: Standard output, at most ``Limits.output_bytes``.
+        stderr: Standard error, at most ``Limits.output_bytes``.
+        stdout_truncated: More stdout was produced than kept.
+        stderr_truncated: More stderr was produced than kept.
+        cpu_time_s: CPU time of the program and its children.
+        wall_time_s: Wall time from start to the end of the process tree.
+        peak_memory_bytes: Peak resident set of the largest process.
+        completed: The completion channel received the run's nonce (see ``Program``).
+        detail: A short human-readable reason for a non-OK status.
+        anomaly: What the supervisor had to clean up after the run (leftover processes, ...).
+    """
+
+    status: ExecStatus
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    cpu_time_s: float
+    wall_time_s: float
+    peak_memory_bytes: int
+    completed: bool = False
+    detail: str = ""
+    anomaly: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the program exited 0 within every limit."""
+        return self.status is ExecStatus.OK
+
+    @classmethod
+    def sandbox_error(cls, detail: str, *, wall_time_s: float = 0.0) -> ExecResult:
+        """A result for an infrastructure failure (never the program's fault).
+
+        Args:
+            detail: What went wrong.
+            wall_time_s: Time spent before the failure.
+
+        Returns:
+            An ``ExecResult`` with status ``SANDBOX_ERROR``.
+        """
+        return cls(
+            status=ExecStatus.SANDBOX_ERROR,
+            exit_code=None,
+            signal=None,
+            stdout=b"",
+            stderr=b"",
+            stdout_truncated=False,
+            stderr_truncated=False,
+            cpu_time_s=0.0,
+            wall_time_s=wall_time_s,
+            peak_memory_bytes=0,
+            detail=detail,
+            anomaly=detail,
+        )
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def classify(raw: RawOutcome, limits: Limits) -> ExecResult:
+    """Map what the supervisor observed to a typed status.
+
+    Args:
+        raw: The supervisor's observations.
+        limits: The limits the run had.
+
+    Returns:
+        The ``ExecResult``.
+    """
+    status, detail = _status(raw, limits)
+    return ExecResult(
+        status=status,
+        exit_code=raw.exit_code,
+        signal=raw.signal,
+        stdout=raw.stdout,
+        stderr=raw.stderr,
+        stdout_truncated=raw.stdout_truncated,
+        stderr_truncated=raw.stderr_truncated,
+        cpu_time_s=raw.cpu_time_s,
+        wall_time_s=raw.wall_time_s,
+        peak_memory_bytes=raw.peak_memory_bytes,
+        completed=raw.completed,
+        detail=detail,
+        anomaly=raw.anomaly,
+    )
+
+
+def _status(raw: RawOutcome, limits: Limits) -> tuple[ExecStatus, str]:
+    if raw.killed_for == "output":
+        return ExecStatus.OUTPUT_LIMIT, f"output exceeded {limits.output_bytes} bytes"
+    if raw.killed_for == "wall":
+        return ExecStatus.TIME_LIMIT, f"wall time exceeded {limits.wall_time_s:g} s"
+    sig = raw.signal
+    if sig == _signal.SIGXCPU or (
+        sig == _signal.SIGKILL and raw.cpu_time_s >= limits.cpu_time_s * 0.95
+    ):
+        return ExecStatus.TIME_LIMIT, f"CPU time exceeded {limits.cpu_time_s:g} s"
+    if sig == _signal.SIGXFSZ:
+        return ExecStatus.OUTPUT_LIMIT, f"a file exceeded {limits.file_size_bytes} bytes"
+    if raw.oom_killed:
+        return ExecStatus.MEMORY_LIMIT, f"memory exceeded {limits.memory_bytes} bytes"
+    if raw.exit_code == 0 and sig is None:
+        return ExecStatus.OK, ""
+    tail = raw.stderr[-4096:]
+    if any(m in tail for m in _MEMORY_MARKERS):
+        return ExecStatus.MEMORY_LIMIT, f"memory exceeded {limits.memory_bytes} bytes"
+    if sig is not None:
+        return ExecStatus.RUNTIME_ERROR, f"killed by {_signal_name(sig)}"
+    return ExecStatus.RUNTIME_ERROR, f"exit code {raw.exit_code}"

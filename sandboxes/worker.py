@@ -1,0 +1,188 @@
+"""The supervisor's side of one sandboxed worker: frames in, typed results out.
+
+Example (needs bubblewrap)::
+
+    from sandboxes import BwrapSandbox, Limits, Program
+    with BwrapSandbox(Limits()) as box:
+        worker = box.start_worker()
+        print(worker.run(Program(argv=("python3", "-c", "print(2 + 2)")), Limits()).stdout)
+        worker.kill()
+
+A ``Worker`` owns a transport to the trusted zygote that runs as pid 1 inside the sandbox
+(``_zygote.py``). The zygote enforces the per-run limits; the worker enforces a hard deadline on
+the zygote itself and kills the whole sandbox (namespace or container) when it is late, dies or
+sends anything malformed. Such a worker is broken for good: pools replace it.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import SandboxProtocolError
+from .limits import Limits
+from .program import Program
+from .result import ExecResult, RawOutcome, classify
+
+__all__ = ["Transport", "Worker", "zygote_source"]
+
+_LEN = struct.Struct(">I")
+_GRACE_S = 5.0
+_MAX_REPLY = 1 << 28
+
+
+def zygote_source() -> str:
+    """The source text of the in-sandbox worker (run with ``python3 -I -S -c``)."""
+    return (Path(__file__).with_name("_zygote.py")).read_text()
+
+
+class Transport(ABC):
+    """A byte pipe to the zygote. Backends implement it over a process or a container."""
+
+    @abstractmethod
+    def send(self, data: bytes) -> None:
+        """Write all of ``data``; raise ``SandboxProtocolError`` when the worker is gone."""
+
+    @abstractmethod
+    def recv_exact(self, n: int, deadline: float) -> bytes:
+        """Read exactly ``n`` bytes before ``time.monotonic()`` reaches ``deadline``.
+
+        Raises ``SandboxProtocolError`` on end of stream or timeout.
+        """
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Kill the whole sandbox (every process in it) and release its resources."""
+
+
+class Worker:
+    """One pre-started sandbox running the zygote; runs programs one at a time."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        ceiling: Limits,
+        *,
+        nproc: int | None = None,
+        oom_kills: Callable[[], int] | None = None,
+        start_timeout_s: float = 30.0,
+    ) -> None:
+        """Wait for the zygote's greeting.
+
+        Args:
+            transport: The pipe to the zygote.
+            ceiling: The largest limits this worker accepts (its cgroup/container limits).
+            nproc: RLIMIT_NPROC for runs, when the worker has a uid of its own.
+            oom_kills: Reads the sandbox's OOM-kill counter, when the backend has one.
+            start_timeout_s: How long the zygote may take to start.
+
+        Raises:
+            SandboxProtocolError: The zygote did not greet in time (the sandbox is killed).
+        """
+        self.transport = transport
+        self.ceiling = ceiling
+        self.runs = 0
+        self.broken = False
+        self._nproc = nproc
+        self._oom_kills = oom_kills
+        self._lock = threading.Lock()
+        try:
+            hello = self._recv(time.monotonic() + start_timeout_s)[0]
+        except SandboxProtocolError:
+            self.kill()
+            raise
+        if not hello.get("ready"):
+            self.kill()
+            raise SandboxProtocolError(f"worker refused to start: {hello.get('error', hello)}")
+
+    def kill(self) -> None:
+        """Kill the sandbox; the worker cannot be used again."""
+        self.broken = True
+        self.transport.kill()
+
+    def _recv(self, deadline: float) -> tuple[dict[str, Any], bytes]:
+        (total,) = _LEN.unpack(self.transport.recv_exact(4, deadline))
+        if total > _MAX_REPLY:
+            raise SandboxProtocolError(f"reply of {total} bytes is larger than {_MAX_REPLY}")
+        frame = self.transport.recv_exact(total, deadline)
+        (head_len,) = _LEN.unpack_from(frame, 0)
+        try:
+            header = json.loads(frame[4 : 4 + head_len])
+        except ValueError as exc:
+            raise SandboxProtocolError(f"malformed reply header: {exc}") from exc
+        if not isinstance(header, dict):
+            raise SandboxProtocolError("malformed reply header: not an object")
+        return header, frame[4 + head_len :]
+
+    def run(self, program: Program, limits: Limits) -> ExecResult:
+        """Run one program in a fresh process and work directory.
+
+        Args:
+            program: What to run.
+            limits: Limits for this run; must fit within the worker's ceiling.
+
+        Returns:
+            The typed result. A broken worker or a late zygote yields ``SANDBOX_ERROR`` and
+            the worker is killed (``broken`` becomes True).
+        """
+        with self._lock:
+            return self._run_locked(program, limits)
+
+    def _run_locked(self, program: Program, limits: Limits) -> ExecResult:
+        start = time.monotonic()
+        if self.broken:
+            return ExecResult.sandbox_error("worker is broken")
+        names = sorted(program.files)
+        header = {
+            "argv": list(program.argv),
+            "files": [[n, len(program.files[n]), n in program.executables] for n in names],
+            "stdin_len": len(program.stdin),
+            "limits": {
+                "cpu_time_s": limits.cpu_time_s,
+                "wall_time_s": limits.wall_time_s,
+                "memory_bytes": limits.memory_bytes,
+                "output_bytes": limits.output_bytes,
+                "file_size_bytes": limits.file_size_bytes,
+                "open_files": limits.open_files,
+            },
+            "nproc": (limits.processes + 1) if self._nproc else None,
+            "inline": program.inline_python and program.argv[0] == "python3",
+            "completion": program.completion_channel,
+        }
+        head = json.dumps(header, separators=(",", ":")).encode()
+        body = [_LEN.pack(len(head)), head, *(bytes(program.files[n]) for n in names)]
+        body.append(bytes(program.stdin))
+        payload = b"".join(body)
+        oom_before = self._oom_kills() if self._oom_kills else 0
+        self.runs += 1
+        try:
+            self.transport.send(_LEN.pack(len(payload)) + payload)
+            reply, blobs = self._recv(start + limits.wall_time_s + _GRACE_S)
+            out_len, err_len = int(reply["stdout_len"]), int(reply["stderr_len"])
+            raw = RawOutcome(
+                exit_code=reply["exit_code"],
+                signal=reply["signal"],
+                cpu_time_s=float(reply["cpu_time_s"]),
+                wall_time_s=float(reply["wall_time_s"]),
+                peak_memory_bytes=int(reply["peak_memory_bytes"]),
+                stdout=blobs[:out_len],
+                stderr=blobs[out_len : out_len + err_len],
+                stdout_truncated=bool(reply["stdout_truncated"]),
+                stderr_truncated=bool(reply["stderr_truncated"]),
+                killed_for=reply["killed_for"],
+                oom_killed=(self._oom_kills() if self._oom_kills else 0) > oom_before,
+                completed=reply["completed"] is True,
+                anomaly=reply["anomaly"],
+            )
+        except (SandboxProtocolError, KeyError, TypeError, ValueError) as exc:
+            self.kill()
+            return ExecResult.sandbox_error(
+                f"worker failed: {exc}", wall_time_s=time.monotonic() - start
+            )
+        return classify(raw, limits)
