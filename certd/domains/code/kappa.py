@@ -1,0 +1,282 @@
+"""κ for code: ``code.first-call.v1`` and ``code.first-tool.v1``.
+
+Example:
+    >>> from certd.domains.code import first_call, first_tool
+    >>> first_call("def f(xs):\\n    return sorted(xs)[0]\\n", "f").label
+    'sorted'
+    >>> first_call("import collections\\ndef f(s):\\n    return collections.Counter(s)", "f").label
+    'collections.Counter'
+    >>> first_call("from heapq import heappush as push\\ndef f(h):\\n    push(h, 1)\\n", "f").label
+    'heapq.heappush'
+    >>> first_tool('<tool_call>{"name": "search", "arguments": {}}</tool_call>').label
+    'search'
+
+``code.first-call.v1`` — the first call the solution makes, in execution order, inside its entry
+function (function tests: ``entry_point``; stdin/stdout programs: the module's top-level code),
+read from the syntax tree, never by running it:
+
+* Execution order is Python's evaluation order: in ``f(g(x))`` the argument ``g(x)`` is called
+  first, so ``return sorted(set(xs))`` is labelled ``set``; an assignment's value before its
+  target; a ``for`` loop's iterable before its body; an ``if``'s test before its branches (the
+  first branch in source order when the test makes no call). Nested ``def``/``lambda`` bodies
+  are not executed where they are written and are skipped.
+* A call to a function the program defines itself (``helper(x)``, ``main()``) is followed
+  into that function (at most 8 levels), so the label names the first library call.
+* Names are normalised through the imports: ``from collections import Counter as C`` makes
+  ``C(s)`` → ``collections.Counter``; ``import numpy as np`` makes ``np.sort`` → ``numpy.sort``;
+  builtins keep their name (``sorted``, ``len``, ``range``); a method on a value is
+  ``.method`` (``xs.append(1)`` → ``.append``; ``"".join(p)`` → ``str.join``).
+* No call at all: ``none``. C and C++: the first identifier called in ``main``'s body
+  (keywords, casts and ``sizeof`` excluded), e.g. ``scanf``, ``std::sort``.
+
+``code.first-tool.v1`` — the first tool a tool-calling trajectory names: the first
+``<tool_call>{"name": ...}</tool_call>`` block or the first entry of an OpenAI-style
+``tool_calls`` list (``{"function": {"name": ...}}``), whichever comes first in the text;
+``none`` when there is none.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+
+from certd.domains.verdict import Family
+
+from .names import KAPPA_FIRST_CALL, KAPPA_FIRST_TOOL
+
+__all__ = ["first_call", "first_call_c", "first_call_label", "first_tool"]
+
+_MAX_DEPTH = 8
+_C_SKIP = frozenset(
+    "if for while switch return sizeof alignof decltype static_cast dynamic_cast "
+    "reinterpret_cast const_cast catch typeid defined int long char double float short "
+    "unsigned signed bool void auto main".split()
+)
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    names[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+    return names
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+class _FirstCall:
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports = _imports(tree)
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions.setdefault(node.name, node)
+
+    def name(self, call: ast.Call) -> str:
+        func = call.func
+        dotted = _dotted(func)
+        if dotted is not None:
+            head = dotted[0]
+            if head in self.imports:
+                return ".".join([self.imports[head], *dotted[1:]])
+            if len(dotted) == 1:
+                return head
+            return "." + dotted[-1]
+        if isinstance(func, ast.Attribute):
+            if isinstance(func.value, ast.Constant) and isinstance(func.value.value, str | bytes):
+                return f"{type(func.value.value).__name__}.{func.attr}"
+            return "." + func.attr
+        return "<call>"
+
+    def calls(self, node: ast.AST, depth: int) -> Iterator[str]:
+        """Calls in evaluation order, following the program's own functions."""
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return
+        if isinstance(node, ast.Call):
+            for child in [node.func, *node.args, *(k.value for k in node.keywords)]:
+                yield from self.calls(child, depth)
+            dotted = _dotted(node.func)
+            if dotted and len(dotted) == 1 and dotted[0] in self.functions and depth < _MAX_DEPTH:
+                yield from self.body(self.functions[dotted[0]].body, depth + 1)
+                return
+            yield self.name(node)
+            return
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            value = node.value
+            if value is not None:
+                yield from self.calls(value, depth)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                yield from self.calls(t, depth)
+            return
+        if isinstance(node, ast.For | ast.AsyncFor):
+            yield from self.calls(node.iter, depth)
+            yield from self.body(node.body, depth)
+            yield from self.body(node.orelse, depth)
+            return
+        if isinstance(node, ast.comprehension):
+            yield from self.calls(node.iter, depth)
+            for cond in node.ifs:
+                yield from self.calls(cond, depth)
+            return
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            for gen in node.generators:
+                yield from self.calls(gen, depth)
+            parts: list[ast.expr] = (
+                [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            )
+            for part in parts:
+                yield from self.calls(part, depth)
+            return
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            return  # a docstring
+        for sub in ast.iter_sub_nodes(node):
+            yield from self.calls(sub, depth)
+
+    def body(self, stmts: list[ast.stmt], depth: int) -> Iterator[str]:
+        for stmt in stmts:
+            yield from self.calls(stmt, depth)
+
+
+def first_call_label(program: str, entry_point: str | None) -> str:
+    """The ``code.first-call.v1`` label of a Python program.
+
+    Args:
+        program: The full program (prompt followed by the extracted code).
+        entry_point: The entry function, or None for the module's top-level code.
+
+    Returns:
+        The label (``none`` when no call is made or the program does not parse).
+    """
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "none"
+    walker = _FirstCall(tree)
+    if entry_point is None:
+        stmts = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]
+        calls = walker.body(stmts, 0)
+    else:
+        entry = None
+        for node in tree.body:  # the last top-level definition wins, as at run time
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name == entry_point
+            ):
+                entry = node
+        if entry is None:
+            return "none"
+        walker.functions[entry_point] = entry
+        calls = walker.body(entry.body, 1)
+    try:
+        return next(iter(calls), "none")
+    except RecursionError:
+        return "none"
+
+
+def first_call_c(source: str) -> str:
+    """The ``code.first-call.v1`` label of a C/C++ program: the first call in ``main``.
+
+    Args:
+        source: The program.
+
+    Returns:
+        The label, ``none`` when ``main`` or a call in it is not found.
+    """
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    text = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', '""', text)
+    m = re.search(r"\bmain\s*\([^)]*\)\s*\{", text)
+    if m is None:
+        return "none"
+    for call in re.finditer(
+        r"((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:<[^<>;{}]*>)?\s*\(", text[m.end() :]
+    ):
+        name = re.sub(r"\s+", "", call.group(1))
+        if name.split("::")[-1] not in _C_SKIP:
+            return name
+    return "none"
+
+
+def first_call(program: str, entry_point: str | None, language: str = "python") -> Family:
+    """The ``code.first-call.v1`` family of a program.
+
+    Args:
+        program: The full program.
+        entry_point: The entry function (Python function tests) or None.
+        language: ``python``, ``c`` or ``cpp``.
+
+    Returns:
+        The family.
+    """
+    label = (
+        first_call_label(program, entry_point) if language == "python" else first_call_c(program)
+    )
+    return Family(kappa=KAPPA_FIRST_CALL, label=label, fields={"call": label})
+
+
+_TOOL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_TOOL_CALLS = re.compile(r'"tool_calls"\s*:\s*\[')
+
+
+def _tool_from_tag(text: str) -> tuple[int, str] | None:
+    for m in _TOOL_TAG.finditer(text):
+        try:
+            obj = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            name = obj.get("name")
+            if not isinstance(name, str) and isinstance(obj.get("function"), dict):
+                name = obj["function"].get("name")
+            if isinstance(name, str) and name:
+                return m.start(), name
+    return None
+
+
+def _tool_from_openai(text: str) -> tuple[int, str] | None:
+    decoder = json.JSONDecoder()
+    for m in _TOOL_CALLS.finditer(text):
+        try:
+            calls, _ = decoder.raw_decode(text, m.end() - 1)
+        except ValueError:
+            continue
+        for call in calls if isinstance(calls, list) else []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if isinstance(name, str) and name:
+                return m.start(), name
+    return None
+
+
+def first_tool(trajectory: str) -> Family:
+    """The ``code.first-tool.v1`` family: the first tool a trajectory names.
+
+    Args:
+        trajectory: The response text (may contain ``<tool_call>`` blocks or a JSON message
+            with ``tool_calls``).
+
+    Returns:
+        The family (label ``none`` when no tool is called).
+    """
+    found = [f for f in (_tool_from_tag(trajectory), _tool_from_openai(trajectory)) if f]
+    label = min(found)[1][:200] if found else "none"
+    return Family(kappa=KAPPA_FIRST_TOOL, label=label, fields={"tool": label})
