@@ -149,7 +149,7 @@ class _FirstCall:
             return
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             return  # a docstring
-        for sub in ast.iter_sub_nodes(node):
+        for sub in ast.iter_child_nodes(node):
             yield from self.calls(sub, depth)
 
     def body(self, stmts: list[ast.stmt], depth: int) -> Iterator[str]:
