@@ -4,9 +4,11 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES :=
+APT_PACKAGES := bubblewrap docker.io debootstrap
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean
+SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
+
+.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image
 
 all: test
 
@@ -35,9 +37,23 @@ typecheck: setup
 	$(BIN)/mypy certd sandboxes client
 
 unit: setup
-	$(BIN)/pytest -q
+	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) $(BIN)/pytest -q
 
-test: lint typecheck unit
+# The Docker engine the docker sandbox backend and its tests use: started only when `docker info`
+# fails; a running engine is never restarted.
+docker-engine: sysdeps
+	@if ! docker info >/dev/null 2>&1; then \
+	  echo "starting dockerd (log: /var/log/dockerd.log)"; \
+	  (nohup dockerd >/var/log/dockerd.log 2>&1 &); \
+	  for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; \
+	  docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/dockerd.log"; exit 1; }; \
+	fi
+
+# The sandbox runner image (debootstrap + docker import), built only when missing.
+sandbox-image: docker-engine
+	@docker image inspect $(SANDBOX_IMAGE) >/dev/null 2>&1 || deploy/sandbox-image/build.sh $(SANDBOX_IMAGE)
+
+test: lint typecheck sandbox-image unit
 
 run: setup
 	$(BIN)/forkgate demo

@@ -6,7 +6,12 @@ command that fixes it (``make sandbox-image``) instead of skipping them.
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from sandboxes import BwrapSandbox, Limits, Sandbox
+from sandboxes.docker import DEFAULT_IMAGE, DockerOptions, DockerSandbox
 
 BACKENDS = ("bwrap", "docker")
 CEILING = Limits(
@@ -25,6 +30,17 @@ def make_backend(name: str, limits: Limits = CEILING) -> Sandbox:
     """A real backend by name; raises (never skips) when it cannot run here."""
     if name == "bwrap":
         return BwrapSandbox(limits)
-    from sandboxes.docker import DockerSandbox
+    return DockerSandbox(limits, DockerOptions(image=sandbox_image()))
 
-    return DockerSandbox(limits)
+
+def sandbox_image() -> str:
+    """The runner image tag `make` built (``make unit`` passes it down), else the default."""
+    return os.environ.get("FORKGATE_SANDBOX_IMAGE", DEFAULT_IMAGE)
+
+
+def makefile_image() -> str:
+    """The ``SANDBOX_IMAGE`` default written in the Makefile."""
+    text = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    match = re.search(r"^SANDBOX_IMAGE \?= (\S+)$", text, re.MULTILINE)
+    assert match, "the Makefile defines no SANDBOX_IMAGE"
+    return match.group(1)

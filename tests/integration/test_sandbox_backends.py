@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from sandbox_backends import BACKENDS, CEILING, make_backend
+from sandbox_backends import BACKENDS, CEILING, make_backend, makefile_image
 
 from sandboxes import ExecStatus, Limits, Program, Sandbox, SandboxConfigError, Worker
+from sandboxes.docker import DEFAULT_IMAGE
 
+HERE = Path(__file__).resolve()
 SHORT = Limits(
     cpu_time_s=1.0,
     wall_time_s=2.0,
@@ -109,7 +112,7 @@ def test_no_network(worker: Worker) -> None:
     assert b"eth" not in r.stdout
 
 
-def test_environment_is_clean_and_host_is_invisible(backend: Sandbox, tmp_path: object) -> None:
+def test_environment_is_clean_and_host_is_invisible(backend: Sandbox, tmp_path: Path) -> None:
     os.environ["FORKGATE_TEST_SECRET"] = "s3cret"
     try:
         w = backend.start_worker()
@@ -121,8 +124,8 @@ def test_environment_is_clean_and_host_is_invisible(backend: Sandbox, tmp_path: 
             "print(sorted(os.environ))\n"
             "print(open('/proc/1/environ','rb').read() if os.access('/proc/1/environ', os.R_OK)"
             " else b'denied')\n"
-            f"print(os.path.exists({str(tmp_path)!r}), os.path.exists('/root'),"
-            " os.path.exists('/home'))\n"
+            f"print(os.path.exists({str(tmp_path)!r}), os.path.exists({str(HERE)!r}),"
+            " os.path.exists('/root/.ssh'))\n"
         )
         r = w.run(py(code), SHORT)
     finally:
@@ -230,3 +233,17 @@ def test_c_compiles_and_runs(worker: Worker) -> None:
 def test_limits_above_the_ceiling_are_refused(backend: Sandbox) -> None:
     with pytest.raises(SandboxConfigError):
         backend.run(Program(argv=("true",)), Limits(cpu_time_s=CEILING.cpu_time_s * 2))
+
+
+def test_the_makefile_builds_the_image_the_backend_uses() -> None:
+    assert makefile_image() == DEFAULT_IMAGE
+
+
+def test_docker_container_settings(backend: Sandbox) -> None:
+    if backend.name != "docker":
+        return
+    cfg = backend.container_config()  # type: ignore[attr-defined]
+    assert cfg["network_mode"] == "none" and cfg["read_only"] is True
+    assert cfg["cap_drop"] == ["ALL"] and cfg["security_opt"] == ["no-new-privileges"]
+    assert cfg["user"] == "1000:1000" and cfg["pids_limit"] and cfg["mem_limit"]
+    assert cfg["nano_cpus"] > 0 and set(cfg["tmpfs"]) == {"/work", "/tmp"}

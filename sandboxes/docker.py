@@ -1,0 +1,322 @@
+"""The Docker backend (for clusters): one locked-down container per worker, via the Docker SDK.
+
+Example (needs a Docker engine and the runner image, ``make sandbox-image``)::
+
+    from sandboxes.docker import DockerSandbox
+    with DockerSandbox() as box:
+        print(box.run(Program(argv=("python3", "-c", "print('hi')"))).stdout)
+
+Every worker container runs the same trusted zygote as the bwrap backend, as its pid 1, with:
+``network_mode=none``, a read-only root filesystem, size-capped tmpfs at ``/work``, ``/tmp``
+(and a small ``/dev/shm``), ``cap_drop=ALL``, ``no-new-privileges``, uid/gid 1000, the
+engine's default seccomp profile, and a pids, memory (swap included) and CPU limit. An
+optional OCI runtime (``runsc`` for gVisor) comes from the options. No image is pulled:
+``deploy/sandbox-image/build.sh`` builds :data:`DEFAULT_IMAGE` from Debian packages.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import Sandbox
+from .errors import SandboxProtocolError, SandboxUnavailableError
+from .limits import Limits
+from .worker import Transport, Worker, zygote_source
+
+__all__ = ["DEFAULT_IMAGE", "DockerOptions", "DockerSandbox", "DockerTransport"]
+
+DEFAULT_IMAGE = "forkgate/sandbox-runner:1"
+"""The runner image ``make sandbox-image`` builds (python3, gcc, g++ on Debian)."""
+
+_MIB = 2**20
+_ZYGOTE_OVERHEAD_BYTES = 96 * _MIB
+_FRAME = struct.Struct(">BxxxI")
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """Settings of the Docker backend.
+
+    Attributes:
+        image: The runner image (must exist locally; nothing is pulled).
+        runtime: OCI runtime name (e.g. ``runsc``), None for the engine's default.
+        base_url: Engine address, None for the environment's (``DOCKER_HOST`` or the socket).
+        cpus: CPUs one worker may use (``nano_cpus``).
+        python: The interpreter inside the image.
+        start_timeout_s: How long a container may take to greet.
+    """
+
+    image: str = DEFAULT_IMAGE
+    runtime: str | None = None
+    base_url: str | None = None
+    cpus: float = 1.0
+    python: str = "/usr/bin/python3"
+    start_timeout_s: float = 60.0
+
+
+def _oom_counter(container_id: str) -> int:
+    candidates = (
+        Path(f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control"),
+        Path(f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events"),
+        Path(f"/sys/fs/cgroup/docker/{container_id}/memory.events"),
+    )
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    return 0
+
+
+class DockerTransport(Transport):
+    """A transport over a container's attached stdin/stdout (multiplexed stream)."""
+
+    def __init__(self, container: Any, sock: Any) -> None:
+        """Wrap an attached container.
+
+        Args:
+            container: The ``docker.models.containers.Container``.
+            sock: The socket ``attach_socket`` returned.
+        """
+        self.container = container
+        self._wrapper = sock
+        self._sock: socket.socket = sock._sock if hasattr(sock, "_sock") else sock
+        self._buf = bytearray()
+        self._pending = 0  # bytes left of the current stdout frame
+        self._skip = 0  # bytes left of the current stderr frame
+        self.stderr_tail = bytearray()
+        self._killed = False
+        self._kill_lock = threading.Lock()
+
+    def send(self, data: bytes) -> None:
+        """Write all of ``data`` to the zygote.
+
+        Args:
+            data: The frame.
+
+        Raises:
+            SandboxProtocolError: The container is gone.
+        """
+        try:
+            self._sock.settimeout(None)
+            self._sock.sendall(data)
+        except OSError as exc:
+            raise SandboxProtocolError(f"container closed its input: {exc}") from exc
+
+    def _read_some(self, deadline: float) -> bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SandboxProtocolError("container did not answer in time")
+        self._sock.settimeout(left)
+        try:
+            chunk = self._sock.recv(1 << 20)
+        except TimeoutError as exc:
+            raise SandboxProtocolError("container did not answer in time") from exc
+        except OSError as exc:
+            raise SandboxProtocolError(f"container output failed: {exc}") from exc
+        if not chunk:
+            raise SandboxProtocolError("container exited")
+        return chunk
+
+    def recv_exact(self, n: int, deadline: float) -> bytes:
+        """Read exactly ``n`` bytes of the zygote's stdout before ``deadline``.
+
+        Args:
+            n: Bytes wanted.
+            deadline: A ``time.monotonic()`` value.
+
+        Returns:
+            The bytes.
+
+        Raises:
+            SandboxProtocolError: End of stream or timeout.
+        """
+        out = bytearray()
+        raw = bytearray()
+        while len(out) < n:
+            if not raw:
+                raw += self._read_some(deadline)
+            if self._pending == 0 and self._skip == 0:
+                while len(raw) < _FRAME.size:
+                    raw += self._read_some(deadline)
+                stream, size = _FRAME.unpack_from(raw)
+                del raw[: _FRAME.size]
+                if stream == 1:
+                    self._pending = size
+                else:
+                    self._skip = size
+                continue
+            if self._skip:
+                k = min(self._skip, len(raw))
+                self.stderr_tail = (self.stderr_tail + raw[:k])[-4096:]
+                del raw[:k]
+                self._skip -= k
+                continue
+            k = min(self._pending, len(raw), n - len(out))
+            out += raw[:k]
+            del raw[:k]
+            self._pending -= k
+        self._buf = raw + self._buf  # nothing is lost: keep bytes read past this reply
+        if self._buf:
+            self._replay()
+        return bytes(out)
+
+    def _replay(self) -> None:
+        # Bytes read beyond the reply belong to the next one; keep them in front of the socket.
+        pending = bytes(self._buf)
+        self._buf = bytearray()
+        original = self._read_some
+
+        def read_buffered(deadline: float) -> bytes:
+            self._read_some = original  # type: ignore[method-assign]  # one-shot replay
+            return pending
+
+        self._read_some = read_buffered  # type: ignore[method-assign]  # one-shot replay
+
+    def kill(self) -> None:
+        """Kill and remove the container (every process in it dies with its pid 1)."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
+        try:
+            self._wrapper.close()
+        except OSError:
+            pass
+        try:
+            self.container.remove(force=True)
+        except Exception as exc:
+            if "No such container" not in str(exc) and "already in progress" not in str(exc):
+                raise SandboxProtocolError(f"cannot remove container: {exc}") from exc
+
+
+class DockerSandbox(Sandbox):
+    """Sandboxes built as locked-down containers of a real Docker engine."""
+
+    name = "docker"
+
+    def __init__(self, limits: Limits | None = None, options: DockerOptions | None = None) -> None:
+        """Connect to the engine and check the image.
+
+        Args:
+            limits: The ceiling (default and largest per-run limits).
+            options: Backend settings.
+
+        Raises:
+            SandboxUnavailableError: No engine, or the image is missing.
+        """
+        super().__init__(limits)
+        self.options = options or DockerOptions()
+        try:
+            import docker
+            import docker.errors
+        except ImportError as exc:
+            raise SandboxUnavailableError("the Docker SDK is missing (pip install docker)") from exc
+        try:
+            self.client = (
+                docker.DockerClient(base_url=self.options.base_url)
+                if self.options.base_url
+                else docker.from_env()
+            )
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailableError(f"no Docker engine reachable: {exc}") from exc
+        try:
+            self.client.images.get(self.options.image)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxUnavailableError(
+                f"runner image {self.options.image} is missing: run `make sandbox-image` "
+                "(deploy/sandbox-image/build.sh)"
+            ) from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailableError(f"cannot inspect {self.options.image}: {exc}") from exc
+        self._errors = docker.errors
+        self._source = zygote_source()
+
+    def container_config(self) -> dict[str, Any]:
+        """The ``containers.create`` keyword arguments of one worker.
+
+        Returns:
+            The settings (inspectable in tests).
+        """
+        lim = self.limits
+        memory = lim.memory_bytes + 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES
+        tmpfs_opts = "rw,exec,nosuid,nodev,mode=1777,size={}"
+        config: dict[str, Any] = {
+            "image": self.options.image,
+            "command": [self.options.python, "-I", "-S", "-c", self._source],
+            "stdin_open": True,
+            "tty": False,
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": {
+                "/work": tmpfs_opts.format(lim.workdir_bytes),
+                "/tmp": tmpfs_opts.format(lim.workdir_bytes),
+            },
+            "shm_size": 4 * _MIB,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "user": "1000:1000",
+            "working_dir": "/work",
+            "environment": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            "hostname": "sandbox",
+            "pids_limit": lim.processes + 4,
+            "mem_limit": memory,
+            "memswap_limit": memory,
+            "nano_cpus": int(self.options.cpus * 1e9),
+            "ipc_mode": "private",
+            "log_config": {"type": "none", "config": {}},
+            "labels": {"forkgate.sandbox": "worker"},
+        }
+        if self.options.runtime:
+            config["runtime"] = self.options.runtime
+        return config
+
+    def start_worker(self) -> Worker:
+        """Create, attach and start one worker container.
+
+        Returns:
+            A ready worker.
+
+        Raises:
+            SandboxUnavailableError: The engine refused the container.
+            SandboxProtocolError: The zygote did not greet.
+        """
+        try:
+            container = self.client.containers.create(**self.container_config())
+        except self._errors.DockerException as exc:
+            raise SandboxUnavailableError(f"cannot create the worker container: {exc}") from exc
+        try:
+            sock = container.attach_socket(
+                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            container.start()
+        except self._errors.DockerException as exc:
+            container.remove(force=True)
+            raise SandboxUnavailableError(f"cannot start the worker container: {exc}") from exc
+        transport = DockerTransport(container, sock)
+        cid = str(container.id)
+        try:
+            return Worker(
+                transport,
+                self.limits,
+                oom_kills=lambda: _oom_counter(cid),
+                start_timeout_s=self.options.start_timeout_s,
+            )
+        except SandboxProtocolError as exc:
+            tail = transport.stderr_tail.decode(errors="replace")
+            raise SandboxProtocolError(f"{exc}: {tail}") from exc
+
+    def close(self) -> None:
+        """Close the engine connection."""
+        self.client.close()
