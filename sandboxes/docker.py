@@ -91,7 +91,8 @@ class DockerTransport(Transport):
         self.container = container
         self._wrapper = sock
         self._sock: socket.socket = sock._sock if hasattr(sock, "_sock") else sock
-        self._buf = bytearray()
+        self._raw = bytearray()  # bytes read from the socket, not yet demultiplexed
+        self._out = bytearray()  # demultiplexed stdout bytes not yet consumed
         self._pending = 0  # bytes left of the current stdout frame
         self._skip = 0  # bytes left of the current stderr frame
         self.stderr_tail = bytearray()
@@ -128,6 +129,29 @@ class DockerTransport(Transport):
             raise SandboxProtocolError("container exited")
         return chunk
 
+    def _parse(self) -> None:
+        """Move complete or partial stdout frame payloads from ``_raw`` to ``_out``."""
+        while self._raw:
+            if self._pending == 0 and self._skip == 0:
+                if len(self._raw) < _FRAME.size:
+                    return
+                stream, size = _FRAME.unpack_from(self._raw)
+                del self._raw[: _FRAME.size]
+                if stream == 1:
+                    self._pending = size
+                else:
+                    self._skip = size
+                continue
+            if self._skip:
+                k = min(self._skip, len(self._raw))
+                self.stderr_tail = (self.stderr_tail + self._raw[:k])[-4096:]
+                self._skip -= k
+            else:
+                k = min(self._pending, len(self._raw))
+                self._out += self._raw[:k]
+                self._pending -= k
+            del self._raw[:k]
+
     def recv_exact(self, n: int, deadline: float) -> bytes:
         """Read exactly ``n`` bytes of the zygote's stdout before ``deadline``.
 
@@ -141,47 +165,12 @@ class DockerTransport(Transport):
         Raises:
             SandboxProtocolError: End of stream or timeout.
         """
-        out = bytearray()
-        raw = bytearray()
-        while len(out) < n:
-            if not raw:
-                raw += self._read_some(deadline)
-            if self._pending == 0 and self._skip == 0:
-                while len(raw) < _FRAME.size:
-                    raw += self._read_some(deadline)
-                stream, size = _FRAME.unpack_from(raw)
-                del raw[: _FRAME.size]
-                if stream == 1:
-                    self._pending = size
-                else:
-                    self._skip = size
-                continue
-            if self._skip:
-                k = min(self._skip, len(raw))
-                self.stderr_tail = (self.stderr_tail + raw[:k])[-4096:]
-                del raw[:k]
-                self._skip -= k
-                continue
-            k = min(self._pending, len(raw), n - len(out))
-            out += raw[:k]
-            del raw[:k]
-            self._pending -= k
-        self._buf = raw + self._buf  # nothing is lost: keep bytes read past this reply
-        if self._buf:
-            self._replay()
-        return bytes(out)
-
-    def _replay(self) -> None:
-        # Bytes read beyond the reply belong to the next one; keep them in front of the socket.
-        pending = bytes(self._buf)
-        self._buf = bytearray()
-        original = self._read_some
-
-        def read_buffered(deadline: float) -> bytes:
-            self._read_some = original  # type: ignore[method-assign]  # one-shot replay
-            return pending
-
-        self._read_some = read_buffered  # type: ignore[method-assign]  # one-shot replay
+        while len(self._out) < n:
+            self._raw += self._read_some(deadline)
+            self._parse()
+        data = bytes(self._out[:n])
+        del self._out[:n]
+        return data
 
     def kill(self) -> None:
         """Kill and remove the container (every process in it dies with its pid 1)."""
