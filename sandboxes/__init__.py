@@ -24,6 +24,7 @@ from .errors import (
     SandboxUnavailableError,
 )
 from .limits import Limits
+from .pool import PoolStats, WarmPool
 from .program import Program
 from .result import ExecResult, ExecStatus
 from .worker import Worker
@@ -34,6 +35,7 @@ __all__ = [
     "ExecResult",
     "ExecStatus",
     "Limits",
+    "PoolStats",
     "Program",
     "Sandbox",
     "SandboxBusyError",
@@ -41,5 +43,6 @@ __all__ = [
     "SandboxError",
     "SandboxProtocolError",
     "SandboxUnavailableError",
+    "WarmPool",
     "Worker",
 ]

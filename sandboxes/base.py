@@ -73,7 +73,7 @@ class Sandbox(ABC):
             return self.limits
         if not limits.fits_within(self.limits):
             raise SandboxConfigError(
-                f"limits exceed the backend's ceiling: {limits} > {self.limits}"
+                f"limits: expected at most the ceiling {self.limits}, got {limits}"
             )
         return limits
 

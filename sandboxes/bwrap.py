@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
 import select
 import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from .base import Sandbox
 from .cgroups import CgroupSupport, WorkerCgroup, probe_cgroups
@@ -64,6 +68,46 @@ class BwrapOptions:
     use_seccomp: bool = True
     uid_base: int = 200_000
     uid_slots: int = 4096
+
+
+class _Launcher:
+    """One long-lived thread that starts every bwrap process.
+
+    ``bwrap --die-with-parent`` uses PR_SET_PDEATHSIG, which fires when the *thread* that
+    forked the sandbox exits, not the process. Workers are started from short-lived threads
+    (pool refills, gRPC handlers), so all forks happen on this thread, which lives as long as
+    the process.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="bwrap-launcher", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, fut = self._jobs.get()
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                fut.set_exception(exc)
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        fut: Future[Any] = Future()
+        self._jobs.put((fn, fut))
+        return fut.result()
+
+
+_LAUNCHER: _Launcher | None = None
+_LAUNCHER_LOCK = threading.Lock()
+
+
+def _launcher() -> _Launcher:
+    global _LAUNCHER
+    with _LAUNCHER_LOCK:
+        if _LAUNCHER is None:
+            _LAUNCHER = _Launcher()
+        return _LAUNCHER
 
 
 class ProcessTransport(Transport):
@@ -276,15 +320,18 @@ class BwrapSandbox(Sandbox):
             os.write(seccomp_fd, self.seccomp)
             os.lseek(seccomp_fd, 0, os.SEEK_SET)
             pass_fds = (seccomp_fd,)
+        argv = prefix + self.command(seccomp_fd)
         try:
-            proc = subprocess.Popen(
-                prefix + self.command(seccomp_fd),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=pass_fds,
-                start_new_session=True,
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            proc: subprocess.Popen[bytes] = _launcher().call(
+                lambda: subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=pass_fds,
+                    start_new_session=True,
+                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                )
             )
         except OSError as exc:
             if cgroup is not None:

@@ -1,0 +1,266 @@
+"""Warm pools: pre-started sandboxed workers, a fresh process and work directory per check.
+
+Example (needs bubblewrap)::
+
+    from sandboxes import BwrapSandbox, Program
+    from sandboxes.pool import WarmPool
+    with WarmPool(BwrapSandbox(), size=2) as pool:
+        print(pool.run(Program(argv=("python3", "-c", "print(1)"))).stdout)
+
+Starting a sandbox per check costs a namespace set-up (bwrap) or a container (Docker); a pool
+keeps ``size`` workers started. Each check still gets a new process forked by the worker's
+trusted zygote, a new work directory filled from the check's own files, a clean environment,
+and afterwards every process it left is killed and every writable place wiped, so nothing one
+check leaves (files, processes, imported modules, environment) reaches the next. The pool is
+bounded (``size`` checks at once), callers queue with backpressure (more than ``queue_limit``
+waiting raises ``SandboxBusyError``), and a worker is replaced after ``max_runs`` checks or any
+anomaly (it broke, timed out talking to the supervisor, or left processes behind).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from types import TracebackType
+
+from .base import Sandbox
+from .errors import SandboxBusyError, SandboxError
+from .limits import Limits
+from .program import Program
+from .result import ExecResult, ExecStatus
+from .worker import Worker
+
+__all__ = ["PoolStats", "WarmPool"]
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Counters of a pool.
+
+    Attributes:
+        size: Workers the pool keeps.
+        idle: Workers ready now.
+        busy: Checks running now.
+        waiting: Callers queued for a worker.
+        started: Workers started since the pool was made.
+        recycled: Workers replaced (``max_runs`` reached or an anomaly).
+        runs: Checks run.
+        start_failures: Worker starts that failed.
+    """
+
+    size: int
+    idle: int
+    busy: int
+    waiting: int
+    started: int
+    recycled: int
+    runs: int
+    start_failures: int
+
+
+class WarmPool:
+    """A bounded pool of pre-started workers of one backend."""
+
+    def __init__(
+        self,
+        backend: Sandbox,
+        *,
+        size: int = 2,
+        max_runs: int = 200,
+        queue_limit: int = 256,
+        acquire_timeout_s: float = 120.0,
+    ) -> None:
+        """Start ``size`` workers in the background.
+
+        Args:
+            backend: The sandbox backend (its limits are the ceiling of every check).
+            size: Workers kept (and checks run at once).
+            max_runs: Checks a worker runs before it is replaced.
+            queue_limit: Callers allowed to wait for a worker; one more raises.
+            acquire_timeout_s: Longest wait for a worker.
+
+        Raises:
+            ValueError: A non-positive size or max_runs, or a negative queue_limit.
+        """
+        if size < 1 or max_runs < 1 or queue_limit < 0:
+            raise ValueError(
+                f"expected size >= 1, max_runs >= 1, queue_limit >= 0, got {size}, {max_runs},"
+                f" {queue_limit}"
+            )
+        self.backend = backend
+        self.size = size
+        self.max_runs = max_runs
+        self.queue_limit = queue_limit
+        self.acquire_timeout_s = acquire_timeout_s
+        self._cond = threading.Condition()
+        self._idle: deque[Worker] = deque()
+        self._busy = 0
+        self._waiting = 0
+        self._starting = 0
+        self._started = 0
+        self._recycled = 0
+        self._runs = 0
+        self._start_failures = 0
+        self._last_error = ""
+        self._closed = False
+        for _ in range(size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._starting += 1
+        threading.Thread(target=self._start_one, name="sandbox-pool-start", daemon=True).start()
+
+    def _start_one(self) -> None:
+        delay = 0.1
+        while True:
+            try:
+                worker = self.backend.start_worker()
+            except SandboxError as exc:
+                with self._cond:
+                    self._start_failures += 1
+                    self._last_error = str(exc)
+                    self._cond.notify_all()
+                    if self._closed:
+                        self._starting -= 1
+                        return
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            with self._cond:
+                self._starting -= 1
+                self._started += 1
+                if self._closed:
+                    worker.kill()
+                    return
+                self._idle.append(worker)
+                self._cond.notify()
+            return
+
+    def wait_ready(self, timeout_s: float = 120.0) -> bool:
+        """Wait until every worker has started.
+
+        Args:
+            timeout_s: The longest wait.
+
+        Returns:
+            True when ``size`` workers are idle.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while len(self._idle) + self._busy < self.size or self._starting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def _acquire(self) -> Worker:
+        with self._cond:
+            if self._closed:
+                raise SandboxBusyError("the pool is closed")
+            if not self._idle and self._waiting >= self.queue_limit:
+                raise SandboxBusyError(
+                    f"all {self.size} workers busy and {self._waiting} checks queued"
+                )
+            self._waiting += 1
+            deadline = time.monotonic() + self.acquire_timeout_s
+            try:
+                while not self._idle:
+                    left = deadline - time.monotonic()
+                    if self._closed or left <= 0:
+                        raise SandboxBusyError(self._busy_reason())
+                    self._cond.wait(left)
+                worker = self._idle.popleft()
+                self._busy += 1
+                return worker
+            finally:
+                self._waiting -= 1
+
+    def _busy_reason(self) -> str:
+        why = "closed" if self._closed else f"out of workers for {self.acquire_timeout_s:g} s"
+        last = f" (last start error: {self._last_error})" if self._last_error else ""
+        return f"the pool is {why}{last}"
+
+    def _release(self, worker: Worker, result: ExecResult | None) -> None:
+        anomalous = (
+            result is None
+            or worker.broken
+            or result.anomaly is not None
+            or result.status is ExecStatus.SANDBOX_ERROR
+        )
+        recycle = anomalous or worker.runs >= self.max_runs
+        with self._cond:
+            self._busy -= 1
+            self._runs += 1
+            if not recycle and not self._closed:
+                self._idle.append(worker)
+                self._cond.notify()
+                return
+            if recycle:
+                self._recycled += 1
+        worker.kill()
+        if recycle:
+            self._spawn()
+
+    def run(self, program: Program, limits: Limits | None = None) -> ExecResult:
+        """Run one check on a warm worker.
+
+        Args:
+            program: What to run.
+            limits: The check's limits (at most the backend's ceiling).
+
+        Returns:
+            The typed result.
+
+        Raises:
+            SandboxBusyError: The queue is full, no worker came in time, or the pool is closed.
+            SandboxConfigError: The limits exceed the ceiling.
+        """
+        lim = self.backend.check_limits(limits)
+        worker = self._acquire()
+        result: ExecResult | None = None
+        try:
+            result = worker.run(program, lim)
+            return result
+        finally:
+            self._release(worker, result)
+
+    def stats(self) -> PoolStats:
+        """The pool's counters now."""
+        with self._cond:
+            return PoolStats(
+                size=self.size,
+                idle=len(self._idle),
+                busy=self._busy,
+                waiting=self._waiting,
+                started=self._started,
+                recycled=self._recycled,
+                runs=self._runs,
+                start_failures=self._start_failures,
+            )
+
+    def close(self) -> None:
+        """Kill idle workers; busy ones are killed as their checks finish. Idempotent."""
+        with self._cond:
+            self._closed = True
+            idle = list(self._idle)
+            self._idle.clear()
+            self._cond.notify_all()
+        for worker in idle:
+            worker.kill()
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,117 @@
+"""Warm pools on both real backends: fresh state per check, bounds, backpressure, recycling."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from sandbox_backends import BACKENDS, make_backend
+
+from sandboxes import Limits, Program, SandboxBusyError, WarmPool
+
+LIM = Limits(
+    cpu_time_s=2.0,
+    wall_time_s=3.0,
+    memory_bytes=128 * 2**20,
+    processes=8,
+    output_bytes=4096,
+    file_size_bytes=64 * 1024,
+    open_files=32,
+    workdir_bytes=8 * 2**20,
+)
+
+
+def py(code: str) -> Program:
+    return Program(
+        argv=("python3", "main.py"), files={"main.py": code.encode()}, inline_python=True
+    )
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def pool(request: pytest.FixtureRequest) -> Iterator[WarmPool]:
+    p = WarmPool(make_backend(request.param), size=2, max_runs=5, queue_limit=8)
+    assert p.wait_ready(120)
+    try:
+        yield p
+    finally:
+        p.close()
+        p.backend.close()
+
+
+def test_nothing_one_check_leaves_reaches_the_next(pool: WarmPool) -> None:
+    dirty = (
+        "import os, sys, builtins\n"
+        "os.environ['LEAK'] = '1'\n"
+        "builtins.len = lambda x: 42\n"
+        "sys.modules['json'] = None\n"
+        "open('leak.txt', 'w').write('x'); open('/tmp/leak', 'w').write('x')\n"
+        "print(os.getpid())\n"
+    )
+    check = (
+        "import os, json\n"
+        "print('LEAK' in os.environ, len([1]), os.path.exists('leak.txt'),"
+        " os.path.exists('/tmp/leak'))\n"
+    )
+    for _ in range(4):  # whichever worker runs which, no state crosses over
+        assert pool.run(py(dirty), LIM).ok
+        r = pool.run(py(check), LIM)
+        assert r.ok and r.stdout == b"False 1 False False\n", r
+
+
+def test_concurrency_is_bounded_and_results_stay_in_order(pool: WarmPool) -> None:
+    results: dict[int, bytes] = {}
+
+    def one(i: int) -> None:
+        results[i] = pool.run(py(f"print({i} * 2)"), LIM).stdout
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: f"{i * 2}\n".encode() for i in range(8)}
+    stats = pool.stats()
+    assert stats.busy == 0 and stats.idle <= pool.size
+
+
+def test_workers_are_recycled_after_max_runs_and_anomalies(pool: WarmPool) -> None:
+    before = pool.stats().recycled
+    for _ in range(pool.max_runs * pool.size + 1):
+        assert pool.run(py("print(1)"), LIM).ok
+    assert pool.stats().recycled > before
+    before = pool.stats().recycled
+    daemon = "import os, time\nif os.fork() == 0:\n    os.setsid(); time.sleep(60)\nprint('x')\n"
+    r = pool.run(py(daemon), LIM)
+    assert r.anomaly is not None
+    assert pool.stats().recycled == before + 1
+    assert pool.run(py("print('next')"), LIM).stdout == b"next\n"
+
+
+def test_backpressure_refuses_when_the_queue_is_full() -> None:
+    pool = WarmPool(make_backend("bwrap"), size=1, queue_limit=0, acquire_timeout_s=30)
+    try:
+        assert pool.wait_ready(60)
+        started = threading.Event()
+        done = threading.Event()
+
+        def slow() -> None:
+            started.set()
+            pool.run(py("import time; time.sleep(1.5)"), LIM)
+            done.set()
+
+        t = threading.Thread(target=slow)
+        t.start()
+        started.wait()
+        for _ in range(1000):
+            if pool.stats().busy or done.is_set():
+                break
+            threading.Event().wait(0.01)
+        with pytest.raises(SandboxBusyError):
+            pool.run(py("print(1)"), LIM)
+        t.join()
+        assert pool.run(py("print(1)"), LIM).ok
+    finally:
+        pool.close()
+    with pytest.raises(SandboxBusyError):
+        pool.run(py("print(1)"), LIM)
