@@ -76,11 +76,13 @@ def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
     if domain == "code":
         c = task.code
         return {
+            "cases": [{"stdin": t.stdin, "stdout": t.stdout} for t in c.cases],
+            "compare": c.compare or "exact",
             "domain": "code",
             "entry_point": c.entry_point,
             "language": c.language,
-            "test_program": c.test_program,
-            "tests": [{"expected_stdout": t.expected_stdout, "stdin": t.stdin} for t in c.tests],
+            "prompt": c.prompt,
+            "test": c.test,
         }
     raise InvalidInputError("task names no domain", field="task")
 

@@ -25,12 +25,40 @@ def _int(obj: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _str(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise ValueError(f"task.{key}: expected a string, got {value!r}")
+    return value
+
+
+def _code_task(obj: Mapping[str, Any]) -> tasks_pb2.CodeTask:
+    cases = obj.get("cases", [])
+    if not isinstance(cases, list):
+        raise ValueError(f"task.cases: expected a list of objects, got {cases!r}")
+    pb_cases = []
+    for i, case in enumerate(cases):
+        if not isinstance(case, Mapping):
+            raise ValueError(f"task.cases[{i}]: expected an object, got {case!r}")
+        pb_cases.append(tasks_pb2.CodeCase(stdin=_str(case, "stdin"), stdout=_str(case, "stdout")))
+    return tasks_pb2.CodeTask(
+        language=_str(obj, "language") or "python",
+        prompt=_str(obj, "prompt"),
+        test=_str(obj, "test"),
+        entry_point=_str(obj, "entry_point"),
+        cases=pb_cases,
+        compare=_str(obj, "compare"),
+    )
+
+
 def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     """Build a wire task from a domain name and its JSON object.
 
     Shapes: Countdown ``{"numbers": [25, 5, 4, 3], "target": 83, "rules": {"at_most_once":
-    false}}``; math ``{"gold": "\\\\frac{1}{2}"}``; code ``{"language", "tests": [{"stdin",
-    "expected_stdout"}], "entry_point", "test_program"}``.
+    false}}``; math ``{"gold": "\\\\frac{1}{2}"}``; code, HumanEval layout ``{"language":
+    "python", "prompt": ..., "test": ..., "entry_point": ...}`` or stdin/stdout cases
+    ``{"language": "python"|"c"|"cpp", "cases": [{"stdin": ..., "stdout": ...}], "compare":
+    "exact"|"whitespace"|"float:1e-6"}``.
 
     Raises:
         ValueError: the object does not have the domain's shape (the message names the field).
@@ -63,20 +91,7 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
             raise ValueError(f"task.gold: expected a string, got {gold!r}")
         return tasks_pb2.Task(math=tasks_pb2.MathTask(gold=gold))
     if domain == "code":
-        tests = [
-            tasks_pb2.CodeTest(
-                stdin=str(t.get("stdin", "")), expected_stdout=str(t["expected_stdout"])
-            )
-            for t in obj.get("tests", [])
-        ]
-        return tasks_pb2.Task(
-            code=tasks_pb2.CodeTask(
-                language=str(obj.get("language", "python")),
-                tests=tests,
-                entry_point=str(obj.get("entry_point", "")),
-                test_program=str(obj.get("test_program", "")),
-            )
-        )
+        return tasks_pb2.Task(code=_code_task(obj))
     raise ValueError(f"domain: expected countdown, math or code, got {domain!r}")
 
 

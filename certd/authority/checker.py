@@ -1,12 +1,13 @@
 """Domain dispatch: one checker per domain, chosen by the task's domain name.
 
 Example:
-    >>> from certd.config import CertdConfig
+    >>> from certd.authority.code_checker import CodeChecker
+from certd.config import CertdConfig
     >>> checkers = Checkers(CertdConfig())
     >>> checkers.for_domain("countdown").kappa
     'countdown.first-op.v1'
     >>> checkers.domains
-    ('countdown',)
+    ('countdown', 'code')
 
 A domain plugs in with a checker (the ``Checker`` protocol below), a wire converter in
 ``certd.service.convert`` and a config section; see docs/architecture.md.
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from certd.authority.code_checker import CodeChecker
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Verdict
@@ -143,6 +145,7 @@ class Checkers:
             max_enumerate_solutions=c.max_enumerate_solutions,
         )
         self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
+        self._by_domain["code"] = CodeChecker(cfg.code)
 
     def register(self, checker: Checker) -> None:
         """Serve ``checker.domain`` with ``checker`` (replacing any checker it had)."""

@@ -17,6 +17,7 @@ from certd.authority.index import IndexedCertificate
 from certd.authority.policy import CheckedTask
 from certd.authority.pool import CheckItem, CheckResult
 from certd.config import CertdConfig
+from certd.domains import code as cc
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError, UnsupportedError
@@ -77,6 +78,47 @@ def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -
     )
 
 
+def _code_task(pb: tasks_pb2.CodeTask, cfg: CertdConfig, field: str) -> cc.CodeTask:
+    c = cfg.code
+    limits = cc.CodeLimits(
+        max_program_bytes=c.max_program_bytes,
+        max_cases=c.max_cases,
+        max_case_bytes=c.max_case_bytes,
+        max_response_bytes=c.max_response_bytes,
+    )
+    language = pb.language or "python"
+    if language not in cc.LANGUAGES:
+        raise InvalidInputError(
+            f"language: expected one of {', '.join(cc.LANGUAGES)}, got {language!r}",
+            field=f"{field}.language",
+        )
+    function_layout = bool(pb.test or pb.entry_point or pb.prompt)
+    try:
+        if pb.cases:
+            if function_layout:
+                raise InvalidInputError(
+                    "expected either cases or prompt/test/entry_point, got both", field=field
+                )
+            cases = [cc.IoCase(stdin=t.stdin, stdout=t.stdout) for t in pb.cases]
+            return cc.CodeTask.io_cases(
+                language, cases, compare=pb.compare or "exact", limits=limits
+            )
+        if language != "python":
+            raise InvalidInputError(
+                f"language: function tests are Python only, got {language!r} without cases",
+                field=f"{field}.language",
+            )
+        return cc.CodeTask.function_tests(
+            prompt=pb.prompt, test=pb.test, entry_point=pb.entry_point, limits=limits
+        )
+    except InvalidInputError as e:
+        if e.field:
+            raise
+        what = str(e).split(":", 1)[0]
+        sub = what if what in ("cases", "compare", "test", "entry_point", "prompt") else ""
+        raise type(e)(str(e), field=f"{field}.{sub}" if sub else field) from e
+
+
 # The wire task's oneof name → a converter that validates the domain message and returns the
 # domain's (frozen) task value. A domain is served when it has a converter here and a checker in
 # ``certd.authority.checker.Checkers``. A converter's typed errors name their field either in
@@ -84,6 +126,7 @@ def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -
 # root (``math.gold``, as domain constructors do).
 _CONVERTERS: dict[str, Callable[[Any, CertdConfig, str], object]] = {
     "countdown": _countdown_task,
+    "code": _code_task,
 }
 
 

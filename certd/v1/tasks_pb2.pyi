@@ -54,25 +54,29 @@ class MathTask(_message.Message):
     gold: str
     def __init__(self, gold: _Optional[str] = ...) -> None: ...
 
-class CodeTest(_message.Message):
-    __slots__ = ("stdin", "expected_stdout")
+class CodeCase(_message.Message):
+    __slots__ = ("stdin", "stdout")
     STDIN_FIELD_NUMBER: _ClassVar[int]
-    EXPECTED_STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
     stdin: str
-    expected_stdout: str
-    def __init__(self, stdin: _Optional[str] = ..., expected_stdout: _Optional[str] = ...) -> None: ...
+    stdout: str
+    def __init__(self, stdin: _Optional[str] = ..., stdout: _Optional[str] = ...) -> None: ...
 
 class CodeTask(_message.Message):
-    __slots__ = ("language", "tests", "entry_point", "test_program")
+    __slots__ = ("language", "prompt", "test", "entry_point", "cases", "compare")
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
-    TESTS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    TEST_FIELD_NUMBER: _ClassVar[int]
     ENTRY_POINT_FIELD_NUMBER: _ClassVar[int]
-    TEST_PROGRAM_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_FIELD_NUMBER: _ClassVar[int]
     language: str
-    tests: _containers.RepeatedCompositeFieldContainer[CodeTest]
+    prompt: str
+    test: str
     entry_point: str
-    test_program: str
-    def __init__(self, language: _Optional[str] = ..., tests: _Optional[_Iterable[_Union[CodeTest, _Mapping]]] = ..., entry_point: _Optional[str] = ..., test_program: _Optional[str] = ...) -> None: ...
+    cases: _containers.RepeatedCompositeFieldContainer[CodeCase]
+    compare: str
+    def __init__(self, language: _Optional[str] = ..., prompt: _Optional[str] = ..., test: _Optional[str] = ..., entry_point: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CodeCase, _Mapping]]] = ..., compare: _Optional[str] = ...) -> None: ...
 
 class Task(_message.Message):
     __slots__ = ("countdown", "math", "code")

@@ -30,16 +30,16 @@ from .names import KAPPA_FIRST_CALL, KAPPA_FIRST_TOOL, VERIFIER
 from .task import LANGUAGES, CodeLimits, CodeTask, Comparison, IoCase, parse_compare
 
 __all__ = [
-    "KAPPA_FIRST_CALL",
-    "KAPPA_FIRST_TOOL",
-    "LANGUAGES",
-    "VERIFIER",
     "CodeLimits",
     "CodeTask",
     "CodeTaskError",
     "Comparison",
     "IoCase",
+    "KAPPA_FIRST_CALL",
+    "KAPPA_FIRST_TOOL",
+    "LANGUAGES",
     "Outcome",
+    "VERIFIER",
     "canonical_form",
     "case_programs",
     "code_blocks",

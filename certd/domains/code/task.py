@@ -22,11 +22,11 @@ from certd.errors import LimitExceededError
 from .errors import CodeTaskError
 
 __all__ = [
-    "LANGUAGES",
     "CodeLimits",
     "CodeTask",
     "Comparison",
     "IoCase",
+    "LANGUAGES",
     "parse_compare",
 ]
 

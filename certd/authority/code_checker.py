@@ -1,0 +1,250 @@
+"""The code domain's checker: programs run in a warm sandbox pool, judged outside it.
+
+Example::
+
+    checker = CodeChecker(CertdConfig().code)
+    task = CodeTask.io_cases("python", [IoCase("2 3\\n", "5\\n")])
+    checker.verify(task, "```python\\nprint(sum(map(int, input().split())))\\n```").status
+    # Status.CORRECT
+    checker.close()
+
+The pool (bwrap by default, Docker from the config) starts on the first check, so a server that
+never sees a code task never starts a sandbox. Every failure of the sandbox machinery (no bwrap,
+no engine, a full queue) is an INFRA_ERROR verdict, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import NoReturn
+
+from certd.config import CodeConfig
+from certd.domains import code as cc
+from certd.domains.verdict import Status, Verdict
+from certd.errors import UnsupportedError
+from sandboxes import ExecResult, Limits, Program, Sandbox, SandboxError, WarmPool
+
+__all__ = ["CodeChecker", "make_backend"]
+
+_MAX_ANSWER_CHARS = 65_536
+
+
+def _limits(cfg: CodeConfig, *, compile_step: bool = False) -> Limits:
+    return Limits(
+        cpu_time_s=cfg.compile_cpu_time_s if compile_step else cfg.cpu_time_s,
+        wall_time_s=cfg.compile_wall_time_s if compile_step else cfg.wall_time_s,
+        memory_bytes=cfg.compile_memory_bytes if compile_step else cfg.memory_bytes,
+        processes=cfg.processes,
+        output_bytes=cfg.compile_output_bytes if compile_step else cfg.output_bytes,
+        file_size_bytes=max(cfg.file_size_bytes, cfg.compile_output_bytes)
+        if compile_step
+        else cfg.file_size_bytes,
+        open_files=cfg.open_files,
+        workdir_bytes=cfg.workdir_bytes,
+    )
+
+
+def _ceiling(a: Limits, b: Limits) -> Limits:
+    return Limits(
+        cpu_time_s=max(a.cpu_time_s, b.cpu_time_s),
+        wall_time_s=max(a.wall_time_s, b.wall_time_s),
+        memory_bytes=max(a.memory_bytes, b.memory_bytes),
+        processes=max(a.processes, b.processes),
+        output_bytes=max(a.output_bytes, b.output_bytes),
+        file_size_bytes=max(a.file_size_bytes, b.file_size_bytes),
+        open_files=max(a.open_files, b.open_files),
+        workdir_bytes=max(a.workdir_bytes, b.workdir_bytes),
+    )
+
+
+def make_backend(cfg: CodeConfig) -> Sandbox:
+    """The configured sandbox backend, its ceiling covering test runs and compiles.
+
+    Args:
+        cfg: The code config.
+
+    Returns:
+        The backend.
+
+    Raises:
+        SandboxUnavailableError: It cannot run here.
+    """
+    ceiling = _ceiling(_limits(cfg), _limits(cfg, compile_step=True))
+    if cfg.backend == "docker":
+        from sandboxes.docker import DockerOptions, DockerSandbox
+
+        return DockerSandbox(
+            ceiling,
+            DockerOptions(image=cfg.docker_image, runtime=cfg.docker_runtime, cpus=cfg.docker_cpus),
+        )
+    from sandboxes import BwrapSandbox
+
+    return BwrapSandbox(ceiling)
+
+
+class CodeChecker:
+    """Checks code responses (Python function tests, stdin/stdout cases in Python, C, C++)."""
+
+    domain = "code"
+    kappa = cc.KAPPA_FIRST_CALL
+    kappas = (cc.KAPPA_FIRST_CALL, cc.KAPPA_FIRST_TOOL)
+    verifier = cc.VERIFIER
+
+    def __init__(self, cfg: CodeConfig, pool: WarmPool | None = None) -> None:
+        """Configure; the pool starts on first use unless one is given.
+
+        Args:
+            cfg: The code config.
+            pool: A ready pool to use instead (tests, benchmarks).
+        """
+        self.cfg = cfg
+        self.task_limits = cc.CodeLimits(
+            max_program_bytes=cfg.max_program_bytes,
+            max_cases=cfg.max_cases,
+            max_case_bytes=cfg.max_case_bytes,
+            max_response_bytes=cfg.max_response_bytes,
+        )
+        self.run_limits = _limits(cfg)
+        self.compile_limits = _limits(cfg, compile_step=True)
+        self._pool = pool
+        self._owns_pool = pool is None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._executor = ThreadPoolExecutor(cfg.pool_size, thread_name_prefix="code-verify")
+
+    def pool(self) -> WarmPool:
+        """The warm pool, started on first use.
+
+        Raises:
+            SandboxError: The backend cannot run here.
+        """
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the code checker is closed")
+            if self._pool is None:
+                self._pool = WarmPool(
+                    make_backend(self.cfg),
+                    size=self.cfg.pool_size,
+                    max_runs=self.cfg.max_runs_per_worker,
+                    queue_limit=self.cfg.queue_limit,
+                    acquire_timeout_s=self.cfg.acquire_timeout_s,
+                )
+            return self._pool
+
+    def _run(self, program: Program, limits: Limits) -> ExecResult:
+        return self.pool().run(program, limits)
+
+    def _verdict(self, outcome: cc.Outcome, base: Verdict | None = None) -> Verdict:
+        if outcome.status is Status.CORRECT:
+            reward = self.cfg.reward_correct
+        elif self.cfg.partial_reward and outcome.status is not Status.INFRA_ERROR:
+            reward = self.cfg.reward_wrong + outcome.pass_fraction * (
+                self.cfg.reward_correct - self.cfg.reward_wrong
+            )
+        else:
+            reward = self.cfg.reward_wrong
+        detail = outcome.reason
+        index = outcome.failing_case
+        if index is not None and not detail.startswith(f"case {index}:"):
+            detail = f"{detail} [failing case {index}]"
+        if outcome.status is not Status.CORRECT and outcome.status is not Status.INFRA_ERROR:
+            detail = f"{detail} [pass fraction {outcome.pass_fraction:.3f}]"
+        if base is None:
+            base = Verdict(status=outcome.status, reward=reward, verifier=self.verifier)
+        return dataclasses.replace(base, status=outcome.status, reward=reward, detail=detail)
+
+    def verify(self, task: cc.CodeTask, response: str, *, canonical: bool = False) -> Verdict:
+        """Check one response; never raises.
+
+        Args:
+            task: The code task.
+            response: The model's text.
+            canonical: Fill ``Verdict.canonical`` (the gate's same-solution key).
+
+        Returns:
+            The verdict, labelled under ``code.first-call.v1`` (``family``) and
+            ``code.first-tool.v1`` (``labels``).
+        """
+        try:
+            return self._verify(task, response, canonical)
+        except SandboxError as exc:
+            return Verdict(
+                status=Status.INFRA_ERROR,
+                reward=0.0,
+                verifier=self.verifier,
+                detail=f"sandbox unavailable: {exc}"[:300],
+            )
+
+    def _verify(self, task: cc.CodeTask, response: str, canonical: bool) -> Verdict:
+        if len(response.encode(errors="replace")) > self.task_limits.max_response_bytes:
+            return Verdict(
+                status=Status.INVALID_FORMAT,
+                reward=self.cfg.reward_wrong,
+                verifier=self.verifier,
+                detail=f"response larger than {self.task_limits.max_response_bytes} bytes",
+            )
+        code = cc.extract_program(response, task.language, which=self.cfg.extract)
+        program = task.prompt + code if task.mode == "function" else code
+        family = cc.first_call(
+            program, task.entry_point if task.mode == "function" else None, task.language
+        )
+        labels = (cc.first_tool(response),)
+        common = Verdict(
+            status=Status.STATUS_UNSPECIFIED,
+            reward=0.0,
+            verifier=self.verifier,
+            family=family,
+            labels=labels,
+            answer=code[:_MAX_ANSWER_CHARS],
+            canonical=cc.canonical_form(code, task.language) if canonical else "",
+        )
+        if not code.strip():
+            return self._verdict(cc.Outcome(Status.INVALID_FORMAT, "no program in the response"))
+        if task.language == "python":
+            error = cc.python_syntax_error(program)
+            if error is not None:
+                return self._verdict(cc.Outcome(Status.COMPILE_ERROR, error), common)
+        if task.mode == "function":
+            result = self._run(cc.function_program(task, code), self.run_limits)
+            return self._verdict(cc.judge_function(task, result), common)
+        binary = None
+        if task.language in ("c", "cpp"):
+            compiled = self._run(cc.compile_program(task, code), self.compile_limits)
+            failed = cc.judge_compile(compiled)
+            if failed is not None:
+                return self._verdict(failed, common)
+            binary = compiled.stdout
+        results = [self._run(p, self.run_limits) for p in cc.case_programs(task, code, binary)]
+        return self._verdict(cc.judge_cases(task, results), common)
+
+    def verify_batch(self, pairs: Sequence[tuple[cc.CodeTask, str]]) -> list[Verdict]:
+        """Check pairs, ``pool_size`` at a time; order preserved.
+
+        Args:
+            pairs: (task, response) pairs.
+
+        Returns:
+            One verdict per pair.
+        """
+        return list(self._executor.map(lambda p: self.verify(p[0], p[1]), pairs))
+
+    def enumerate(self, task: cc.CodeTask) -> NoReturn:
+        """Code families are not enumerable; they become feasible when a witness is certified.
+
+        Raises:
+            UnsupportedError: Always.
+        """
+        raise UnsupportedError("the code domain cannot enumerate its families")
+
+    def close(self) -> None:
+        """Stop the pool and its sandboxes."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if pool is not None and self._owns_pool:
+            pool.close()
+            pool.backend.close()
