@@ -1,10 +1,11 @@
-"""The ``certd`` command line: serve, keygen, families, audit.
+"""The ``certd`` command line: serve, keygen, families, audit, doctor.
 
 Example::
 
     certd serve                                  # ./certd-data, 127.0.0.1:50051
     certd families countdown --numbers 25,5,4,3 --target 83 --json
     certd audit --data-dir certd-data --json
+    certd doctor                                 # what isolation the sandboxes get here
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
 exits non-zero (2 for usage and input errors, 1 for faults such as a failed audit).
@@ -218,6 +219,34 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from sandboxes.doctor import diagnose_bwrap, diagnose_docker
+
+    cfg = load_config(args.config)
+    bwrap = diagnose_bwrap()
+    docker = (
+        diagnose_docker(cfg.code.docker_image, cfg.code.docker_runtime)
+        if cfg.code.backend == "docker" or args.docker
+        else []
+    )
+    findings = bwrap + docker
+    failed = [f for f in (docker if cfg.code.backend == "docker" else bwrap) if f.status == "fail"]
+    lines = [f"{f.status.upper():4}  {f.name}: {f.detail}" for f in findings]
+    lines.append(f"code backend: {cfg.code.backend} ({'not usable' if failed else 'usable'})")
+    _emit(
+        args,
+        {
+            "backend": cfg.code.backend,
+            "usable": not failed,
+            "findings": [
+                {"name": f.name, "status": f.status, "detail": f.detail} for f in findings
+            ],
+        },
+        "\n".join(lines),
+    )
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``certd``."""
     p = argparse.ArgumentParser(prog="certd", description="ForkGate verifier certificate authority")
@@ -259,7 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.set_defaults(fn=_cmd_audit)
 
-    for cmd in (s, k, a):
+    d = sub.add_parser("doctor", help="report the sandboxes' isolation on this machine")
+    d.add_argument("--config", type=Path, default=None, help="JSON config file")
+    d.add_argument("--docker", action="store_true", help="also check the Docker backend")
+    d.set_defaults(fn=_cmd_doctor)
+
+    for cmd in (s, k, a, d):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 

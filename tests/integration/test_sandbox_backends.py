@@ -247,3 +247,22 @@ def test_docker_container_settings(backend: Sandbox) -> None:
     assert cfg["cap_drop"] == ["ALL"] and cfg["security_opt"] == ["no-new-privileges"]
     assert cfg["user"] == "1000:1000" and cfg["pids_limit"] and cfg["mem_limit"]
     assert cfg["nano_cpus"] > 0 and set(cfg["tmpfs"]) == {"/work", "/tmp"}
+
+
+def test_certd_doctor_reports_isolation() -> None:
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "certd.cli", "doctor", "--docker", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    names = {f["name"]: f["status"] for f in report["findings"]}
+    assert report["usable"] is True and names["bwrap run"] == "ok" and names["docker run"] == "ok"
+    assert names["cgroups"] in ("ok", "warn")  # warn names why, e.g. no writable cgroupfs
