@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from certd.v1 import tasks_pb2
@@ -108,3 +113,31 @@ def test_certify_code_families_and_refuse_a_pseudo_fork(address: str, vkey: str)
                 kappa="code.first-tool.v1",
             )
         assert info.value.reason == "PSEUDO_FORK"
+
+
+def test_forkgate_verify_batch_reads_code_lines(address: str, vkey: str, tmp_path: Path) -> None:
+    lines = [
+        {"id": "h", "domain": "code", "task": HUMANEVAL, "response": "    return a + b\n"},
+        {
+            "id": "c",
+            "domain": "code",
+            "task": C_IO,
+            "response": '```c\n#include <stdio.h>\nint main(){int a,b;scanf("%d %d",&a,&b);'
+            'printf("%d\\n",a*b);}\n```',
+        },
+        {"id": "x", "domain": "code", "task": {"language": "python", "cases": 3}, "response": ""},
+    ]
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    argv = ["verify-batch", "--server", address, "--in", str(src), "--out", str(dst)]
+    run = subprocess.run(
+        [sys.executable, "-m", "forkgate.cli", *argv, "--trust", vkey],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    out = [json.loads(x) for x in dst.read_text().splitlines()]
+    assert [o["status"] for o in out] == ["CORRECT", "WRONG_ANSWER", "ERROR"]
+    assert out[1]["family"] == "scanf" and "case 0" in out[1]["detail"]
