@@ -25,6 +25,8 @@ import ast
 import hashlib
 import re
 
+from .clex import c_tokens
+
 __all__ = ["canonical_form"]
 
 _C_KEEP = frozenset(
@@ -35,7 +37,6 @@ _C_KEEP = frozenset(
     "std include define cin cout cerr endl printf scanf puts getchar putchar string vector map "
     "set pair size_t main".split()
 )
-_C_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|[A-Za-z_]\w*|\d[\w.]*|::|->|\S')
 
 
 class _Renamer(ast.NodeTransformer):
@@ -119,8 +120,7 @@ def _python(code: str) -> str:
 
 
 def _c(code: str) -> str:
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.DOTALL)
-    tokens = _C_TOKEN.findall(text)
+    tokens = c_tokens(code)
     names: dict[str, str] = {}
     out: list[str] = []
     for i, tok in enumerate(tokens):

@@ -44,11 +44,14 @@ from collections.abc import Iterator
 
 from certd.domains.verdict import Family
 
+from .clex import c_tokens
 from .names import KAPPA_FIRST_CALL, KAPPA_FIRST_TOOL
 
 __all__ = ["first_call", "first_call_c", "first_call_label", "first_tool"]
 
 _MAX_DEPTH = 8
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+_MAX_TOOL_CALLS_TRIED = 8
 _C_SKIP = frozenset(
     "if for while switch return sizeof alignof decltype static_cast dynamic_cast "
     "reinterpret_cast const_cast catch typeid defined int long char double float short "
@@ -193,6 +196,30 @@ def first_call_label(program: str, entry_point: str | None) -> str:
         return "none"
 
 
+def _qualified(tokens: list[str], i: int) -> tuple[str, int]:
+    """The name starting at ``tokens[i]`` with its ``::`` parts, and the index after it."""
+    parts = [tokens[i]]
+    i += 1
+    while i + 1 < len(tokens) and tokens[i] == "::" and _IDENT.match(tokens[i + 1]):
+        parts.append(tokens[i + 1])
+        i += 2
+    return "::".join(parts), i
+
+
+def _skip_template(tokens: list[str], i: int) -> int:
+    """Index after a balanced ``<...>`` at ``i`` (or ``i`` when there is none)."""
+    if i >= len(tokens) or tokens[i] != "<":
+        return i
+    depth = 0
+    for j in range(i, min(len(tokens), i + 64)):
+        if tokens[j] in (";", "{", "}"):
+            return i
+        depth += (tokens[j] == "<") - (tokens[j] == ">")
+        if depth == 0:
+            return j + 1
+    return i
+
+
 def first_call_c(source: str) -> str:
     """The ``code.first-call.v1`` label of a C/C++ program: the first call in ``main``.
 
@@ -202,17 +229,29 @@ def first_call_c(source: str) -> str:
     Returns:
         The label, ``none`` when ``main`` or a call in it is not found.
     """
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
-    text = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', '""', text)
-    m = re.search(r"\bmain\s*\([^)]*\)\s*\{", text)
-    if m is None:
+    tokens = c_tokens(source)
+    start = None
+    for i in range(len(tokens) - 1):
+        if tokens[i] == "main" and tokens[i + 1] == "(":
+            try:
+                close = tokens.index(")", i + 1)
+            except ValueError:
+                return "none"
+            if close + 1 < len(tokens) and tokens[close + 1] == "{":
+                start = close + 2
+                break
+    if start is None:
         return "none"
-    for call in re.finditer(
-        r"((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:<[^<>;{}]*>)?\s*\(", text[m.end() :]
-    ):
-        name = re.sub(r"\s+", "", call.group(1))
-        if name.split("::")[-1] not in _C_SKIP:
-            return name
+    i = start
+    while i < len(tokens):
+        if not _IDENT.match(tokens[i]):
+            i += 1
+            continue
+        name, after = _qualified(tokens, i)
+        j = _skip_template(tokens, after)
+        if j < len(tokens) and tokens[j] == "(" and name.split("::")[-1] not in _C_SKIP:
+            return name[:200]
+        i = after
     return "none"
 
 
@@ -233,28 +272,37 @@ def first_call(program: str, entry_point: str | None, language: str = "python") 
     return Family(kappa=KAPPA_FIRST_CALL, label=label, fields={"call": label})
 
 
-_TOOL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _TOOL_CALLS = re.compile(r'"tool_calls"\s*:\s*\[')
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 
 
 def _tool_from_tag(text: str) -> tuple[int, str] | None:
-    for m in _TOOL_TAG.finditer(text):
+    pos = 0
+    while True:  # str.find pairs each opening tag with the next closing one: linear
+        start = text.find(_OPEN, pos)
+        if start < 0:
+            return None
+        end = text.find(_CLOSE, start)
+        if end < 0:
+            return None
         try:
-            obj = json.loads(m.group(1))
+            obj = json.loads(text[start + len(_OPEN) : end])
         except ValueError:
-            continue
+            obj = None
         if isinstance(obj, dict):
             name = obj.get("name")
             if not isinstance(name, str) and isinstance(obj.get("function"), dict):
                 name = obj["function"].get("name")
             if isinstance(name, str) and name:
-                return m.start(), name
-    return None
+                return start, name
+        pos = end + len(_CLOSE)
 
 
 def _tool_from_openai(text: str) -> tuple[int, str] | None:
     decoder = json.JSONDecoder()
-    for m in _TOOL_CALLS.finditer(text):
+    for n, m in enumerate(_TOOL_CALLS.finditer(text)):
+        if n >= _MAX_TOOL_CALLS_TRIED:
+            return None
         try:
             calls, _ = decoder.raw_decode(text, m.end() - 1)
         except ValueError:

@@ -30,6 +30,7 @@ from sandboxes import ExecResult, ExecStatus
 MODULES = [
     "certd.domains.code",
     "certd.domains.code.canonical",
+    "certd.domains.code.clex",
     "certd.domains.code.compare",
     "certd.domains.code.errors",
     "certd.domains.code.extract",
@@ -43,6 +44,7 @@ MODULES = [
     "sandboxes.program",
     "sandboxes.result",
     "sandboxes.seccomp",
+    "sandboxes.doctor",
     "sandboxes.cgroups",
 ]
 
@@ -294,3 +296,27 @@ def test_canonical_c() -> None:
     b = 'int main(){ int k; scanf("%d", &k); printf("%d", k*2); }'
     c = 'int main(){ int k; scanf("%d", &k); printf("%d", k+k); }'
     assert canonical_form(a, "c") == canonical_form(b, "c") != canonical_form(c, "c")
+
+
+# -- adversarial inputs stay linear --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/* " * 80_000,
+        '"' + "a" * 200_000,
+        "a" * 250_000,
+        "int main() { " + "x::" * 60_000 + "y",
+        "int main() { " + "f<" * 60_000,
+    ],
+)
+def test_c_scans_of_hostile_sources_finish(text: str) -> None:
+    assert first_call(text, None, "c").label
+    assert canonical_form(text, "cpp").startswith("c-tokens:")
+
+
+def test_tool_scans_of_hostile_trajectories_finish() -> None:
+    assert first_tool("<tool_call>" * 40_000).label == "none"
+    assert first_tool('"tool_calls": [' * 30_000).label == "none"
+    assert first_tool("<tool_call>{</tool_call>" * 20_000 + '<tool_call>{"name":"z"}</tool_call>')
