@@ -320,3 +320,20 @@ def test_tool_scans_of_hostile_trajectories_finish() -> None:
     assert first_tool("<tool_call>" * 40_000).label == "none"
     assert first_tool('"tool_calls": [' * 30_000).label == "none"
     assert first_tool("<tool_call>{</tool_call>" * 20_000 + '<tool_call>{"name":"z"}</tool_call>')
+
+
+def test_code_task_digest_covers_every_field_and_defaults_compare() -> None:
+    from certd.statements import task_digest
+    from forkgate import make_task
+
+    base = {"language": "python", "cases": [{"stdin": "1", "stdout": "1"}]}
+    d0 = task_digest(make_task("code", base))
+    assert d0 == task_digest(make_task("code", dict(base, compare="exact")))
+    assert d0 != task_digest(make_task("code", dict(base, compare="whitespace")))
+    assert d0 != task_digest(make_task("code", dict(base, language="c")))
+    fn = {"language": "python", "prompt": "p", "test": "t", "entry_point": "f"}
+    d1 = task_digest(make_task("code", fn))
+    for key in ("prompt", "test", "entry_point"):
+        assert d1 != task_digest(make_task("code", dict(fn, **{key: "x"})))
+    with pytest.raises(ValueError, match="cases"):
+        make_task("code", {"cases": "nope"})
