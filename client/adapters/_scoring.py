@@ -1,0 +1,161 @@
+"""Scoring rollouts through certd for the trainer adapters (no framework imports).
+
+Example::
+
+    scorer = Scorer("127.0.0.1:50051", trusted_keys=[vkey])
+    scored = await scorer.score([task, task], ["(25-5)*4+3", "83"])
+    scored[0].reward, scored[0].family, scored[0].question   # 1.0, "25,-", <task digest>
+
+An infrastructure failure (an INFRA_ERROR verdict, or certd unreachable, past its deadline,
+over a limit or failing server-side) gives ``reward=None``: the row is left out, never
+scored as a wrong answer. A receipt that does not verify raises ``VerificationError``: that is
+a trust failure, not an outage, and training must not go on silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from certd.signing.dsse import KeyRing
+from certd.signing.keys import VerifierKey
+from certd.statements import task_digest
+from certd.v1 import tasks_pb2, verifier_pb2
+
+from .._base import ClientSettings, VerifyItem
+from ..aio import AsyncCertdClient
+from ..errors import (
+    CertdUnavailableError,
+    DeadlineExceededError,
+    ResourceExhaustedError,
+    ServerError,
+)
+from ..tasks import as_task
+
+__all__ = ["INFRA_ERRORS", "Scored", "Scorer", "parse_task"]
+
+# Failures of the path to certd, not of the rollout: the rows are left out.
+INFRA_ERRORS = (CertdUnavailableError, DeadlineExceededError, ResourceExhaustedError, ServerError)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One rollout's outcome.
+
+    Attributes:
+        reward: the verdict's reward, or None on an infrastructure failure.
+        family: the κ label value ("" when the verifier gave none), None on a failure.
+        status: the verdict status name, or ``"INFRA_ERROR"`` when certd could not answer.
+        question: the task digest (the question part of the stratified key).
+        verdict: the verdict (None when certd could not answer).
+    """
+
+    reward: float | None
+    family: str | None
+    status: str
+    question: str
+    verdict: verifier_pb2.Verdict | None = None
+
+
+def parse_task(task: Any) -> tasks_pb2.Task:
+    """A task from a Task, a mapping, or its JSON text (as dataset columns carry it).
+
+    Raises:
+        InvalidRequestError: the task is malformed (from ``as_task``).
+        ValueError: the text is not JSON.
+    """
+    if isinstance(task, str | bytes):
+        task = json.loads(task)
+    return as_task(task)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a string, or the last message of a conversation."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return str(completion)
+
+
+class Scorer:
+    """Verifies rollouts through certd, one AsyncCertdClient per event loop.
+
+    Args:
+        address: certd's host:port.
+        trusted_keys: log keys; with them every receipt is checked offline.
+        settings: client settings (timeouts, retries, batch size).
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
+        settings: ClientSettings | None = None,
+    ) -> None:
+        self.address = address
+        self.trusted_keys = trusted_keys
+        self.settings = settings or ClientSettings()
+        self._client: AsyncCertdClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> AsyncCertdClient:
+        """The client of the running loop (a gRPC aio channel belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = AsyncCertdClient(
+                self.address, trusted_keys=self.trusted_keys, settings=self.settings
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client of the running loop, if any."""
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = self._loop = None
+
+    async def score(self, tasks: Sequence[Any], responses: Sequence[str]) -> list[Scored]:
+        """Verify ``responses[i]`` against ``tasks[i]``.
+
+        Raises:
+            ValueError: the lengths differ or a task is not JSON.
+            InvalidRequestError: a task is malformed or certd rejected the request as such.
+            VerificationError: a receipt or verdict does not verify against the trusted keys.
+
+        Returns:
+            One Scored per response, in order.
+        """
+        if len(tasks) != len(responses):
+            raise ValueError(
+                f"expected one task per response, got {len(tasks)} and {len(responses)}"
+            )
+        parsed: dict[int, tasks_pb2.Task] = {}  # a group repeats one task object n times
+        pbs = []
+        for t in tasks:  # ``tasks`` keeps every object alive, so ids are not reused here
+            pb = parsed.get(id(t))
+            if pb is None:
+                pb = parsed[id(t)] = parse_task(t)
+            pbs.append(pb)
+        digests = {id(pb): task_digest(pb) for pb in pbs}
+        items = [
+            VerifyItem(pb, r, str(i)) for i, (pb, r) in enumerate(zip(pbs, responses, strict=True))
+        ]
+        try:
+            verdicts = await self.client().verify_batch(items)
+        except INFRA_ERRORS:
+            return [Scored(None, None, "INFRA_ERROR", digests[id(pb)]) for pb in pbs]
+        out = []
+        for pb, v in zip(pbs, verdicts, strict=True):
+            status = tasks_pb2.VerdictStatus.Name(v.status)
+            if v.status == tasks_pb2.INFRA_ERROR:
+                out.append(Scored(None, None, status, digests[id(pb)], v))
+            else:
+                family = v.family.value if v.HasField("family") else ""
+                out.append(Scored(float(v.reward), family, status, digests[id(pb)], v))
+        return out
