@@ -1,0 +1,230 @@
+"""verl adapter: certd as verl's ``compute_score``, and a stratified advantage estimator.
+
+Example (verl config, Hydra overrides)::
+
+    reward.custom_reward_function.path=pkg://forkgate.adapters.verl
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.certd_address=127.0.0.1:50051
+    +reward.custom_reward_function.reward_kwargs.trusted_keys=[certd-data/signing.pub]
+    algorithm.adv_estimator=forkgate_stratified
+
+and, in the driver, before ``compute_advantage``::
+
+    import forkgate.adapters.verl as fg      # registers "forkgate_stratified" with verl
+    fg.stratify_uids(batch)                  # the family labels travel in the group index
+    batch = compute_advantage(batch, adv_estimator="forkgate_stratified", ...)
+    fg.restore_uids(batch)
+
+``compute_score`` verifies ``solution_str`` against the task in ``ground_truth`` (a task mapping
+or its JSON text) and returns ``{"score", "acc", "forkgate_family", "forkgate_question",
+"forkgate_status"}``; verl's reward manager puts the extra keys into ``non_tensor_batch``. verl
+cannot leave a row out, so an infrastructure failure scores 0.0 with status ``INFRA_ERROR``
+and the estimator gives the row advantage 0 and keeps it out of the family prior.
+
+verl 0.9.1's ``compute_advantage`` passes a registered estimator ``token_level_rewards``,
+``response_mask``, ``config`` and ``index`` (the ``uid`` column) only; ``non_tensor_batch``
+only to GDPO. So ``stratify_uids`` writes the key (task digest, family, left-out flag) into
+``uid`` (keeping the original in ``forkgate_uid``), and the estimator reads it back; an
+estimator called with ``non_tensor_batch`` reads the labels from there instead. Needs the
+``verl`` extra and verl itself (``make`` installs it; see ``docs/adapters.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+from ..advantages import Scale, StratifiedAdvantages
+from ._scoring import Scorer
+
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATOR_NAME",
+    "FAMILY_KEY",
+    "QUESTION_KEY",
+    "STATUS_KEY",
+    "StratifiedEstimator",
+    "compute_score",
+    "restore_uids",
+    "stratify_uids",
+]
+
+ESTIMATOR_NAME = "forkgate_stratified"
+FAMILY_KEY = "forkgate_family"
+QUESTION_KEY = "forkgate_question"
+STATUS_KEY = "forkgate_status"
+_UID_KEY = "forkgate_uid"
+_SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
+
+_scorers: dict[tuple[str, tuple[str, ...]], Scorer] = {}
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    certd_address: str = "127.0.0.1:50051",
+    trusted_keys: Sequence[str] | None = None,
+    **_: Any,
+) -> dict[str, Any]:
+    """verl's reward function: one response verified by certd.
+
+    Args:
+        data_source: the dataset name (unused: the task names its domain).
+        solution_str: the decoded response.
+        ground_truth: the task (a mapping or its JSON text).
+        extra_info: verl's per-row extras (unused).
+        certd_address: certd's host:port (``reward_kwargs.certd_address``).
+        trusted_keys: log keys (vkey strings or files); with them each receipt is checked.
+
+    Raises:
+        InvalidRequestError: the task is malformed.
+        VerificationError: a receipt does not verify against the trusted keys.
+
+    Returns:
+        ``score`` (the reward; 0.0 on an infrastructure failure), ``acc`` (CORRECT or not) and
+        the family, question (task digest) and status under the ``forkgate_*`` keys.
+    """
+    keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
+    scorer = _scorers.get((certd_address, keys))
+    if scorer is None:
+        scorer = _scorers[(certd_address, keys)] = Scorer(
+            certd_address, trusted_keys=list(keys) if trusted_keys is not None else None
+        )
+    (s,) = await scorer.score([ground_truth], [solution_str])
+    return {
+        "score": 0.0 if s.reward is None else s.reward,
+        "acc": s.status == "CORRECT",
+        FAMILY_KEY: s.family or "",
+        QUESTION_KEY: s.question,
+        STATUS_KEY: s.status,
+    }
+
+
+def stratify_uids(data: Any) -> None:
+    """Put each row's (question, family, left-out) key into ``uid`` for the estimator.
+
+    Args:
+        data: a verl ``DataProto`` whose ``non_tensor_batch`` has the ``forkgate_*`` columns
+            ``compute_score`` returned.
+
+    Raises:
+        KeyError: a ``forkgate_*`` column is missing.
+    """
+    nt = data.non_tensor_batch
+    missing = [k for k in (FAMILY_KEY, QUESTION_KEY, STATUS_KEY) if k not in nt]
+    if missing:
+        raise KeyError(f"non_tensor_batch lacks {missing}: score with forkgate compute_score")
+    if _UID_KEY not in nt and "uid" in nt:
+        nt[_UID_KEY] = nt["uid"]
+    keys = [
+        _SEP.join((str(q), str(f), "1" if s == "INFRA_ERROR" else "0"))
+        for q, f, s in zip(nt[QUESTION_KEY], nt[FAMILY_KEY], nt[STATUS_KEY], strict=True)
+    ]
+    nt["uid"] = np.array(keys, dtype=object)
+
+
+def restore_uids(data: Any) -> None:
+    """Put back the ``uid`` column ``stratify_uids`` replaced."""
+    nt = data.non_tensor_batch
+    if _UID_KEY in nt:
+        nt["uid"] = nt.pop(_UID_KEY)
+
+
+class StratifiedEstimator:
+    """A verl advantage estimator over (question, family) groups with a family prior.
+
+    Call ``register(name)`` to make it a verl ``adv_estimator``; the instance keeps the prior
+    window across steps (see ``forkgate.advantages`` for the formulas). Outcome rewards only:
+    each row's score is the sum of its ``token_level_rewards``, and its advantage is spread
+    over its response tokens.
+
+    Args:
+        window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``.
+    """
+
+    def __init__(
+        self,
+        *,
+        window_batches: int = 16,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        prior_weight: float = 1.0,
+        scale: Scale = "family",
+        eps: float = 1e-6,
+    ) -> None:
+        self.advantages = StratifiedAdvantages(
+            window_batches=window_batches,
+            alpha=alpha,
+            beta=beta,
+            prior_weight=prior_weight,
+            scale=scale,
+            eps=eps,
+        )
+
+    def register(self, name: str) -> StratifiedEstimator:
+        """Register with verl under ``name`` (again for the same instance is a no-op).
+
+        Raises:
+            ValueError: another estimator has that name.
+        """
+        if ADV_ESTIMATOR_REGISTRY.get(name) is not self:
+            register_adv_est(name)(self)
+        return self
+
+    def __call__(
+        self,
+        token_level_rewards: torch.Tensor,
+        response_mask: torch.Tensor,
+        index: np.ndarray | None = None,
+        config: Any = None,
+        non_tensor_batch: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """verl's estimator interface: (advantages, returns), both [batch, response_length].
+
+        Raises:
+            ValueError: the family labels are in neither ``non_tensor_batch`` nor ``index``.
+        """
+        questions, families, left_out = _labels(index, non_tensor_batch, len(token_level_rewards))
+        scores = token_level_rewards.sum(dim=-1)
+        adv = torch.zeros_like(scores)
+        rows = [i for i, out in enumerate(left_out) if not out]
+        if rows:
+            picked = torch.tensor(rows, dtype=torch.long)
+            a = self.advantages(
+                scores[picked].detach().cpu().to(torch.float32),
+                [questions[i] for i in rows],
+                [families[i] for i in rows],
+            )
+            adv[picked.to(adv.device)] = a.to(adv)
+        token_adv = adv.unsqueeze(-1) * response_mask
+        return token_adv, token_adv
+
+
+def _labels(
+    index: np.ndarray | None, nt: Mapping[str, Any] | None, n: int
+) -> tuple[list[str], list[str], list[bool]]:
+    if nt is not None and FAMILY_KEY in nt and QUESTION_KEY in nt:
+        statuses = nt.get(STATUS_KEY, [""] * n)
+        return (
+            [str(q) for q in nt[QUESTION_KEY]],
+            [str(f) for f in nt[FAMILY_KEY]],
+            [s == "INFRA_ERROR" for s in statuses],
+        )
+    parts = [str(k).split(_SEP) for k in (index if index is not None else [])]
+    if len(parts) != n or any(len(p) != 3 for p in parts):
+        raise ValueError(
+            f"{ESTIMATOR_NAME} needs the family labels: call "
+            "forkgate.adapters.verl.stratify_uids(data) before compute_advantage"
+        )
+    return [p[0] for p in parts], [p[1] for p in parts], [p[2] == "1" for p in parts]
+
+
+DEFAULT_ESTIMATOR = StratifiedEstimator().register(ESTIMATOR_NAME)
