@@ -60,7 +60,7 @@ STATUS_KEY = "forkgate_status"
 _UID_KEY = "forkgate_uid"
 _SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
 
-_scorers: dict[tuple[str, tuple[str, ...]], Scorer] = {}
+_scorers: dict[tuple[str, tuple[str, ...], float], Scorer] = {}
 
 
 async def compute_score(
@@ -71,6 +71,7 @@ async def compute_score(
     *,
     certd_address: str = "127.0.0.1:50051",
     trusted_keys: Sequence[str] | None = None,
+    certd_linger_s: float = 0.02,
     **_: Any,
 ) -> dict[str, Any]:
     """verl's reward function: one response verified by certd.
@@ -82,6 +83,8 @@ async def compute_score(
         extra_info: verl's per-row extras (unused).
         certd_address: certd's host:port (``reward_kwargs.certd_address``).
         trusted_keys: log keys (vkey strings or files); with them each receipt is checked.
+        certd_linger_s: verl scores row by row; the calls of this many seconds share one
+            VerifyBatch (one receipt, one ledger entry) instead of one each.
 
     Raises:
         InvalidRequestError: the task is malformed.
@@ -92,12 +95,14 @@ async def compute_score(
         the family, question (task digest) and status under the ``forkgate_*`` keys.
     """
     keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
-    scorer = _scorers.get((certd_address, keys))
+    scorer = _scorers.get((certd_address, keys, certd_linger_s))
     if scorer is None:
-        scorer = _scorers[(certd_address, keys)] = Scorer(
-            certd_address, trusted_keys=list(keys) if trusted_keys is not None else None
+        scorer = _scorers[(certd_address, keys, certd_linger_s)] = Scorer(
+            certd_address,
+            trusted_keys=list(keys) if trusted_keys is not None else None,
+            linger_s=certd_linger_s,
         )
-    (s,) = await scorer.score([ground_truth], [solution_str])
+    s = await scorer.score_one(ground_truth, solution_str)
     return {
         "score": 0.0 if s.reward is None else s.reward,
         "acc": s.status == "CORRECT",

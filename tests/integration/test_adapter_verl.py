@@ -3,6 +3,7 @@ stratified estimator through verl's own ``compute_advantage`` on a real ``DataPr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from pathlib import Path
@@ -22,6 +23,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 
 from certd.statements import task_digest  # noqa: E402
+from forkgate import CertdClient  # noqa: E402
 from forkgate.adapters import verl as fg  # noqa: E402
 from forkgate.advantages import StratifiedAdvantages  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
@@ -51,7 +53,7 @@ def _char_tokenizer(tmp_path: Path) -> Any:
 
 
 def _score_with_verl(
-    address: str, vkeys: list[str], tmp_path: Path, responses: list[str]
+    address: str, vkeys: list[str], tmp_path: Path, responses: list[str], together: bool = False
 ) -> list[dict[str, Any]]:
     """Score responses the way verl's trainer does: custom_reward_function + NaiveRewardManager."""
     config = OmegaConf.create(
@@ -68,22 +70,29 @@ def _score_with_verl(
     tokenizer = _char_tokenizer(tmp_path)
     manager = NaiveRewardManager(config, tokenizer, get_custom_reward_fn(config))
     prompt = tokenizer("use 25 5 4 3:", return_tensors="pt")["input_ids"][0]
-    out = []
+    rows = []
     for text in responses:
         ids = tokenizer(text, return_tensors="pt")["input_ids"][0]
-        row = DataProto.from_dict(
-            tensors={
-                "prompts": prompt[None],
-                "responses": ids[None],
-                "attention_mask": torch.ones(1, len(prompt) + len(ids), dtype=torch.long),
-            },
-            non_tensors={
-                "data_source": np.array(["countdown"], dtype=object),
-                "reward_model": np.array([{"ground_truth": json.dumps(TASK)}], dtype=object),
-            },
+        rows.append(
+            DataProto.from_dict(
+                tensors={
+                    "prompts": prompt[None],
+                    "responses": ids[None],
+                    "attention_mask": torch.ones(1, len(prompt) + len(ids), dtype=torch.long),
+                },
+                non_tensors={
+                    "data_source": np.array(["countdown"], dtype=object),
+                    "reward_model": np.array([{"ground_truth": json.dumps(TASK)}], dtype=object),
+                },
+            )
         )
-        out.append(manager.loop.run_until_complete(manager.run_single(row)))
-    return out
+    if together:  # as verl's reward loop does: every row of the batch at once
+
+        async def all_rows() -> list[dict[str, Any]]:
+            return list(await asyncio.gather(*(manager.run_single(row) for row in rows)))
+
+        return manager.loop.run_until_complete(all_rows())
+    return [manager.loop.run_until_complete(manager.run_single(row)) for row in rows]
 
 
 def test_compute_score_through_verls_reward_manager(
@@ -102,6 +111,17 @@ def test_compute_score_through_verls_reward_manager(
     assert results[1]["reward_score"] < 1.0 and wrong[fg.STATUS_KEY] == "WRONG_ANSWER"
     assert wrong[fg.FAMILY_KEY] == "25,+"
     assert results[2]["reward_score"] < 1.0 and junk[fg.STATUS_KEY] != "CORRECT"
+
+    # Rows scored together share one VerifyBatch: one receipt, one ledger entry.
+    with CertdClient(address) as c:
+        size = c.checkpoint().size
+        together = _score_with_verl(
+            address, [vkey], tmp_path, ["<answer>(25-5)*4+3</answer>"] * 6, together=True
+        )
+        assert [r["reward_score"] for r in together] == [1.0] * 6
+        assert c.checkpoint().size == size + 1
+        _score_with_verl(address, [vkey], tmp_path, ["<answer>1</answer>"] * 2)
+        assert c.checkpoint().size == size + 3  # one by one: one receipt each
 
     down = _score_with_verl(f"127.0.0.1:{_free_port()}", [vkey], tmp_path, ["<answer>1</answer>"])
     assert down[0]["reward_score"] == 0.0
