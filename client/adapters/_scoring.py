@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,11 @@ from ..errors import (
     ResourceExhaustedError,
     ServerError,
 )
+from ..groups import group_records
+from ..ratchet import Admission, Ratchet
 from ..tasks import as_task
 
-__all__ = ["INFRA_ERRORS", "Scored", "Scorer", "parse_task"]
+__all__ = ["INFRA_ERRORS", "Scored", "Scorer", "admit_groups", "parse_task"]
 
 # Failures of the path to certd, not of the rollout: the rows are left out.
 INFRA_ERRORS = (CertdUnavailableError, DeadlineExceededError, ResourceExhaustedError, ServerError)
@@ -52,6 +54,9 @@ class Scored:
         status: the verdict status name, or ``"INFRA_ERROR"`` when certd could not answer.
         question: the task digest (the question part of the stratified key).
         verdict: the verdict (None when certd could not answer).
+        receipt: the receipt covering the verdict (None when certd could not answer).
+        response: the response text verified.
+        task: the task it was verified against.
     """
 
     reward: float | None
@@ -59,6 +64,9 @@ class Scored:
     status: str
     question: str
     verdict: verifier_pb2.Verdict | None = None
+    receipt: verifier_pb2.Receipt | None = None
+    response: str = ""
+    task: tasks_pb2.Task | None = None
 
 
 def parse_task(task: Any) -> tasks_pb2.Task:
@@ -200,15 +208,64 @@ class Scorer:
             VerifyItem(pb, r, str(i)) for i, (pb, r) in enumerate(zip(pbs, responses, strict=True))
         ]
         try:
-            verdicts = await self.client().verify_batch(items)
+            receipted = await self.client().verify_batch_receipted(items)
         except INFRA_ERRORS:
-            return [Scored(None, None, "INFRA_ERROR", digests[id(pb)]) for pb in pbs]
+            return [
+                Scored(None, None, "INFRA_ERROR", digests[id(pb)], response=r, task=pb)
+                for pb, r in zip(pbs, responses, strict=True)
+            ]
         out = []
-        for pb, v in zip(pbs, verdicts, strict=True):
+        for pb, r, (v, receipt) in zip(pbs, responses, receipted, strict=True):
             status = tasks_pb2.VerdictStatus.Name(v.status)
-            if v.status == tasks_pb2.INFRA_ERROR:
-                out.append(Scored(None, None, status, digests[id(pb)], v))
-            else:
-                family = v.family.value if v.HasField("family") else ""
-                out.append(Scored(float(v.reward), family, status, digests[id(pb)], v))
+            infra = v.status == tasks_pb2.INFRA_ERROR
+            out.append(
+                Scored(
+                    None if infra else float(v.reward),
+                    None if infra else (v.family.value if v.HasField("family") else ""),
+                    status,
+                    digests[id(pb)],
+                    v,
+                    receipt,
+                    r,
+                    pb,
+                )
+            )
         return out
+
+
+def admit_groups(
+    scored: Sequence[Scored], ratchet: Ratchet
+) -> tuple[list[Scored], list[Admission]]:
+    """Pass a batch's rollouts through the ratchet as stratified groups.
+
+    The rollouts are grouped by (task, family) into ``forkgate.groups`` records; the rows of
+    every refused group come back with ``reward=None`` and status ``"REFUSED"`` (left out).
+
+    Args:
+        scored: one batch, as ``Scorer.score`` returned it.
+        ratchet: the ratchet to admit the groups through.
+
+    Returns:
+        (the rows, with refused ones left out; the refusals).
+    """
+    members: dict[tuple[str, str], list[int]] = {}
+    for i, s in enumerate(scored):
+        if s.reward is not None and s.verdict is not None and s.receipt is not None:
+            members.setdefault((s.question, s.family or ""), []).append(i)
+    out = list(scored)
+    refusals = []
+    for rows in members.values():
+        first = scored[rows[0]]
+        assert first.task is not None
+        rollouts = []
+        for i in rows:
+            s = scored[i]
+            assert s.verdict is not None and s.receipt is not None  # selected so above
+            rollouts.append((s.response, s.verdict, s.receipt))
+        (record,) = group_records(first.task, rollouts)  # one family: one record
+        admission = ratchet.admit(record)
+        if not admission.admitted:
+            refusals.append(admission)
+            for i in rows:
+                out[i] = replace(scored[i], reward=None, status="REFUSED")
+    return out, refusals

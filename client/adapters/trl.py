@@ -35,7 +35,8 @@ from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
 from ..advantages import StratifiedAdvantages
-from ._scoring import Scored, Scorer, completion_text
+from ..ratchet import Admission, Ratchet
+from ._scoring import Scored, Scorer, admit_groups, completion_text
 
 __all__ = ["CertdReward", "StratifiedGRPOTrainer"]
 
@@ -99,12 +100,19 @@ class StratifiedGRPOTrainer(GRPOTrainer):
     advantage 0 and stay out of the family prior. Evaluation batches keep TRL's advantages and
     never enter the prior.
 
+    With a ``ratchet``, each batch's rollouts go through ``Ratchet.admit`` as stratified groups
+    (task, family) before any advantage is computed: the rows of a refused group are left out
+    like a ``None`` reward, the refusals of the latest batch are in ``refused``, and their
+    count is logged as ``forkgate/refused_rollouts``. Give the ``CertdReward`` the same
+    trusted keys.
+
     Args:
         *args: passed to ``GRPOTrainer``.
         stratified: the advantage estimator (its prior window persists across steps); default
             ``StratifiedAdvantages(scale="family")``.
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
+        ratchet: when given, only rollouts in groups it admits are trained on.
         **kwargs: passed to ``GRPOTrainer``.
 
     Raises:
@@ -116,6 +124,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         *args: Any,
         stratified: StratifiedAdvantages | None = None,
         certd_reward: CertdReward | None = None,
+        ratchet: Ratchet | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -129,13 +138,24 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             )
         self.certd_reward: CertdReward = certd_reward or found[0]
         self.stratified = stratified or StratifiedAdvantages(scale="family")
+        self.ratchet = ratchet
+        self.refused: list[Admission] = []
         self._scored: list[Scored] = []
         self._rewards_per_func: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, ids: Any) -> Any:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, ids)
+        local = list(self.certd_reward.last)
+        self.refused = []
+        if self.ratchet is not None:
+            local, self.refused = admit_groups(local, self.ratchet)
         # TRL gathers the rewards of every process; gather the verdicts' keys the same way.
-        self._scored = list(gather_object(list(self.certd_reward.last)))
+        self._scored = list(gather_object(local))
+        refused = [i for i, s in enumerate(self._scored) if s.status == "REFUSED"]
+        if refused:  # left out of TRL's statistics too, like a None reward
+            rewards_per_func[refused] = torch.nan
+        mode = "train" if self.model is not None and self.model.training else "eval"
+        self._metrics[mode]["forkgate/refused_rollouts"].append(float(len(refused)))
         self._rewards_per_func = rewards_per_func
         return rewards_per_func
 

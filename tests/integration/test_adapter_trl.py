@@ -13,15 +13,18 @@ import pytest
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
 pytest.importorskip("trl", reason="the trl extra is installed by make (dev)")
 
+from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import ClientSettings  # noqa: E402
 from forkgate.adapters._scoring import Scored  # noqa: E402
 from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer  # noqa: E402
 from forkgate.advantages import StratifiedAdvantages  # noqa: E402
+from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 OTHER = {"domain": "countdown", "numbers": [6, 7, 2], "target": 44}
+KAPPA = "countdown.first-op.v1"
 
 
 def _free_port() -> int:
@@ -101,10 +104,7 @@ def _tiny_model_and_tokenizer(tmp_path: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-@pytest.mark.slow
-def test_stratified_grpo_trainer_runs_one_real_step(
-    address: str, vkey: str, tmp_path: Path
-) -> None:
+def _trainer(address: str, vkey: str, tmp_path: Path, ratchet: Ratchet) -> StratifiedGRPOTrainer:
     from datasets import Dataset
     from trl import GRPOConfig
 
@@ -113,7 +113,6 @@ def test_stratified_grpo_trainer_runs_one_real_step(
         {"prompt": "use 25 5 4 3 make 83: <answer>", "task": json.dumps(TASK)},
         {"prompt": "use 6 7 2 make 44: <answer>", "task": json.dumps(OTHER)},
     ]
-    reward = CertdReward(address, trusted_keys=[vkey])
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
         per_device_train_batch_size=8,
@@ -129,14 +128,19 @@ def test_stratified_grpo_trainer_runs_one_real_step(
         seed=0,
         bf16=False,
     )
-    trainer = StratifiedGRPOTrainer(
+    return StratifiedGRPOTrainer(
         model=model,
         processing_class=tokenizer,
-        reward_funcs=[reward],
+        reward_funcs=[CertdReward(address, trusted_keys=[vkey])],
         args=args,
         train_dataset=Dataset.from_list(rows),
         stratified=StratifiedAdvantages(scale="none"),
+        ratchet=ratchet,
     )
+
+
+def _train_one_step(trainer: StratifiedGRPOTrainer) -> tuple[list[Any], bool]:
+    """One real step; the advantages the loss received, and whether the weights moved."""
     seen: list[Any] = []
     inner = trainer._generate_and_score_completions
 
@@ -148,9 +152,21 @@ def test_stratified_grpo_trainer_runs_one_real_step(
     trainer._generate_and_score_completions = spy  # observe what the loss receives
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
-
     assert trainer.state.global_step == 1
-    assert len(seen) >= 1 and len(reward.last) == 8
+    after = list(trainer.model.parameters())
+    return seen, any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+@pytest.mark.slow
+def test_stratified_grpo_trainer_runs_one_real_step(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    ratchet = Ratchet([vkey], kappas={KAPPA})
+    trainer = _trainer(address, vkey, tmp_path, ratchet)
+    seen, moved = _train_one_step(trainer)
+
+    assert len(seen) >= 1 and len(trainer._scored) == 8
+    assert trainer.refused == [] and ratchet.trusted is not None  # every group admitted
     # The advantages the loss used are the stratified ones of the batch certd scored.
     scored = trainer._scored
     rewards = torch.tensor([s.reward for s in scored], dtype=torch.float32)
@@ -161,8 +177,22 @@ def test_stratified_grpo_trainer_runs_one_real_step(
     # A random tiny model rarely solves Countdown, so plain GRPO would see equal rewards and
     # zero advantages; the family prior still gives a signal, and the step moved the weights.
     assert expected.abs().sum() > 0
-    after = list(trainer.model.parameters())
-    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    assert moved
+
+
+@pytest.mark.slow
+def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    alien = SigningKey.generate("alien").verifier()
+    ratchet = Ratchet([alien], kappas={KAPPA})  # trusts another log: every receipt is unknown
+    trainer = _trainer(address, vkey, tmp_path, ratchet)
+    seen, moved = _train_one_step(trainer)
+    assert trainer.refused and all(not a.admitted for a in trainer.refused)
+    assert {r for a in trainer.refused for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
+    assert {s.status for s in trainer._scored} == {"REFUSED"}
+    assert torch.count_nonzero(seen[0]) == 0
+    assert not moved
 
 
 def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
