@@ -6,6 +6,8 @@ import base64
 import copy
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,39 @@ def test_certified_dataset_rows_of_groups(address: str, vkey: str) -> None:
     assert [n for n, _ in data.refused] == [1]
     ds = CertifiedDataset([by_family["25,-"]], ratchet_for(address, vkey)).to_hf()
     assert ds.num_rows == 3 and json.loads(ds[0]["verdict"])["status"] == "CORRECT"
+
+
+def test_admit_command_takes_groups(address: str, vkey: str, tmp_path: Path) -> None:
+    with CertdClient(address) as c:
+        by_family = groups(c, TASK, RESPONSES)
+    bad = copy.deepcopy(by_family["4,*"])
+    bad["rollouts"][0]["verdict"]["reward"] = 0.5
+    src, out = tmp_path / "groups.jsonl", tmp_path / "admitted.jsonl"
+    src.write_text("".join(json.dumps(g) + "\n" for g in (by_family["25,-"], bad)))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "forkgate.cli",
+            "admit",
+            "--trust",
+            vkey,
+            "--server",
+            address,
+            "--in",
+            str(src),
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["admitted"] == 1
+    assert report["refused"][0]["line"] == 2
+    assert report["refused"][0]["reasons"][0][0] == "TAMPERED_WITNESS"
+    assert [json.loads(x)["family"] for x in out.read_text().splitlines()] == ["25,-"]
