@@ -11,6 +11,7 @@ Example (verl config, Hydra overrides)::
 and, in the driver, before ``compute_advantage``::
 
     import forkgate.adapters.verl as fg      # registers "forkgate_stratified" with verl
+    fg.admit_batch(batch, ratchet)           # optional (certd_keep_rollouts=True): the ratchet
     fg.stratify_uids(batch)                  # the family labels travel in the group index
     batch = compute_advantage(batch, adv_estimator="forkgate_stratified", ...)
     fg.restore_uids(batch)
@@ -31,23 +32,30 @@ estimator called with ``non_tensor_batch`` reads the labels from there instead. 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from google.protobuf import json_format
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
+from certd.statements import task_json
+
 from ..advantages import Scale, StratifiedAdvantages
-from ._scoring import Scorer
+from ..ratchet import Admission, Ratchet
+from ._scoring import Scored, Scorer
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATOR_NAME",
     "FAMILY_KEY",
     "QUESTION_KEY",
+    "ROLLOUT_KEY",
     "STATUS_KEY",
     "StratifiedEstimator",
+    "admit_batch",
     "compute_score",
     "restore_uids",
     "stratify_uids",
@@ -57,6 +65,8 @@ ESTIMATOR_NAME = "forkgate_stratified"
 FAMILY_KEY = "forkgate_family"
 QUESTION_KEY = "forkgate_question"
 STATUS_KEY = "forkgate_status"
+ROLLOUT_KEY = "forkgate_rollout"
+_LEFT_OUT = frozenset({"INFRA_ERROR", "REFUSED"})  # statuses that carry no training signal
 _UID_KEY = "forkgate_uid"
 _SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
 
@@ -72,6 +82,7 @@ async def compute_score(
     certd_address: str = "127.0.0.1:50051",
     trusted_keys: Sequence[str] | None = None,
     certd_linger_s: float = 0.02,
+    certd_keep_rollouts: bool = False,
     **_: Any,
 ) -> dict[str, Any]:
     """verl's reward function: one response verified by certd.
@@ -85,6 +96,9 @@ async def compute_score(
         trusted_keys: log keys (vkey strings or files); with them each receipt is checked.
         certd_linger_s: verl scores row by row; the calls of this many seconds share one
             VerifyBatch (one receipt, one ledger entry) instead of one each.
+        certd_keep_rollouts: also return ``forkgate_rollout``, the response, verdict and
+            receipt as JSON text (a few KB a row), so that ``admit_batch`` can run the
+            batch through a ratchet.
 
     Raises:
         InvalidRequestError: the task is malformed.
@@ -103,13 +117,75 @@ async def compute_score(
             linger_s=certd_linger_s,
         )
     s = await scorer.score_one(ground_truth, solution_str)
-    return {
+    out: dict[str, Any] = {
         "score": 0.0 if s.reward is None else s.reward,
         "acc": s.status == "CORRECT",
         FAMILY_KEY: s.family or "",
         QUESTION_KEY: s.question,
         STATUS_KEY: s.status,
     }
+    if certd_keep_rollouts:
+        out[ROLLOUT_KEY] = _rollout_json(s)
+    return out
+
+
+def _rollout_json(s: Scored) -> str:
+    if s.verdict is None or s.receipt is None or s.task is None:
+        return ""
+    return json.dumps(
+        {
+            "response": s.response,
+            "task": task_json(s.task),
+            "verdict": json_format.MessageToDict(s.verdict),
+            "receipt": json_format.MessageToDict(s.receipt),
+        },
+        sort_keys=True,
+    )
+
+
+def admit_batch(data: Any, ratchet: Ratchet) -> list[Admission]:
+    """Run a scored batch through the ratchet as stratified groups; leave refused rows out.
+
+    The rows are grouped by (task, family) into ``forkgate.groups`` records; the rows of a
+    refused group get status ``"REFUSED"`` in ``forkgate_status``, so ``stratify_uids`` and
+    the estimator give them advantage 0 and keep them out of the prior. Rows without a
+    rollout (an infrastructure failure) are already left out.
+
+    Args:
+        data: a verl ``DataProto`` scored with ``certd_keep_rollouts=True``.
+        ratchet: the ratchet to admit the groups through.
+
+    Raises:
+        KeyError: the batch has no ``forkgate_rollout`` column.
+
+    Returns:
+        The refusals.
+    """
+    nt = data.non_tensor_batch
+    if ROLLOUT_KEY not in nt:
+        raise KeyError(f"non_tensor_batch lacks {ROLLOUT_KEY!r}: score with certd_keep_rollouts")
+    members: dict[tuple[str, str], list[int]] = {}
+    parsed: dict[int, dict[str, Any]] = {}
+    for i, text in enumerate(nt[ROLLOUT_KEY]):
+        if text and nt[STATUS_KEY][i] not in _LEFT_OUT:
+            parsed[i] = json.loads(text)
+            members.setdefault((str(nt[QUESTION_KEY][i]), str(nt[FAMILY_KEY][i])), []).append(i)
+    statuses = np.array(nt[STATUS_KEY], dtype=object)
+    refusals = []
+    for (_, family), rows in members.items():
+        record = {
+            "task": parsed[rows[0]]["task"],
+            "family": family,
+            "rollouts": [
+                {k: parsed[i][k] for k in ("response", "verdict", "receipt")} for i in rows
+            ],
+        }
+        admission = ratchet.admit(record)
+        if not admission.admitted:
+            refusals.append(admission)
+            statuses[rows] = "REFUSED"
+    nt[STATUS_KEY] = statuses
+    return refusals
 
 
 def stratify_uids(data: Any) -> None:
@@ -129,7 +205,7 @@ def stratify_uids(data: Any) -> None:
     if _UID_KEY not in nt and "uid" in nt:
         nt[_UID_KEY] = nt["uid"]
     keys = [
-        _SEP.join((str(q), str(f), "1" if s == "INFRA_ERROR" else "0"))
+        _SEP.join((str(q), str(f), "1" if s in _LEFT_OUT else "0"))
         for q, f, s in zip(nt[QUESTION_KEY], nt[FAMILY_KEY], nt[STATUS_KEY], strict=True)
     ]
     nt["uid"] = np.array(keys, dtype=object)
@@ -221,7 +297,7 @@ def _labels(
         return (
             [str(q) for q in nt[QUESTION_KEY]],
             [str(f) for f in nt[FAMILY_KEY]],
-            [s == "INFRA_ERROR" for s in statuses],
+            [s in _LEFT_OUT for s in statuses],
         )
     parts = [str(k).split(_SEP) for k in (index if index is not None else [])]
     if len(parts) != n or any(len(p) != 3 for p in parts):

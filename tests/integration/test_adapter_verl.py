@@ -4,6 +4,7 @@ stratified estimator through verl's own ``compute_advantage`` on a real ``DataPr
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import socket
 from pathlib import Path
@@ -22,10 +23,12 @@ from verl.trainer.ppo.core_algos import get_adv_estimator_fn  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 
+from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import CertdClient  # noqa: E402
 from forkgate.adapters import verl as fg  # noqa: E402
 from forkgate.advantages import StratifiedAdvantages  # noqa: E402
+from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
@@ -53,7 +56,12 @@ def _char_tokenizer(tmp_path: Path) -> Any:
 
 
 def _score_with_verl(
-    address: str, vkeys: list[str], tmp_path: Path, responses: list[str], together: bool = False
+    address: str,
+    vkeys: list[str],
+    tmp_path: Path,
+    responses: list[str],
+    together: bool = False,
+    **reward_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Score responses the way verl's trainer does: custom_reward_function + NaiveRewardManager."""
     config = OmegaConf.create(
@@ -62,7 +70,11 @@ def _score_with_verl(
                 "custom_reward_function": {
                     "path": "pkg://forkgate.adapters.verl",
                     "name": "compute_score",
-                    "reward_kwargs": {"certd_address": address, "trusted_keys": vkeys},
+                    "reward_kwargs": {
+                        "certd_address": address,
+                        "trusted_keys": vkeys,
+                        **reward_kwargs,
+                    },
                 }
             }
         }
@@ -209,3 +221,45 @@ def test_estimator_reads_labels_from_non_tensor_batch_when_given() -> None:
         non_tensor_batch=data.non_tensor_batch,
     )
     assert adv[:, 0].tolist() == pytest.approx([0.5, -0.5])  # every row masks token 0 in
+
+
+def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path: Path) -> None:
+    responses = [
+        "<answer>(25-5)*4+3</answer>",
+        "<answer>25-5+4+3</answer>",
+        "<answer>4*(25-5)+3</answer>",
+        "<answer>(25-5)*4-3</answer>",
+    ]
+    scored = _score_with_verl(
+        address, [vkey], tmp_path, responses, together=True, certd_keep_rollouts=True
+    )
+    infos = [r["reward_extra_info"] for r in scored]
+    columns = {k: np.array([i[k] for i in infos]) for k in infos[0]}  # as verl's trainer does
+
+    def batch() -> DataProto:
+        data = _batch(
+            [
+                (str(i[fg.QUESTION_KEY]), str(i[fg.FAMILY_KEY]), str(i[fg.STATUS_KEY]), r)
+                for i, r in zip(infos, [s["reward_score"] for s in scored], strict=True)
+            ]
+        )
+        data.non_tensor_batch.update(copy.deepcopy(columns))
+        return data
+
+    good = batch()
+    assert fg.admit_batch(good, Ratchet([vkey], kappas={"countdown.first-op.v1"})) == []
+    assert "REFUSED" not in set(good.non_tensor_batch[fg.STATUS_KEY])
+
+    alien = SigningKey.generate("alien").verifier()
+    bad = batch()
+    refusals = fg.admit_batch(bad, Ratchet([alien], kappas={"countdown.first-op.v1"}))
+    assert len(refusals) == 2  # the 25,- group and the 4,* group
+    assert {r for a in refusals for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
+    assert set(bad.non_tensor_batch[fg.STATUS_KEY]) == {"REFUSED"}
+    fg.stratify_uids(bad)
+    bad = compute_advantage(bad, adv_estimator=fg.ESTIMATOR_NAME)
+    assert torch.count_nonzero(bad.batch["advantages"]) == 0
+
+    without = _batch([("q1", "25,-", "CORRECT", 1.0)])
+    with pytest.raises(KeyError, match="certd_keep_rollouts"):
+        fg.admit_batch(without, Ratchet([vkey], kappas={"countdown.first-op.v1"}))
