@@ -49,15 +49,19 @@ def group_records(
     pb = as_task(task)
     digest = task_digest(pb)
     groups: dict[str, list[dict[str, Any]]] = {}
+    receipts: dict[bytes, dict[str, Any]] = {}  # one JSON object per receipt, shared
     for response, verdict, receipt in rollouts:
         if verdict.status == tasks_pb2.INFRA_ERROR:
             continue
         family = verdict.family.value if verdict.HasField("family") else ""
+        key = receipt.SerializeToString(deterministic=True)
+        if key not in receipts:
+            receipts[key] = json_format.MessageToDict(receipt)
         groups.setdefault(family, []).append(
             {
                 "response": response,
                 "verdict": json_format.MessageToDict(verdict),
-                "receipt": json_format.MessageToDict(receipt),
+                "receipt": receipts[key],
                 "task_sha256": digest,
             }
         )

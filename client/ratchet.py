@@ -445,10 +445,15 @@ def _parse_group(
         task = as_task(record["task"])
         family = str(record["family"])
         rollouts = []
+        receipts: dict[str, verifier_pb2.Receipt] = {}  # a batch's rollouts share one receipt
         for ro in record["rollouts"]:
-            verdict, receipt = verifier_pb2.Verdict(), verifier_pb2.Receipt()
+            verdict = verifier_pb2.Verdict()
             json_format.ParseDict(ro["verdict"], verdict)
-            json_format.ParseDict(ro["receipt"], receipt)
+            text = json.dumps(ro["receipt"], sort_keys=True)
+            receipt = receipts.get(text)
+            if receipt is None:
+                receipt = receipts[text] = verifier_pb2.Receipt()
+                json_format.ParseDict(ro["receipt"], receipt)
             rollouts.append(
                 _Rollout(str(ro["response"]), verdict, receipt, str(ro.get("task_sha256", "")))
             )
