@@ -104,7 +104,13 @@ def _tiny_model_and_tokenizer(tmp_path: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _trainer(address: str, vkey: str, tmp_path: Path, ratchet: Ratchet) -> StratifiedGRPOTrainer:
+def _trainer(
+    address: str,
+    vkey: str,
+    tmp_path: Path,
+    ratchet: Ratchet | None,
+    settings: ClientSettings | None = None,
+) -> StratifiedGRPOTrainer:
     from datasets import Dataset
     from trl import GRPOConfig
 
@@ -131,7 +137,7 @@ def _trainer(address: str, vkey: str, tmp_path: Path, ratchet: Ratchet) -> Strat
     return StratifiedGRPOTrainer(
         model=model,
         processing_class=tokenizer,
-        reward_funcs=[CertdReward(address, trusted_keys=[vkey])],
+        reward_funcs=[CertdReward(address, trusted_keys=[vkey], settings=settings)],
         args=args,
         train_dataset=Dataset.from_list(rows),
         stratified=StratifiedAdvantages(scale="none"),
@@ -191,6 +197,19 @@ def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
     assert trainer.refused and all(not a.admitted for a in trainer.refused)
     assert {r for a in trainer.refused for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
     assert {s.status for s in trainer._scored} == {"REFUSED"}
+    assert torch.count_nonzero(seen[0]) == 0
+    assert not moved
+
+
+@pytest.mark.slow
+def test_a_step_during_a_certd_outage_learns_nothing_and_does_not_fail(
+    vkey: str, tmp_path: Path
+) -> None:
+    quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
+    trainer = _trainer(f"127.0.0.1:{_free_port()}", vkey, tmp_path, None, settings=quick)
+    seen, moved = _train_one_step(trainer)
+    assert {s.status for s in trainer._scored} == {"INFRA_ERROR"}
+    assert {s.reward for s in trainer._scored} == {None}  # TRL got None for every row
     assert torch.count_nonzero(seen[0]) == 0
     assert not moved
 
