@@ -141,3 +141,19 @@ def test_forkgate_verify_batch_reads_code_lines(address: str, vkey: str, tmp_pat
     out = [json.loads(x) for x in dst.read_text().splitlines()]
     assert [o["status"] for o in out] == ["CORRECT", "WRONG_ANSWER", "ERROR"]
     assert out[1]["family"] == "scanf" and "case 0" in out[1]["detail"]
+
+
+def test_a_missing_sandbox_is_infra_error_never_a_wrong_answer() -> None:
+    from certd.authority.code_checker import CodeChecker
+    from certd.config import CodeConfig
+    from certd.domains.code import CodeTask, IoCase
+    from certd.domains.verdict import Status
+
+    checker = CodeChecker(CodeConfig(backend="docker", docker_image="forkgate/no-such-image:0"))
+    try:
+        task = CodeTask.io_cases("python", [IoCase("", "1\n")])
+        verdicts = checker.verify_batch([(task, "print(1)"), (task, "print(2)")])
+    finally:
+        checker.close()
+    assert [v.status for v in verdicts] == [Status.INFRA_ERROR, Status.INFRA_ERROR]
+    assert "no-such-image" in verdicts[0].detail
