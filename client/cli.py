@@ -328,7 +328,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"--model is required with --sampler {args.sampler}", field="model"
         )
     prefix = args.prefix_template or (
-        "<think>{operand}{operator}" if args.sampler == "embedded" else "<answer>{operand}{operator}"
+        "<think>{operand}{operator}"
+        if args.sampler == "embedded"
+        else "<answer>{operand}{operator}"
     )
     opts = RunOptions(
         workdir=Path(args.workdir),
