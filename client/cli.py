@@ -367,6 +367,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         lr=args.lr,
         seed=args.seed,
         sft_steps=args.sft_steps,
+        forktree_budget=args.forktree_budget,
+        low_reach=args.low_reach,
         arms=tuple(args.arm) if args.arm else ExperimentOptions().arms,
         threads=args.threads,
         weights=args.weights,
@@ -487,6 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     xc.add_argument("--eval-n", type=int, default=16, help="samples per eval task (pass@16)")
     xc.add_argument("--lr", type=float, default=3e-4)
     xc.add_argument("--sft-steps", type=int, default=60, help="fork-tree SFT steps (arm 3)")
+    xc.add_argument("--forktree-budget", type=int, default=32, help="samples per task (arm 3)")
+    xc.add_argument("--low-reach", type=float, default=0.1, help="reach below this is low")
     xc.add_argument("--seed", type=int, default=0)
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     xc.add_argument("--weights", default="", help="starting weights (default: shipped)")

@@ -29,8 +29,12 @@ from fractions import Fraction
 from typing import Any
 
 __all__ = [
+    "ANSWER",
     "CharTokenizer",
+    "END_ANSWER",
+    "END_THINK",
     "Node",
+    "THINK",
     "compact_prompt",
     "first_step_label",
     "parse",

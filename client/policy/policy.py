@@ -11,7 +11,9 @@ configuration, the data seed and the evaluation measured when they were made
 (``scripts/train_policy.py`` writes both). Sampling runs on CPU with a KV cache: one prefill
 of ``n`` copies of the prompt, then one token a step, with temperature and nucleus (top-p)
 sampling from a seeded generator, and the first generated token's top-k log-probabilities
-(of the untempered distribution, as vLLM and OpenAI report them).
+(of the untempered distribution, as vLLM and OpenAI report them). Responses open with
+``<think>`` (forced, as in every training example), so the first generated token is the
+first digit of the entry: the decision the κ family records.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import torch
 
 from ..samplers import Sample, SamplerError
-from .format import CharTokenizer, compact_prompt, prompt_task
+from .format import THINK, CharTokenizer, compact_prompt, prompt_task
 from .model import PolicyConfig, TinyGPT
 
 __all__ = ["DEFAULT_WEIGHTS", "Policy"]
@@ -108,7 +110,9 @@ class Policy:
                 outside the vocabulary.
         """
         gen = torch.Generator().manual_seed(seed if seed is not None else 0)
-        head = prefix or ""
+        # Every response the policy was trained on opens with <think>: start there, so the
+        # first generated token is the entry decision (and its log-probabilities say so).
+        head = prefix or THINK
         out: list[list[Sample]] = []
         for prompt in prompts:
             try:
