@@ -15,8 +15,8 @@ from .model import PolicyConfig, TinyGPT
 from .policy import DEFAULT_WEIGHTS, Policy
 
 __all__ = [
-    "DEFAULT_WEIGHTS",
     "CharTokenizer",
+    "DEFAULT_WEIGHTS",
     "Policy",
     "PolicyConfig",
     "TinyGPT",

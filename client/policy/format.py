@@ -43,7 +43,10 @@ __all__ = [
     "steps",
 ]
 
-THINK, END_THINK, ANSWER, END_ANSWER = "<think>", "</think>", "<answer>", "</answer>"
+THINK = "<think>"
+END_THINK = "</think>"
+ANSWER = "<answer>"
+END_ANSWER = "</answer>"
 _SPECIALS = ("<pad>", "<bos>", "<eos>", THINK, END_THINK, ANSWER, END_ANSWER)
 _CHARS = "0123456789+-*/()=, >|"
 _TAG = re.compile(r"</?(?:think|answer)>")

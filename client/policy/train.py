@@ -24,7 +24,13 @@ import torch
 from .format import compact_prompt, solution_text
 from .policy import Policy
 
-__all__ = ["Example", "batch", "example", "sft_step", "token_logprobs"]
+__all__ = [
+    "Example",
+    "batch",
+    "example",
+    "sft_step",
+    "token_logprobs",
+]
 
 Example = tuple[list[int], list[int]]
 
