@@ -188,10 +188,10 @@ def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     by_q: dict[str, list[float]] = {}
     for q, r in zip(questions, rewards, strict=True):
         by_q.setdefault(q, []).append(r)
-    flat = [q for q, rs in by_q.items() if max(rs) == min(rs)]
+    flat = {q for q, rs in by_q.items() if max(rs) == min(rs)}
     keys = Counter(zip(questions, families, strict=True))
     rescued = sum(
-        1 for q, a in zip(questions, adv.tolist(), strict=True) if q in set(flat) and abs(a) > 1e-9
+        1 for q, a in zip(questions, adv.tolist(), strict=True) if q in flat and abs(a) > 1e-9
     )
     return {
         "rollouts": len(rewards),
