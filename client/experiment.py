@@ -82,14 +82,14 @@ class ExperimentOptions:
     """
 
     workdir: Path = Path("out/experiment")
-    steps: int = 40
+    steps: int = 100
     tasks: int = 64
-    prompts_per_step: int = 4
+    prompts_per_step: int = 8
     group_size: int = 16
-    eval_tasks: int = 24
-    eval_every: int = 10
+    eval_tasks: int = 32
+    eval_every: int = 20
     eval_n: int = 16
-    lr: float = 3e-4
+    lr: float = 2e-4
     seed: int = 0
     sft_steps: int = 60
     sft_batch: int = 32
