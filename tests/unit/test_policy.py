@@ -27,6 +27,11 @@ from forkgate.samplers import EmbeddedSampler, SamplerError
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 
 
+@pytest.fixture(autouse=True)
+def _one_thread() -> None:
+    torch.set_num_threads(1)  # as EmbeddedSampler does: more threads spin on a busy machine
+
+
 def test_solution_text_is_the_issue_format_and_the_verifier_agrees() -> None:
     text = solution_text("(25-5)*4+3")
     assert text == "<think>25-5=20, 20*4=80, 80+3=83</think><answer>(25-5)*4+3</answer>"
@@ -162,6 +167,8 @@ def test_shipped_policy_solves_puzzles_in_several_families() -> None:
     sampler = EmbeddedSampler()
     solved = multi = 0
     puzzles = small_countdown_puzzles(20, seed=99)
+    sampler.load()
+    assert torch.get_num_threads() == 1
     for n, task in enumerate(puzzles):
         [group] = sampler.sample([compact_prompt(task)], n=16, max_tokens=80, seed=n)
         ct = CountdownTask(numbers=tuple(task["numbers"]), target=task["target"])
