@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
