@@ -274,6 +274,7 @@ def _run_arm(
     curve = []
     point, rows = _evaluate(client, sampler, held_out, opts)
     curve.append({"step": 0, **point})
+    print(json.dumps({"arm": arm, **curve[-1]}), file=sys.stderr, flush=True)
     bar = tqdm(range(1, opts.steps + 1), desc=f"GRPO {arm}", unit="step", disable=None)
     for step in bar:
         chosen = rng.sample(range(len(train)), min(opts.prompts_per_step, len(train)))
@@ -317,6 +318,7 @@ def _run_arm(
             curve.append(
                 {"step": step, "train_reward": round(sum(rewards) / len(rewards), 4), **point}
             )
+            print(json.dumps({"arm": arm, **curve[-1]}), file=sys.stderr, flush=True)
     info["intervention"] = _intervention(client, policy, held_out, rows, opts)
     return {"curve": curve, **info}
 
