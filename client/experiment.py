@@ -46,7 +46,7 @@ from certd.v1 import tasks_pb2
 from .client import CertdClient
 from .local import LocalCertd
 from .puzzles import small_countdown_puzzles
-from .run import _entry, evaluate_tasks
+from .run import entry_of, evaluate_tasks
 
 __all__ = ["ARMS", "ExperimentOptions", "run_experiment"]
 
@@ -295,7 +295,7 @@ def _run_arm(
         verdicts = client.verify_batch(items)
         for v in verdicts:
             rewards.append(float(v.reward))
-            families.append(_entry(v))
+            families.append(entry_of(v))
         if stratified is None:
             adv = torch.tensor(_grpo_advantages(rewards, questions))
         else:

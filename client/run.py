@@ -45,7 +45,7 @@ from .metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
 from .puzzles import small_countdown_puzzles
 from .samplers import Sample, Sampler
 
-__all__ = ["RunOptions", "evaluate_tasks", "run_main_job"]
+__all__ = ["RunOptions", "entry_of", "evaluate_tasks", "group_stats", "run_main_job"]
 
 KAPPA = "countdown.first-op.v1"
 
@@ -132,8 +132,12 @@ def evaluate_tasks(
     return rows
 
 
-def _entry(v: Any) -> str:
-    """The entry a sample made: the initiated step, else the answer's family, else none."""
+def entry_of(v: Any) -> str:
+    """The entry a verdict's sample made: the initiated step, else the answer's family.
+
+    Returns:
+        The κ label, or ``"(none)"`` when the response wrote neither.
+    """
     if v.initiated.value:
         return str(v.initiated.value)
     return str(v.family.value) or "(none)"
@@ -147,7 +151,7 @@ def _task_row(
     verdicts: Sequence[Any],
 ) -> dict[str, Any]:
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
-    entries = [_entry(v) for v in verdicts]
+    entries = [entry_of(v) for v in verdicts]
     completion: dict[str, dict[str, int]] = {}
     for e, good in zip(entries, ok, strict=True):
         fam = completion.setdefault(e, {"correct": 0, "total": 0})
