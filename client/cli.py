@@ -367,6 +367,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         lr=args.lr,
         seed=args.seed,
         sft_steps=args.sft_steps,
+        sft_tasks=args.sft_tasks,
+        sft_lr=args.sft_lr,
         forktree_budget=args.forktree_budget,
         low_reach=args.low_reach,
         arms=tuple(args.arm) if args.arm else ExperimentOptions().arms,
@@ -481,14 +483,16 @@ def build_parser() -> argparse.ArgumentParser:
     xc = xs.add_parser("countdown", help="three GRPO arms from the embedded policy")
     xc.add_argument("--workdir", default="out/experiment")
     xc.add_argument("--steps", type=int, default=100, help="GRPO steps per arm")
-    xc.add_argument("--tasks", type=int, default=64, help="training tasks")
+    xc.add_argument("--tasks", type=int, default=256, help="training tasks")
     xc.add_argument("--prompts-per-step", type=int, default=8)
     xc.add_argument("--group-size", type=int, default=16, help="rollouts per prompt")
     xc.add_argument("--eval-tasks", type=int, default=32)
     xc.add_argument("--eval-every", type=int, default=20)
     xc.add_argument("--eval-n", type=int, default=16, help="samples per eval task (pass@16)")
     xc.add_argument("--lr", type=float, default=2e-4)
-    xc.add_argument("--sft-steps", type=int, default=60, help="fork-tree SFT steps (arm 3)")
+    xc.add_argument("--sft-steps", type=int, default=40, help="fork-tree SFT steps (arm 3)")
+    xc.add_argument("--sft-tasks", type=int, default=128, help="tasks with fork trees (arm 3)")
+    xc.add_argument("--sft-lr", type=float, default=1e-4)
     xc.add_argument("--forktree-budget", type=int, default=32, help="samples per task (arm 3)")
     xc.add_argument("--low-reach", type=float, default=0.1, help="reach below this is low")
     xc.add_argument("--seed", type=int, default=0)

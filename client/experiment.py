@@ -72,6 +72,7 @@ class ExperimentOptions:
         sft_steps: fork-tree SFT steps of the third arm.
         sft_batch: fork-tree SFT batch size.
         sft_lr: fork-tree SFT learning rate.
+        sft_tasks: training tasks (the first ones) whose fork trees the SFT uses.
         forktree_budget: samples per training task when building the fork trees.
         low_reach: families entered in fewer than this share of samples are "low reach".
         forced_n: samples per forced (task, family) in the intervention.
@@ -84,7 +85,7 @@ class ExperimentOptions:
 
     workdir: Path = Path("out/experiment")
     steps: int = 100
-    tasks: int = 64
+    tasks: int = 256
     prompts_per_step: int = 8
     group_size: int = 16
     eval_tasks: int = 32
@@ -92,9 +93,10 @@ class ExperimentOptions:
     eval_n: int = 16
     lr: float = 2e-4
     seed: int = 0
-    sft_steps: int = 60
+    sft_steps: int = 40
     sft_batch: int = 32
-    sft_lr: float = 3e-4
+    sft_lr: float = 1e-4
+    sft_tasks: int = 128
     forktree_budget: int = 32
     low_reach: float = 0.1
     forced_n: int = 8
@@ -200,6 +202,7 @@ def _forktree_sft(
     import torch
 
     from .forktree import ForkTreeBuilder
+    from .policy.format import first_step_label
     from .policy.train import example, sft_step
     from .ratchet import Ratchet
     from .samplers import EmbeddedSampler
@@ -216,7 +219,7 @@ def _forktree_sft(
         prefix_template="<think>{operand}{operator}",
         seed=opts.seed,
     )
-    records = builder.run(tasks, out)
+    records = builder.run(tasks[: opts.sft_tasks], out)
     ratchet = Ratchet(
         [vkey], kappas={KAPPA}, consistency=lambda a, b: client.consistency_proof(a, b).hashes
     )
@@ -226,10 +229,14 @@ def _forktree_sft(
         if rec["families"] and ratchet.admit(rec).admitted:
             admitted += 1
             for fam in rec["families"]:
+                # Only witnesses whose reasoning can open with their family's entry, as in
+                # the policy's own training data (others would teach one entry for another).
                 try:
-                    examples.append(example(policy, rec["task"], fam["witness"]))
+                    if first_step_label(fam["witness"]) != fam["label"]:
+                        continue
                 except ValueError:
                     continue  # a witness the format cannot write (certd accepted it anyway)
+                examples.append(example(policy, rec["task"], fam["witness"]))
     rng = random.Random(opts.seed)
     opt = torch.optim.AdamW(policy.model.parameters(), lr=opts.sft_lr, weight_decay=0.0)
     losses = []
@@ -240,7 +247,8 @@ def _forktree_sft(
     return {
         "records": len(records),
         "admitted": admitted,
-        "families": len(examples),
+        "families": sum(len(r["families"]) for r in records),
+        "sft_examples": len(examples),
         "forced_families": sum(bool(f.get("forced")) for r in records for f in r["families"]),
         "final_loss": round(sum(losses[-10:]) / len(losses[-10:]), 4) if losses else None,
     }
