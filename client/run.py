@@ -406,8 +406,8 @@ def _screen(s: Mapping[str, Any], address: str) -> str:
             f"{s['samples_fork_trees']} for fork trees)",
             f"  verified correct     {s['correct_evaluation']} of {s['samples_evaluation']} "
             f"evaluation samples",
-            f"  pass@1 / pass@{k}      {s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
-            f"  EC@{k}                {s[f'EC@{k}']:.3f} (mean over tasks)",
+            f"  {f'pass@1 / pass@{k}':21}{s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
+            f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks)",
             f"  entry entropy        {s['entry_entropy']:.3f} nats"
             + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
             f"  families certified   {s['families_certified']} of {s['families_feasible']} "
