@@ -374,6 +374,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         arms=tuple(args.arm) if args.arm else ExperimentOptions().arms,
         threads=args.threads,
         weights=args.weights,
+        into_report=args.into_report,
     )
     return run_experiment(opts, as_json=args.json)
 
@@ -498,6 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     xc.add_argument("--seed", type=int, default=0)
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     xc.add_argument("--weights", default="", help="starting weights (default: shipped)")
+    xc.add_argument(
+        "--into-report", default="", help="also add the curves to this forkgate run report dir"
+    )
     xc.add_argument(
         "--arm", action="append", choices=["grpo", "stratified", "sft+stratified"], default=[]
     )

@@ -81,6 +81,8 @@ class ExperimentOptions:
         threads: torch CPU threads.
         weights: starting weights ("" for the shipped policy).
         max_tokens: generation length.
+        into_report: also add the curves to this ``forkgate run`` report folder (re-rendered
+            from its ``run.json``); "" for none.
     """
 
     workdir: Path = Path("out/experiment")
@@ -105,6 +107,7 @@ class ExperimentOptions:
     threads: int = 1
     weights: str = ""
     max_tokens: int = 80
+    into_report: str = ""
 
 
 def _grpo_advantages(rewards: Sequence[float], questions: Sequence[str]) -> list[float]:
@@ -387,8 +390,23 @@ def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
     }
     index = write_report(opts.workdir / "report", data)
     summary["report"] = str(index)
+    if opts.into_report:
+        summary["run_report"] = str(_add_to_run_report(Path(opts.into_report), data))
     print(json.dumps(summary) if as_json else _screen(summary))
     return 0
+
+
+def _add_to_run_report(folder: Path, data: Mapping[str, Any]) -> Path:
+    """Re-render a ``forkgate run`` report with the experiment's curves added.
+
+    Raises:
+        FileNotFoundError: the folder has no ``run.json``.
+    """
+    from .report import write_report
+
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["experiment"] = data["experiment"]
+    return write_report(folder, run)
 
 
 def _summary(results: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -412,4 +430,6 @@ def _screen(s: Mapping[str, Any]) -> str:
             lines.append(f"  {arm}")
             lines.extend(f"    {k:20} {v}" for k, v in figs.items())
     lines.append(f"  report {s['report']}")
+    if "run_report" in s:
+        lines.append(f"  curves added to {s['run_report']}")
     return "\n".join(lines)

@@ -19,7 +19,24 @@ def test_standard_grpo_advantages_normalise_within_each_question() -> None:
 
 @pytest.mark.slow
 def test_experiment_runs_every_arm_and_writes_its_curves(tmp_path: Path) -> None:
+    from forkgate.report import write_report
+
     work = tmp_path / "exp"
+    # A forkgate run report to add the curves to (synthetic: the run itself is tested elsewhere).
+    run_report = tmp_path / "run-report"
+    row = {
+        "task": {"numbers": [3, 4], "target": 7},
+        "feasible": 1,
+        "certified": 1,
+        "ec_at_k": 1.0,
+        "entry_counts": {"3,+": 2},
+        "entry_entropy": 0.0,
+        "family_completion": {"3,+": {"correct": 2, "total": 2}},
+    }
+    write_report(
+        run_report, {"summary": {"tasks": 1}, "k": 2, "tasks": [row], "pass_at_k": {"1": 1.0}}
+    )
+    assert not (run_report / "experiment_pass@1.png").exists()
     run = subprocess.run(
         [
             sys.executable,
@@ -47,6 +64,8 @@ def test_experiment_runs_every_arm_and_writes_its_curves(tmp_path: Path) -> None
             "2",
             "--forktree-budget",
             "8",
+            "--into-report",
+            str(run_report),
             "--json",
         ],
         capture_output=True,
@@ -73,3 +92,8 @@ def test_experiment_runs_every_arm_and_writes_its_curves(tmp_path: Path) -> None
         assert (report / f"{name}.png").stat().st_size > 1000
         assert json.loads((report / f"{name}.json").read_text())
     assert "experiment_first_token_entropy.png" in (report / "index.html").read_text()
+    summary = json.loads(run.stdout.strip().splitlines()[-1])
+    assert summary["run_report"] == str(run_report / "index.html")
+    assert (run_report / "experiment_pass@1.png").stat().st_size > 1000
+    assert "experiment_intervention.png" in (run_report / "index.html").read_text()
+    assert json.loads((run_report / "run.json").read_text())["summary"] == {"tasks": 1}
