@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -46,7 +45,7 @@ from certd.v1 import tasks_pb2
 from .client import CertdClient
 from .local import LocalCertd
 from .puzzles import small_countdown_puzzles
-from .run import entry_of, evaluate_tasks
+from .run import entry_of, evaluate_tasks, fresh_workdir
 
 __all__ = ["ARMS", "ExperimentOptions", "run_experiment"]
 
@@ -135,7 +134,7 @@ def _evaluate(
         k=opts.eval_n,
         max_tokens=opts.max_tokens,
         seed=opts.seed + 104729,
-        progress=True,
+        progress=False,
     )
     n = len(rows)
     k = str(min(16, opts.eval_n))
@@ -343,9 +342,7 @@ def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
 
     torch.set_num_threads(max(1, opts.threads))
     started = time.perf_counter()
-    if opts.workdir.exists():
-        shutil.rmtree(opts.workdir)
-    opts.workdir.mkdir(parents=True)
+    fresh_workdir(opts.workdir)
     train = small_countdown_puzzles(opts.tasks, seed=opts.seed + 5000)
     held_out = small_countdown_puzzles(opts.eval_tasks, seed=opts.seed + 6000)
     results: dict[str, Any] = {}

@@ -45,7 +45,14 @@ from .metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
 from .puzzles import small_countdown_puzzles
 from .samplers import Sample, Sampler
 
-__all__ = ["RunOptions", "entry_of", "evaluate_tasks", "group_stats", "run_main_job"]
+__all__ = [
+    "RunOptions",
+    "entry_of",
+    "evaluate_tasks",
+    "fresh_workdir",
+    "group_stats",
+    "run_main_job",
+]
 
 KAPPA = "countdown.first-op.v1"
 
@@ -69,7 +76,7 @@ class RunOptions:
         temperature: sampling temperature.
         top_p: nucleus sampling.
         prefix_template: the forced entry for uncovered families.
-        progress: show progress bars.
+        progress: show progress bars (None: only on a terminal).
     """
 
     workdir: Path = Path("out/run")
@@ -104,6 +111,8 @@ def evaluate_tasks(
 ) -> list[dict[str, Any]]:
     """K samples per task, verified; one row of coverage figures per task.
 
+    ``progress`` shows a bar (None: only on a terminal).
+
     Returns:
         Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``, ``ec_at_k``,
         ``pass_at_k`` (``{k: value}``), ``entry_counts`` (initiated entry → samples),
@@ -112,7 +121,7 @@ def evaluate_tasks(
         ``rollouts`` (``[family, reward]`` per sample).
     """
     rows = []
-    for i, task in enumerate(tqdm(tasks, desc="evaluate", unit="task", disable=progress)):
+    for i, task in enumerate(tqdm(tasks, desc="evaluate", unit="task", disable=_bars(progress))):
         enum = client.enumerate_families(task)
         family_of = {
             enum.labels[i].label.value: f
@@ -223,6 +232,28 @@ def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def fresh_workdir(path: Path) -> None:
+    """Empty a work dir for a new run: one this program wrote before, or an empty one.
+
+    Raises:
+        InvalidRequestError: the folder holds something else (it is never deleted).
+    """
+    markers = ("summary.json", "experiment.json", "certd-data", "tasks.jsonl")
+    if path.exists():
+        if any(path.iterdir()) and not any((path / m).exists() for m in markers):
+            raise InvalidRequestError(
+                f"{path} is not empty and holds no earlier run; choose another --workdir",
+                field="workdir",
+            )
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+
+
+def _bars(progress: bool | None) -> bool | None:
+    """tqdm's ``disable`` for a progress setting (None: bars only on a terminal)."""
+    return None if progress is None else not progress
+
+
 def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
     if not opts.tasks_file:
         return small_countdown_puzzles(opts.tasks, seed=opts.seed)
@@ -243,9 +274,7 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
 
     started = time.perf_counter()
     workdir = opts.workdir
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
+    fresh_workdir(workdir)
     local = None if opts.server else LocalCertd(workdir / "certd-data")
     address = opts.server or (local.address if local else "")
     trust = opts.trust or ([local.vkey] if local else [])
@@ -290,7 +319,9 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
             admitted = 0
             refused: list[dict[str, Any]] = []
             with (workdir / "admitted.jsonl").open("w", encoding="utf-8") as sink:
-                for n, rec in enumerate(tqdm(records, desc="ratchet", disable=opts.progress)):
+                for n, rec in enumerate(
+                    tqdm(records, desc="ratchet", disable=_bars(opts.progress))
+                ):
                     if not rec["families"]:
                         continue
                     adm = ratchet.admit(rec)

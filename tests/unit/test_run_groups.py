@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from forkgate.run import group_stats
+from pathlib import Path
+
+import pytest
+
+from forkgate.errors import InvalidRequestError
+from forkgate.run import fresh_workdir, group_stats
 
 
 def test_a_flat_grpo_group_still_carries_a_stratified_signal() -> None:
@@ -24,3 +29,19 @@ def test_a_flat_grpo_group_still_carries_a_stratified_signal() -> None:
 
 def test_no_rollouts() -> None:
     assert group_stats([]) == {"rollouts": 0}
+
+
+def test_fresh_workdir_empties_only_an_earlier_run(tmp_path: Path) -> None:
+    earlier = tmp_path / "run"
+    (earlier / "certd-data").mkdir(parents=True)
+    (earlier / "summary.json").write_text("{}")
+    fresh_workdir(earlier)
+    assert earlier.is_dir() and not any(earlier.iterdir())
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("...")
+    with pytest.raises(InvalidRequestError, match="holds no earlier run"):
+        fresh_workdir(precious)
+    assert (precious / "thesis.tex").read_text() == "..."
+    fresh_workdir(tmp_path / "new" / "dir")
+    assert (tmp_path / "new" / "dir").is_dir()
