@@ -390,7 +390,6 @@ def _report_data(
         "samples": samples + fork_samples,
         "samples_evaluation": samples,
         "samples_fork_trees": fork_samples,
-        "verified_correct": correct + sum(len(r.get("families", [])) for r in records),
         "correct_evaluation": correct,
         "pass@1": round(correct / samples, 4) if samples else 0.0,
         f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
