@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io debootstrap
+APT_PACKAGES := bubblewrap docker.io debootstrap chromium
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 
@@ -59,7 +59,7 @@ sandbox-image: docker-engine
 test: lint typecheck sandbox-image unit
 
 run: setup
-	$(BIN)/forkgate demo
+	$(BIN)/forkgate run
 
 bench: setup
 	$(BIN)/python bench/run_all.py
