@@ -26,6 +26,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from certd.support import Interval, SupportChange, SupportFigures
 from certd.v1 import authority_pb2
 
 from .support import SupportRow
@@ -33,6 +34,7 @@ from .support import SupportRow
 __all__ = [
     "decisions_json",
     "decisions_table",
+    "rows_from_decisions",
     "routes_svg",
     "support_svg",
     "write_support_report",
@@ -163,11 +165,49 @@ def decisions_json(decisions: Sequence[authority_pb2.AcceptanceDecision]) -> lis
     """The decisions as JSON objects (protobuf JSON, without the envelope bytes)."""
     out = []
     for d in decisions:
-        obj = json_format.MessageToDict(d, preserving_proto_field_name=True)
+        obj = json_format.MessageToDict(
+            d, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
         obj.get("certificate", {}).pop("envelope", None)
         obj.get("certificate", {}).pop("inclusion", None)
         out.append(obj)
     return out
+
+
+def _interval(pb: authority_pb2.Interval) -> Interval:
+    return Interval(pb.estimate, pb.low, pb.high, pb.level)
+
+
+def rows_from_decisions(
+    decisions: Sequence[authority_pb2.AcceptanceDecision], tasks: Sequence[str] = ()
+) -> list[SupportRow]:
+    """Support rows from certd's decisions (accepted and refused), optionally some task sets."""
+    rows = []
+    for d in decisions:
+        for f in d.figures:
+            if tasks and f.task_set not in tasks:
+                continue
+            change = None
+            if f.has_previous:
+                change = SupportChange(
+                    best_at_k=_interval(f.best_at_k_change),
+                    pass_at_1=_interval(f.pass_at_1_change),
+                    ser=_interval(f.ser),
+                    paired=True,
+                )
+            figures = SupportFigures(
+                k=f.k,
+                prompts=f.prompts,
+                best_at_k=f.best_at_k,
+                pass_at_1=f.pass_at_1,
+                all_correct=f.all_correct,
+                mixed=f.mixed,
+                all_wrong=f.all_wrong,
+                routes=dict(sorted(f.routes.items())),
+                families=dict(sorted(f.families.items())),
+            )
+            rows.append(SupportRow(d.checkpoint, f.task_set, figures, (), change))
+    return rows
 
 
 def write_support_report(
