@@ -47,8 +47,8 @@ from .support_report import decisions_table, write_support_report
 
 __all__ = [
     "BALANCED",
-    "SHORTCUT",
     "PhaseResult",
+    "SHORTCUT",
     "distinct_puzzles",
     "measure",
     "run_guard_demo",

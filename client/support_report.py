@@ -34,8 +34,8 @@ from .support import SupportRow
 __all__ = [
     "decisions_json",
     "decisions_table",
-    "rows_from_decisions",
     "routes_svg",
+    "rows_from_decisions",
     "support_svg",
     "write_support_report",
 ]
