@@ -32,6 +32,7 @@ __all__ = [
     "AcceptanceClaim",
     "FeasibilityClaim",
     "PREDICATE_ACCEPTANCE",
+    "PREDICATE_ACCEPTANCE_REFUSAL",
     "PREDICATE_FEASIBILITY",
     "PREDICATE_VERDICT_RECEIPT",
     "ReceiptClaim",
@@ -53,6 +54,7 @@ __all__ = [
 PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
 PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
 PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
+PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
 
 
 def sha256_hex(data: bytes) -> str:

@@ -19,7 +19,9 @@ refuse, unless ``refuse_within_noise`` is set (then the point estimate alone dec
 certificate of a run is its baseline (nothing to compare). Certificates chain: each names its
 predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>`` makes a second
 certificate for the same place in the chain impossible. A refusal names every capability that
-fell, by how much, with the bootstrap interval of the change.
+fell, by how much, with the bootstrap interval of the change; it is signed and logged too
+(predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
+so the ledger holds every decision, but a refusal record never verifies as a certificate.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
-from certd.statements import PREDICATE_ACCEPTANCE, sha256_hex
+from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
 from certd.support import (
     Interval,
     PromptOutcome,
@@ -150,7 +152,7 @@ class AcceptanceDecision:
 
     @property
     def certificate_id(self) -> str:
-        """Hex SHA-256 of the envelope ("" for a refusal)."""
+        """Hex SHA-256 of the envelope (the certificate, or the signed refusal record)."""
         return sha256_hex(self.envelope) if self.envelope else ""
 
 
@@ -350,6 +352,10 @@ class Acceptances:
             drops = self._drops(challenge, caps, head)
             if drops:
                 reasons = sorted({_reason(d) for d in drops})
+                reason, detail = ",".join(reasons), "; ".join(_describe(d) for d in drops)
+                envelope = self._sign(challenge, caps, (reason, detail, drops))
+                key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
+                index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
                 decision = AcceptanceDecision(
                     run=challenge.run,
                     checkpoint=challenge.checkpoint,
@@ -358,8 +364,10 @@ class Acceptances:
                     sequence=challenge.sequence,
                     capabilities=caps,
                     accepted=False,
-                    reason=",".join(reasons),
-                    detail="; ".join(_describe(d) for d in drops),
+                    index=index,
+                    envelope=envelope,
+                    reason=reason,
+                    detail=detail,
                     drops=tuple(drops),
                 )
                 state.decisions.append(decision)
@@ -385,7 +393,7 @@ class Acceptances:
             return decision
 
     def decisions(self, run: str) -> list[AcceptanceDecision]:
-        """A run's decisions: accepted ones (from the ledger), refused ones since start-up.
+        """A run's decisions, accepted and refused, in ledger order.
 
         Raises:
             NotFoundError: the run has no decision.
@@ -533,8 +541,14 @@ class Acceptances:
         """Whether a fall counts: outside noise, or every fall when so configured."""
         return self._cfg.refuse_within_noise or not change.within_noise
 
-    def _sign(self, challenge: Challenge, caps: Sequence[Capability]) -> bytes:
-        predicate = {
+    def _sign(
+        self,
+        challenge: Challenge,
+        caps: Sequence[Capability],
+        refusal: tuple[str, str, Sequence[Drop]] | None = None,
+    ) -> bytes:
+        """The signed acceptance certificate, or (with ``refusal``) the signed refusal record."""
+        predicate: dict[str, Any] = {
             "capabilities": {
                 c.task_set: {
                     "change": c.change.to_json() if c.change is not None else None,
@@ -560,9 +574,16 @@ class Acceptances:
                 }
             ),
         }
-        statement = make_statement(
-            [("checkpoint", challenge.checkpoint_digest)], PREDICATE_ACCEPTANCE, predicate
-        )
+        kind = PREDICATE_ACCEPTANCE
+        if refusal is not None:
+            reason, detail, drops = refusal
+            predicate["refusal"] = {
+                "detail": detail,
+                "drops": [_drop_json(d) for d in drops],
+                "reason": reason,
+            }
+            kind = PREDICATE_ACCEPTANCE_REFUSAL
+        statement = make_statement([("checkpoint", challenge.checkpoint_digest)], kind, predicate)
         return sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
 
     def _load(self) -> None:
@@ -574,12 +595,13 @@ class Acceptances:
                 decision = parse_acceptance_entry(start + offset, entry)
                 if decision is not None:
                     state = self._runs.setdefault(decision.run, _Run())
-                    state.head = decision
+                    if decision.accepted:
+                        state.head = decision
                     state.decisions.append(decision)
 
 
 def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | None:
-    """Parse a ledger entry as an acceptance certificate, without checking its signature.
+    """Parse a ledger entry as an acceptance certificate or refusal record, unchecked.
 
     The ledger is certd's own (``certd audit`` checks every signature); entries of other
     kinds and unparseable ones give None.
@@ -587,7 +609,7 @@ def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | Non
     try:
         env = json.loads(entry)
         st = json.loads(base64.b64decode(env["payload"]))
-        if st.get("predicateType") != PREDICATE_ACCEPTANCE:
+        if st.get("predicateType") not in (PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL):
             return None
         p = st["predicate"]
         caps = tuple(
@@ -606,12 +628,37 @@ def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | Non
             target=str(p["target"]),
             sequence=int(p["sequence"]),
             capabilities=caps,
-            accepted=True,
+            accepted="refusal" not in p,
             index=index,
             envelope=entry,
+            reason=str(p["refusal"]["reason"]) if "refusal" in p else "",
+            detail=str(p["refusal"]["detail"]) if "refusal" in p else "",
+            drops=tuple(_drop_of(d) for d in p["refusal"]["drops"]) if "refusal" in p else (),
         )
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _drop_json(d: Drop) -> dict[str, Any]:
+    return {
+        "interval": d.interval.to_json(),
+        "metric": d.metric,
+        "now": d.now,
+        "previous": d.previous,
+        "task_set": d.task_set,
+        "tolerance": d.tolerance,
+    }
+
+
+def _drop_of(obj: Mapping[str, Any]) -> Drop:
+    return Drop(
+        str(obj["task_set"]),
+        str(obj["metric"]),
+        float(obj["previous"]),
+        float(obj["now"]),
+        float(obj["tolerance"]),
+        Interval.from_json(obj["interval"]),
+    )
 
 
 def _spec_json(spec: TaskSetSpec) -> dict[str, Any]:

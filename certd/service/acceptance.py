@@ -131,19 +131,21 @@ def decision_to_pb(ledger: Ledger, d: AcceptanceDecision) -> authority_pb2.Accep
         accepted=d.accepted,
         figures=[_figures_pb(c) for c in d.capabilities],
     )
+    signed = authority_pb2.AcceptanceCertificate(
+        envelope=d.envelope,
+        certificate_id=d.certificate_id,
+        ledger_index=d.index,
+        inclusion=inclusion_to_pb(ledger, d.index, entry=d.envelope),
+    )
     if d.accepted:
-        out.certificate.CopyFrom(
-            authority_pb2.AcceptanceCertificate(
-                envelope=d.envelope,
-                certificate_id=d.certificate_id,
-                ledger_index=d.index,
-                inclusion=inclusion_to_pb(ledger, d.index, entry=d.envelope),
-            )
-        )
+        out.certificate.CopyFrom(signed)
     else:
         out.refusal.CopyFrom(
             authority_pb2.AcceptanceRefusal(
-                reason=d.reason, detail=d.detail, drops=[_drop_pb(x) for x in d.drops]
+                reason=d.reason,
+                detail=d.detail,
+                drops=[_drop_pb(x) for x in d.drops],
+                record=signed,
             )
         )
     return out

@@ -308,14 +308,16 @@ class CapabilityDrop(_message.Message):
     def __init__(self, task_set: _Optional[str] = ..., metric: _Optional[str] = ..., previous: _Optional[float] = ..., now: _Optional[float] = ..., drop: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., tolerance: _Optional[float] = ...) -> None: ...
 
 class AcceptanceRefusal(_message.Message):
-    __slots__ = ("reason", "detail", "drops")
+    __slots__ = ("reason", "detail", "drops", "record")
     REASON_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     DROPS_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
     reason: str
     detail: str
     drops: _containers.RepeatedCompositeFieldContainer[CapabilityDrop]
-    def __init__(self, reason: _Optional[str] = ..., detail: _Optional[str] = ..., drops: _Optional[_Iterable[_Union[CapabilityDrop, _Mapping]]] = ...) -> None: ...
+    record: AcceptanceCertificate
+    def __init__(self, reason: _Optional[str] = ..., detail: _Optional[str] = ..., drops: _Optional[_Iterable[_Union[CapabilityDrop, _Mapping]]] = ..., record: _Optional[_Union[AcceptanceCertificate, _Mapping]] = ...) -> None: ...
 
 class AcceptanceCertificate(_message.Message):
     __slots__ = ("envelope", "certificate_id", "ledger_index", "inclusion")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from certd.config import AcceptanceConfig, CertdConfig, TaskSetConfig
+from certd.errors import SigningError
 from certd.service.server import CertdServer
 from certd.signing.keys import SigningKey
 from certd.statements import verify_acceptance
@@ -122,6 +123,13 @@ def test_a_checkpoint_whose_other_task_eroded_is_refused(
     ]  # fmt: skip
     bad = decisions[2]
     assert bad.refusal.reason == "CAPABILITY_FELL"
+    # the refusal is signed and logged, but never passes as an acceptance certificate
+    record = bad.refusal.record
+    assert client.entries(record.ledger_index, record.ledger_index + 1) == [record.envelope]
+    with pytest.raises(SigningError, match="predicate type"):
+        verify_acceptance(record, load_keyring([vkey]))  # type: ignore[arg-type]
+    promotion = CheckpointRatchet([vkey], run="r1").promote(CKPTS[2].digest, record)
+    assert not promotion.promoted and promotion.reasons[0][0] is Reason.BAD_SIGNATURE
     b4 = next(f for f in bad.figures if f.task_set == "band-4")
     assert b4.has_previous and b4.ser.estimate > 0.1 and not b4.within_noise
     assert b4.routes["/"] > 0.7
@@ -244,6 +252,8 @@ def test_the_chain_survives_a_restart(tmp_path: Path) -> None:
             policy = RoutePolicy.from_certd(c, BANDS)
             first = _evaluate(c, policy, CKPTS[0])
             assert first.accepted
+            worse = PolicyCheckpoint("step-1", CKPTS[0].routes, {"band-3": 0.0, "band-4": 0.35})
+            assert not _evaluate(c, policy, worse).accepted  # the target fell
     finally:
         server.stop(grace_s=1.0)
     server = CertdServer(cfg)
@@ -252,6 +262,9 @@ def test_the_chain_survives_a_restart(tmp_path: Path) -> None:
         with CertdClient(f"127.0.0.1:{server.port}") as c:
             ch = begin_acceptance(c, "r1", "step-100", CKPTS[1].digest, "band-3")
             assert ch.predecessor == first.certificate.certificate_id
-            assert [d.accepted for d in list_acceptances(c, "r1")] == [True]
+            decisions = list_acceptances(c, "r1")
+            assert [d.accepted for d in decisions] == [True, False]
+            assert decisions[1].refusal.reason == "TARGET_NOT_IMPROVED"
+            assert decisions[1].refusal.drops[0].metric == "target_pass_at_1"
     finally:
         server.stop(grace_s=1.0)
