@@ -158,7 +158,7 @@ def accept(
 
 
 def list_acceptances(client: CertdClient, run: str) -> list[authority_pb2.AcceptanceDecision]:
-    """A run's decisions (accepted from the ledger; refused since certd started).
+    """A run's decisions, accepted and refused, in ledger order.
 
     Raises:
         NotFoundError: the run has no decision.

@@ -10,7 +10,8 @@ that is trained to improve the 3-number band. Each phase the loop
 
 1. measures support on both bands on the trainer side (samples verified by certd through
    ``VerifyBatch``; ``forkgate.support``), with first-token JSD against the first checkpoint;
-2. feeds the guards: ``SupportAlarm`` (pass@1 up, best@k down), ``RecoveryController``
+2. feeds the guards: ``SupportAlarm`` (pass@1 up, best@k down, per band and for ``all``: the
+   mean pass@1 against the worst band's best@k), ``RecoveryController``
    on the 4-number band's best@k, ``SupportMixer`` for the next phase's data mix;
 3. asks certd for an acceptance certificate and promotes the checkpoint only through the
    ``CheckpointRatchet``.
@@ -190,14 +191,16 @@ def run_guard_loop(
     for phase in range(phases):
         ckpt = dyn.checkpoint(phase)
         rows = measure(client, policy, ckpt, bands, tracker)
+        # per task, and across tasks: mean pass@1 against the worst task's best@k
+        watched = {b: (r.figures.pass_at_1, r.figures.best_at_k) for b, r in rows.items()}
+        watched["all"] = (
+            sum(p for p, _ in watched.values()) / len(watched),
+            min(b for _, b in watched.values()),
+        )
         alarms = [
             a.reason
-            for band, r in rows.items()
-            if (
-                a := alarm(
-                    phase, band, pass_at_1=r.figures.pass_at_1, best_at_k=r.figures.best_at_k
-                )
-            )
+            for name, (p1, bk) in watched.items()
+            if (a := alarm(phase, name, pass_at_1=p1, best_at_k=bk))
         ]
         mode = controller(phase, rows[OTHER].figures.best_at_k)
         ser = {b: r.ser.estimate for b, r in rows.items() if r.ser is not None}
