@@ -479,7 +479,8 @@ class Acceptances:
             cap.figures.k,
             resamples=self._cfg.bootstrap_resamples,
             level=self._cfg.interval_level,
-            seed=int(sha256_hex(f"{head.certificate_id}/{cap.task_set}".encode())[:15], 16),
+            # deterministic: the same samples against the same head give the same interval
+            seed=int(sha256_hex(f"{head.run}/{head.sequence}/{cap.task_set}".encode())[:15], 16),
         )
         return Capability(cap.task_set, cap.figures, cap.outcomes, change)
 
