@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES :=
+APT_PACKAGES := chromium
 
 .PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean
 
@@ -40,7 +40,7 @@ unit: setup
 test: lint typecheck unit
 
 run: setup
-	$(BIN)/forkgate demo
+	$(BIN)/forkgate run
 
 bench: setup
 	$(BIN)/python bench/run_all.py

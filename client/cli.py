@@ -1,4 +1,4 @@
-"""The ``forkgate`` command line: verify-batch, certify, check-cert, demo, guard, guard-demo.
+"""The ``forkgate`` command line: run, experiment, verify-batch, certify, check-cert, demo, ….
 
 Example::
 
@@ -216,7 +216,20 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
 
 
 def _sampler(args: argparse.Namespace) -> Any:
-    from .samplers import OpenAICompletionsSampler, TransformersSampler, VLLMSampler
+    from .samplers import (
+        EmbeddedSampler,
+        OpenAICompletionsSampler,
+        TransformersSampler,
+        VLLMSampler,
+    )
+
+    if args.sampler == "embedded":
+        import torch
+
+        # One thread: the tiny model gains nothing from more, and on a shared machine
+        # oversubscribed torch threads spin (20x slower measured on a loaded 2-core box).
+        torch.set_num_threads(max(1, getattr(args, "threads", 1)))
+        return EmbeddedSampler(getattr(args, "weights", None) or None)
 
     if args.sampler == "openai":
         if not args.base_url:
@@ -308,6 +321,62 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .run import RunOptions, run_main_job
+
+    if args.sampler != "embedded" and args.model == "default" and args.sampler != "openai":
+        raise InvalidRequestError(
+            f"--model is required with --sampler {args.sampler}", field="model"
+        )
+    prefix = args.prefix_template or (
+        "<think>{operand}{operator}"
+        if args.sampler == "embedded"
+        else "<answer>{operand}{operator}"
+    )
+    opts = RunOptions(
+        workdir=Path(args.workdir),
+        server=args.server,
+        trust=args.trust,
+        tasks=args.tasks,
+        tasks_file=args.tasks_file,
+        seed=args.seed,
+        k=args.k,
+        m=args.m,
+        budget=args.budget,
+        round_size=args.round_size,
+        max_tokens=args.max_tokens or (80 if args.sampler == "embedded" else 512),
+        temperature=args.temperature,
+        top_p=args.top_p,
+        prefix_template=prefix,
+        sampler_name=args.sampler if args.sampler == "embedded" else f"{args.sampler} {args.model}",
+    )
+    return run_main_job(opts, _sampler(args), as_json=args.json)
+
+
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from .experiment import ExperimentOptions, run_experiment
+
+    opts = ExperimentOptions(
+        workdir=Path(args.workdir),
+        steps=args.steps,
+        tasks=args.tasks,
+        prompts_per_step=args.prompts_per_step,
+        group_size=args.group_size,
+        eval_tasks=args.eval_tasks,
+        eval_every=args.eval_every,
+        eval_n=args.eval_n,
+        lr=args.lr,
+        seed=args.seed,
+        sft_steps=args.sft_steps,
+        forktree_budget=args.forktree_budget,
+        low_reach=args.low_reach,
+        arms=tuple(args.arm) if args.arm else ExperimentOptions().arms,
+        threads=args.threads,
+        weights=args.weights,
+    )
+    return run_experiment(opts, as_json=args.json)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -382,6 +451,9 @@ def _cmd_guard_demo(args: argparse.Namespace) -> int:
     )
 
 
+_SAMPLERS = ["embedded", "openai", "transformers", "vllm"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``forkgate``."""
     p = argparse.ArgumentParser(prog="forkgate", description="ForkGate trainer-side tools")
@@ -417,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
     b.add_argument("--server", default="127.0.0.1:50051")
     b.add_argument("--tasks", required=True, help="JSONL of task objects")
-    b.add_argument("--sampler", choices=["openai", "transformers", "vllm"], default="openai")
+    b.add_argument("--sampler", choices=_SAMPLERS, default="openai")
     b.add_argument("--model", default="default")
     b.add_argument("--base-url", default="", help="OpenAI-compatible server (openai sampler)")
     b.add_argument("--api-key", default=None)
@@ -465,7 +537,53 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--seed", type=int, default=0)
     gd.set_defaults(fn=_cmd_guard_demo)
 
-    for cmd in (v, c, k, d, b, a, mt, g, gd):
+    r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")
+    r.add_argument("--workdir", default="out/run")
+    r.add_argument("--server", default="", help="use this certd instead of starting one")
+    r.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
+    r.add_argument("--sampler", choices=_SAMPLERS, default="embedded")
+    r.add_argument("--model", default="default", help="model name (vllm, transformers, openai)")
+    r.add_argument("--weights", default="", help="embedded policy weights (default: shipped)")
+    r.add_argument("--base-url", default="", help="OpenAI-compatible server (openai sampler)")
+    r.add_argument("--api-key", default=None)
+    r.add_argument("--tasks", type=int, default=48, help="Countdown tasks to generate")
+    r.add_argument("--tasks-file", default="", help="JSONL of tasks instead of generating")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--k", type=int, default=16, help="evaluation samples per task (EC@K)")
+    r.add_argument("--m", type=int, default=4, help="families wanted per fork tree")
+    r.add_argument("--budget", type=int, default=48, help="fork-tree samples per task")
+    r.add_argument("--round-size", type=int, default=16)
+    r.add_argument("--max-tokens", type=int, default=0, help="default: 80 embedded, else 512")
+    r.add_argument("--temperature", type=float, default=1.0)
+    r.add_argument("--top-p", type=float, default=1.0)
+    r.add_argument("--prefix-template", default="", help="forced entry (default per sampler)")
+    r.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
+    r.set_defaults(fn=_cmd_run)
+
+    x = sub.add_parser("experiment", help="the mechanism experiment (GRPO arms on CPU)")
+    xs = x.add_subparsers(dest="experiment", required=True)
+    xc = xs.add_parser("countdown", help="three GRPO arms from the embedded policy")
+    xc.add_argument("--workdir", default="out/experiment")
+    xc.add_argument("--steps", type=int, default=100, help="GRPO steps per arm")
+    xc.add_argument("--tasks", type=int, default=64, help="training tasks")
+    xc.add_argument("--prompts-per-step", type=int, default=8)
+    xc.add_argument("--group-size", type=int, default=16, help="rollouts per prompt")
+    xc.add_argument("--eval-tasks", type=int, default=32)
+    xc.add_argument("--eval-every", type=int, default=20)
+    xc.add_argument("--eval-n", type=int, default=16, help="samples per eval task (pass@16)")
+    xc.add_argument("--lr", type=float, default=2e-4)
+    xc.add_argument("--sft-steps", type=int, default=60, help="fork-tree SFT steps (arm 3)")
+    xc.add_argument("--forktree-budget", type=int, default=32, help="samples per task (arm 3)")
+    xc.add_argument("--low-reach", type=float, default=0.1, help="reach below this is low")
+    xc.add_argument("--seed", type=int, default=0)
+    xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    xc.add_argument("--weights", default="", help="starting weights (default: shipped)")
+    xc.add_argument(
+        "--arm", action="append", choices=["grpo", "stratified", "sft+stratified"], default=[]
+    )
+    xc.set_defaults(fn=_cmd_experiment)
+
+    for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 

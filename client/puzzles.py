@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-__all__ = ["countdown_puzzles"]
+__all__ = ["countdown_puzzles", "small_countdown_puzzles"]
 
 _SMALL = tuple(range(1, 11)) * 2
 _LARGE = (25, 50, 75, 100)
@@ -53,6 +53,37 @@ def countdown_puzzles(
     while len(out) < n:
         large = rng.randint(0, min(2, numbers - 1))
         values = rng.sample(_LARGE, large) + rng.sample(_SMALL, numbers - large)
+        target = _combine(rng, values)
+        if target is not None and lo <= target <= hi:
+            out.append({"numbers": values, "target": target})
+    return out
+
+
+def small_countdown_puzzles(
+    n: int,
+    *,
+    seed: int = 0,
+    sizes: tuple[int, ...] = (3, 4),
+    max_number: int = 12,
+    target_range: tuple[int, int] = (1, 100),
+) -> list[dict[str, Any]]:
+    """``n`` solvable puzzles with small numbers: the embedded policy's distribution.
+
+    Args:
+        n: how many.
+        seed: the RNG seed; the same seed gives the same puzzles.
+        sizes: how many numbers a puzzle may have (drawn uniformly).
+        max_number: numbers are drawn from 1..max_number (repeats allowed).
+        target_range: inclusive bounds for the target.
+
+    Returns:
+        Puzzles whose target is reachable using every number exactly once.
+    """
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    lo, hi = target_range
+    while len(out) < n:
+        values = [rng.randint(1, max_number) for _ in range(rng.choice(sizes))]
         target = _combine(rng, values)
         if target is not None and lo <= target <= hi:
             out.append({"numbers": values, "target": target})

@@ -1,4 +1,4 @@
-"""Samplers: one interface over plain callables, OpenAI-compatible servers, transformers, vLLM.
+"""Samplers: one interface over callables, the embedded policy, OpenAI servers, transformers, vLLM.
 
 Example:
     >>> s = CallableSampler(lambda prompt, rng: f"<answer>{rng.randint(1, 9)}</answer>")
@@ -20,12 +20,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ForkgateError
 
+if TYPE_CHECKING:
+    from .policy.policy import Policy
+
 __all__ = [
     "CallableSampler",
+    "EmbeddedSampler",
     "OpenAICompletionsSampler",
     "Sample",
     "Sampler",
@@ -96,6 +100,58 @@ class CallableSampler:
         rng = random.Random(seed)
         head = prefix or ""
         return [[Sample(head + self.fn(p + head, rng)) for _ in range(n)] for p in prompts]
+
+
+@dataclass
+class EmbeddedSampler:
+    """The embedded Countdown policy shipped with the package (CPU, no download).
+
+    It reads Countdown prompts (the TinyZero prompt or the compact ``"25 5 4 3>83|"``) and
+    writes ``<think>steps</think><answer>expr</answer>``. torch and the weights load on first
+    use (well under a second).
+
+    Args:
+        weights: a safetensors file with its JSON next to it (default: the shipped policy).
+        top_k_logprobs: how many first-token log-probabilities to report.
+        policy: an already loaded ``forkgate.policy.Policy`` (e.g. one being trained).
+    """
+
+    weights: str | None = None
+    top_k_logprobs: int = 5
+    policy: Policy | None = None
+
+    def load(self) -> Policy:
+        """The policy (loaded once).
+
+        Raises:
+            SamplerError: the weights cannot be loaded, or torch is not installed.
+        """
+        if self.policy is None:
+            try:
+                from pathlib import Path
+
+                from .policy.policy import Policy
+            except ImportError as e:
+                raise SamplerError(
+                    "the embedded sampler needs torch: pip install 'forkgate[train]'"
+                ) from e
+            self.policy = Policy.load(Path(self.weights) if self.weights else None)
+        return self.policy
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        max_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        prefix: str | None = None,
+    ) -> list[list[Sample]]:
+        """n samples per prompt from the embedded policy."""
+        return self.load().sample(
+            prompts, n, max_tokens, temperature, top_p, seed, prefix, self.top_k_logprobs
+        )
 
 
 @dataclass

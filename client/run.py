@@ -1,0 +1,424 @@
+"""The main job (``forkgate run``, what ``make run`` does): sample, verify, certify, admit, audit.
+
+Example::
+
+    forkgate run                                   # embedded certd and the embedded policy
+    forkgate run --sampler vllm --model Qwen/Qwen2.5-3B-Instruct --tasks 256   # on a GPU
+
+Steps, each with a progress bar:
+
+1. Start ``certd serve`` on a fresh data dir in the work dir (or use ``--server``).
+2. Generate Countdown tasks (``--tasks`` of them with ``--seed``) or load ``--tasks-file``.
+3. Evaluation sampling: K samples per task, verified through certd; per task the feasible
+   families (certd's enumerator), EC@K, pass@k for k = 1..K, entry-family counts, entry
+   entropy, per-family completion and the first-token entropy.
+4. Fork trees (``ForkTreeBuilder``): sample, verify and certify until m families per task,
+   forcing the entry prefixes of uncovered families with the leftover budget.
+5. Stratified groups keyed by (task, κ) over the evaluation samples, with their advantages
+   (``StratifiedAdvantages``), next to the plain per-question GRPO groups.
+6. The ratchet admits the fork-tree records whose certificates verify offline.
+7. Audit the ledger over gRPC and, for the embedded server, from its files.
+8. Write the report (HTML, PNG plots, JSON) and print a one-screen summary.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from certd.v1 import tasks_pb2
+
+from .client import CertdClient
+from .demo import _audit
+from .errors import InvalidRequestError
+from .forktree import ForkTreeBuilder, countdown_prompt
+from .local import LocalCertd
+from .metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
+from .puzzles import small_countdown_puzzles
+from .samplers import Sample, Sampler
+
+__all__ = ["RunOptions", "evaluate_tasks", "run_main_job"]
+
+KAPPA = "countdown.first-op.v1"
+
+
+@dataclass
+class RunOptions:
+    """What ``forkgate run`` does; the defaults are the embedded default.
+
+    Attributes:
+        workdir: everything goes here (emptied first).
+        server: a running certd (``host:port``); empty starts one in the work dir.
+        trust: the server's log keys (vkey strings or files) when ``server`` is set.
+        tasks: how many tasks to generate.
+        tasks_file: a JSONL of Countdown tasks instead.
+        seed: the seed of tasks and sampling.
+        k: evaluation samples per task (EC@K, pass@k).
+        m: families wanted per fork tree.
+        budget: fork-tree samples per task at most.
+        round_size: fork-tree samples per round.
+        max_tokens: generation length.
+        temperature: sampling temperature.
+        top_p: nucleus sampling.
+        prefix_template: the forced entry for uncovered families.
+        progress: show progress bars.
+    """
+
+    workdir: Path = Path("out/run")
+    server: str = ""
+    trust: list[str] = field(default_factory=list)
+    tasks: int = 48
+    tasks_file: str = ""
+    seed: int = 0
+    k: int = 16
+    m: int = 4
+    budget: int = 48
+    round_size: int = 16
+    max_tokens: int = 80
+    temperature: float = 1.0
+    top_p: float = 1.0
+    prefix_template: str = "<think>{operand}{operator}"
+    progress: bool | None = None
+    sampler_name: str = "embedded"
+
+
+def evaluate_tasks(
+    client: CertdClient,
+    sampler: Sampler,
+    tasks: Sequence[Mapping[str, Any]],
+    *,
+    k: int,
+    max_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """K samples per task, verified; one row of coverage figures per task.
+
+    Returns:
+        Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``, ``ec_at_k``,
+        ``pass_at_k`` (``{k: value}``), ``entry_counts`` (initiated entry → samples),
+        ``entry_entropy``, ``family_completion`` (entry → ``{correct, total}``),
+        ``first_token_entropy`` (None when the backend gives no log-probabilities) and
+        ``rollouts`` (``[family, reward]`` per sample).
+    """
+    rows = []
+    for i, task in enumerate(tqdm(tasks, desc="evaluate", unit="task", disable=progress)):
+        enum = client.enumerate_families(task)
+        family_of = {
+            enum.labels[i].label.value: f
+            for f, fam in enumerate(enum.families)
+            for i in fam.label_indexes
+        }
+        [group] = sampler.sample(
+            [countdown_prompt(task)],
+            n=k,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed + 7919 * i,
+        )
+        verdicts = client.verify_batch([(task, s.text) for s in group])
+        rows.append(_task_row(task, family_of, len(enum.families), group, verdicts))
+    return rows
+
+
+def _entry(v: Any) -> str:
+    """The entry a sample made: the initiated step, else the answer's family, else none."""
+    if v.initiated.value:
+        return str(v.initiated.value)
+    return str(v.family.value) or "(none)"
+
+
+def _task_row(
+    task: Mapping[str, Any],
+    family_of: Mapping[str, int],
+    feasible: int,
+    group: Sequence[Sample],
+    verdicts: Sequence[Any],
+) -> dict[str, Any]:
+    ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
+    entries = [_entry(v) for v in verdicts]
+    completion: dict[str, dict[str, int]] = {}
+    for e, good in zip(entries, ok, strict=True):
+        fam = completion.setdefault(e, {"correct": 0, "total": 0})
+        fam["total"] += 1
+        fam["correct"] += good
+    firsts = [s.first_token_logprobs for s in group if s.first_token_logprobs]
+    ks = [x for x in (1, 2, 4, 8, 16, 32, 64, 128) if x <= len(ok)]
+    return {
+        "task": dict(task),
+        "feasible": feasible,
+        "samples": len(ok),
+        "correct": sum(ok),
+        # Labels of one family are one family (the pseudo-fork rule): count families.
+        "ec_at_k": ec_at_k(
+            [
+                str(family_of.get(v.family.value, v.family.value))
+                for v, good in zip(verdicts, ok, strict=True)
+                if good
+            ],
+            feasible,
+        )
+        if feasible
+        else 0.0,
+        "pass_at_k": {str(x): pass_at_k(len(ok), sum(ok), x) for x in ks},
+        "entry_counts": dict(Counter(entries)),
+        "entry_entropy": entry_entropy(entries),
+        "family_completion": completion,
+        "first_token_entropy": first_token_entropy(firsts) if firsts else None,
+        "rollouts": [[v.family.value, float(v.reward)] for v in verdicts],
+    }
+
+
+def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Plain GRPO groups (per task) against stratified groups (per task and κ family).
+
+    Computes the stratified advantages of all rollouts as one batch (prior 1/2 for every
+    family, since no earlier batch exists) and counts the rollouts whose plain group has no
+    signal (all rewards equal) but whose stratified advantage is not zero.
+    """
+    import torch
+
+    from .advantages import StratifiedAdvantages
+
+    questions, families, rewards = [], [], []
+    for n, row in enumerate(rows):
+        for fam, reward in row["rollouts"]:
+            questions.append(str(n))
+            families.append(fam or "(none)")
+            rewards.append(reward)
+    if not rewards:
+        return {"rollouts": 0}
+    adv = StratifiedAdvantages()(torch.tensor(rewards), questions, families)
+    by_q: dict[str, list[float]] = {}
+    for q, r in zip(questions, rewards, strict=True):
+        by_q.setdefault(q, []).append(r)
+    flat = {q for q, rs in by_q.items() if max(rs) == min(rs)}
+    keys = Counter(zip(questions, families, strict=True))
+    rescued = sum(
+        1 for q, a in zip(questions, adv.tolist(), strict=True) if q in flat and abs(a) > 1e-9
+    )
+    return {
+        "rollouts": len(rewards),
+        "grpo_groups": len(by_q),
+        "grpo_groups_without_signal": len(flat),
+        "stratified_groups": len(keys),
+        "stratified_singletons": sum(1 for c in keys.values() if c == 1),
+        "mean_abs_stratified_advantage": round(float(adv.abs().mean()), 4),
+        "signal_in_flat_grpo_groups": rescued,
+    }
+
+
+def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
+    if not opts.tasks_file:
+        return small_countdown_puzzles(opts.tasks, seed=opts.seed)
+    out = []
+    for n, line in enumerate(Path(opts.tasks_file).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                raise InvalidRequestError(f"{opts.tasks_file}:{n}: not JSON: {e}") from e
+            out.append(obj.get("task", obj) if isinstance(obj, dict) else obj)
+    return out
+
+
+def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -> int:
+    """Run the main job; print the summary; return 0 when the ledger audits clean."""
+    from .ratchet import Ratchet
+
+    started = time.perf_counter()
+    workdir = opts.workdir
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    local = None if opts.server else LocalCertd(workdir / "certd-data")
+    address = opts.server or (local.address if local else "")
+    trust = opts.trust or ([local.vkey] if local else [])
+    if not trust:
+        raise InvalidRequestError("--trust is required with --server", field="trust")
+    try:
+        tasks = _load_tasks(opts)
+        (workdir / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+        with CertdClient(address, trusted_keys=trust) as client:
+            t0 = time.perf_counter()
+            rows = evaluate_tasks(
+                client,
+                sampler,
+                tasks,
+                k=opts.k,
+                max_tokens=opts.max_tokens,
+                temperature=opts.temperature,
+                top_p=opts.top_p,
+                seed=opts.seed,
+                progress=opts.progress,
+            )
+            eval_s = time.perf_counter() - t0
+            builder = ForkTreeBuilder(
+                client,
+                sampler,
+                m=opts.m,
+                budget=opts.budget,
+                round_size=opts.round_size,
+                max_tokens=opts.max_tokens,
+                temperature=opts.temperature,
+                force_prefix=True,
+                prefix_template=opts.prefix_template,
+                seed=opts.seed,
+            )
+            records = builder.run(tasks, workdir / "forktrees.jsonl")
+            groups = group_stats(rows)
+            ratchet = Ratchet(
+                trust,
+                kappas={KAPPA},
+                consistency=lambda a, b: client.consistency_proof(a, b).hashes,
+            )
+            admitted = 0
+            refused: list[dict[str, Any]] = []
+            with (workdir / "admitted.jsonl").open("w", encoding="utf-8") as sink:
+                for n, rec in enumerate(tqdm(records, desc="ratchet", disable=opts.progress)):
+                    if not rec["families"]:
+                        continue
+                    adm = ratchet.admit(rec)
+                    if adm.admitted:
+                        admitted += 1
+                        sink.write(json.dumps(rec, sort_keys=True) + "\n")
+                    else:
+                        refused.append(
+                            {"record": n, "reasons": [[r.value, d] for r, d in adm.reasons]}
+                        )
+            size = client.checkpoint().size
+        state = ["--state", str(workdir / "auditor-state.json")]
+        audit = {
+            "grpc": _audit(
+                ["--server", address, *[a for t in trust for a in ("--trust", t)], *state]
+            )
+        }
+    finally:
+        if local is not None:
+            local.stop()
+    if local is not None:
+        audit["files"] = _audit(
+            ["--data-dir", str(local.data_dir), "--state", str(workdir / "offline-state.json")]
+        )
+    ok = all(a["ok"] for a in audit.values())
+    data = _report_data(opts, tasks, rows, records, groups, admitted, refused, size, audit)
+    data["summary"]["seconds_evaluation"] = round(eval_s, 1)
+    data["summary"]["seconds"] = round(time.perf_counter() - started, 1)
+    from .report import write_report
+
+    index = write_report(workdir / "report", data)
+    data["summary"]["report"] = str(index)
+    (workdir / "summary.json").write_text(json.dumps(data["summary"], indent=1) + "\n")
+    print(json.dumps(data["summary"]) if as_json else _screen(data["summary"], address))
+    return 0 if ok and not refused else 1
+
+
+def _report_data(
+    opts: RunOptions,
+    tasks: Sequence[Mapping[str, Any]],
+    rows: list[dict[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    groups: Mapping[str, Any],
+    admitted: int,
+    refused: list[dict[str, Any]],
+    ledger_size: int,
+    audit: Mapping[str, Any],
+) -> dict[str, Any]:
+    by_digest = {json.dumps(r["task"], sort_keys=True): r for r in records}
+    for row in rows:
+        rec = by_digest.get(json.dumps(row["task"], sort_keys=True), {})
+        row["certified"] = len(rec.get("families", []))
+        row["certified_forced"] = sum(bool(f.get("forced")) for f in rec.get("families", []))
+    samples = sum(r["samples"] for r in rows)
+    correct = sum(r["correct"] for r in rows)
+    curve = (
+        {k: sum(r["pass_at_k"][k] for r in rows) / len(rows) for k in rows[0]["pass_at_k"]}
+        if rows
+        else {}
+    )
+    fte = [r["first_token_entropy"] for r in rows if r["first_token_entropy"] is not None]
+    fork_samples = sum(int(r.get("samples", 0)) for r in records)
+    summary: dict[str, Any] = {
+        "sampler": opts.sampler_name,
+        "tasks": len(tasks),
+        "samples": samples + fork_samples,
+        "samples_evaluation": samples,
+        "samples_fork_trees": fork_samples,
+        "verified_correct": correct + sum(len(r.get("families", [])) for r in records),
+        "correct_evaluation": correct,
+        "pass@1": round(correct / samples, 4) if samples else 0.0,
+        f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
+        f"EC@{opts.k}": round(sum(r["ec_at_k"] for r in rows) / max(1, len(rows)), 4),
+        "entry_entropy": round(sum(r["entry_entropy"] for r in rows) / max(1, len(rows)), 4),
+        "first_token_entropy": round(sum(fte) / len(fte), 4) if fte else None,
+        "families_feasible": sum(r["feasible"] for r in rows),
+        "families_certified": sum(r["certified"] for r in rows),
+        "families_certified_forced": sum(r["certified_forced"] for r in rows),
+        "fork_trees_full": sum(r["certified"] >= min(opts.m, r["feasible"]) for r in rows),
+        "stratified_groups": groups.get("stratified_groups", 0),
+        "grpo_groups_without_signal": groups.get("grpo_groups_without_signal", 0),
+        "signal_in_flat_grpo_groups": groups.get("signal_in_flat_grpo_groups", 0),
+        "records_admitted": admitted,
+        "records_refused": len(refused),
+        "ledger_size": ledger_size,
+        "audit": {k: "OK" if v["ok"] else f"FAILED {v['faults']}" for k, v in audit.items()},
+    }
+    # The first-sample pass@1 is the mean over samples; log-scale k for the curve.
+    return {
+        "summary": summary,
+        "k": opts.k,
+        "tasks": rows,
+        "pass_at_k": curve,
+        "groups": dict(groups),
+        "refused": refused,
+        "options": {k: str(v) for k, v in vars(opts).items()},
+        "notes": [
+            f"Evaluation: {opts.k} samples per task at temperature {opts.temperature}. "
+            f"Fork trees: up to {opts.m} families per task within {opts.budget} samples, "
+            f"forcing '{opts.prefix_template}' for uncovered families with half the budget.",
+        ],
+    }
+
+
+def _screen(s: Mapping[str, Any], address: str) -> str:
+    k = next(x for x in s if x.startswith("EC@"))[3:]
+    fte = s["first_token_entropy"]
+    return "\n".join(
+        [
+            f"ForkGate run — sampler {s['sampler']}, certd on {address}",
+            f"  tasks                {s['tasks']} Countdown puzzles",
+            f"  samples              {s['samples']} ({s['samples_evaluation']} evaluation, "
+            f"{s['samples_fork_trees']} for fork trees)",
+            f"  verified correct     {s['correct_evaluation']} of {s['samples_evaluation']} "
+            f"evaluation samples",
+            f"  pass@1 / pass@{k}      {s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
+            f"  EC@{k}                {s[f'EC@{k}']:.3f} (mean over tasks)",
+            f"  entry entropy        {s['entry_entropy']:.3f} nats"
+            + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
+            f"  families certified   {s['families_certified']} of {s['families_feasible']} "
+            f"feasible ({s['families_certified_forced']} through a forced entry)",
+            f"  fork trees full      {s['fork_trees_full']} of {s['tasks']} tasks have min(m, "
+            "feasible) families certified",
+            f"  stratified groups    {s['stratified_groups']} (task, κ) groups; "
+            f"{s['grpo_groups_without_signal']} plain GRPO groups had no signal",
+            f"  ratchet              {s['records_admitted']} records admitted, "
+            f"{s['records_refused']} refused",
+            f"  ledger audit         {_fmt_audit(s['audit'])} ({s['ledger_size']} entries)",
+            f"  report               {s['report']} ({s['seconds']} s)",
+        ]
+    )
+
+
+def _fmt_audit(a: Mapping[str, str]) -> str:
+    return ", ".join(f"{'over gRPC' if k == 'grpc' else 'of the files'} {v}" for k, v in a.items())
