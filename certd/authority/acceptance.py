@@ -13,7 +13,8 @@ certd draws the evaluation prompts itself (a seed from the OS's CSPRNG, recorded
 certificate), verifies every sample through the domain checkers, computes the support figures
 of every registered task set (``certd.support``) and signs an acceptance certificate only when
 the target's pass@1 rose by more than its ``min_improvement`` and no other task set's best@k or
-pass@1 fell by more than its tolerance from the run's previous accepted certificate. A fall
+pass@1 fell by more than its tolerance from the run's previous accepted certificate, nor from
+the run's first (baseline) certificate, so small falls cannot add up unseen. A fall
 past the tolerance whose bootstrap interval still contains 0 is sampling noise and does not
 refuse, unless ``refuse_within_noise`` is set (then the point estimate alone decides). The first
 certificate of a run is its baseline (nothing to compare). Certificates chain: each names its
@@ -126,6 +127,7 @@ class Drop:
     now: float
     tolerance: float
     interval: Interval  # of the change (now - previous)
+    against: str = "previous"  # or "baseline": the run's first certificate
 
     @property
     def drop(self) -> float:
@@ -158,6 +160,7 @@ class AcceptanceDecision:
 
 @dataclass
 class _Run:
+    baseline: AcceptanceDecision | None = None
     head: AcceptanceDecision | None = None
     decisions: list[AcceptanceDecision] = field(default_factory=list)
 
@@ -389,6 +392,7 @@ class Acceptances:
                 envelope=envelope,
             )
             state.head = decision
+            state.baseline = state.baseline or decision
             state.decisions.append(decision)
             return decision
 
@@ -489,54 +493,70 @@ class Acceptances:
     ) -> list[Drop]:
         if head is None:
             return []  # the run's baseline
-        previous = {c.task_set: c.figures for c in head.capabilities}
+        state = self._runs[challenge.run]
         drops: list[Drop] = []
         for cap in caps:
             spec = self._sets[cap.task_set].spec
-            before = previous.get(cap.task_set)
+            before = next((c for c in head.capabilities if c.task_set == cap.task_set), None)
             if before is None or cap.change is None:
                 continue  # registered after the previous certificate: nothing to keep
             now = cap.figures
             if cap.task_set == challenge.target:
-                if now.pass_at_1 - before.pass_at_1 <= spec.min_improvement:
+                if now.pass_at_1 - before.figures.pass_at_1 <= spec.min_improvement:
                     drops.append(
                         Drop(
                             cap.task_set,
                             "target_pass_at_1",
-                            before.pass_at_1,
+                            before.figures.pass_at_1,
                             now.pass_at_1,
                             spec.min_improvement,
                             cap.change.pass_at_1,
                         )
                     )
                 continue
-            if before.best_at_k - now.best_at_k > spec.tolerance_best_at_k and self._real(
-                cap.change.best_at_k
-            ):
-                drops.append(
-                    Drop(
-                        cap.task_set,
-                        "best_at_k",
-                        before.best_at_k,
-                        now.best_at_k,
-                        spec.tolerance_best_at_k,
-                        cap.change.best_at_k,
-                    )
+            drops.extend(self._falls(spec, before, cap, cap.change, "previous"))
+            # Against the run's first certificate too: small falls must not add up unseen.
+            base = state.baseline
+            first = (
+                next((c for c in base.capabilities if c.task_set == cap.task_set), None)
+                if base is not None and base is not head
+                else None
+            )
+            if first is not None and first.figures.k == now.k:
+                change = support_change(
+                    first.outcomes,
+                    cap.outcomes,
+                    now.k,
+                    resamples=self._cfg.bootstrap_resamples,
+                    level=self._cfg.interval_level,
+                    seed=int(sha256_hex(f"{challenge.run}/0/{cap.task_set}".encode())[:15], 16),
                 )
-            if before.pass_at_1 - now.pass_at_1 > spec.tolerance_pass_at_1 and self._real(
-                cap.change.pass_at_1
-            ):
-                drops.append(
-                    Drop(
-                        cap.task_set,
-                        "pass_at_1",
-                        before.pass_at_1,
-                        now.pass_at_1,
-                        spec.tolerance_pass_at_1,
-                        cap.change.pass_at_1,
-                    )
+                seen = {(d.task_set, d.metric) for d in drops}
+                drops.extend(
+                    d
+                    for d in self._falls(spec, first, cap, change, "baseline")
+                    if (d.task_set, d.metric) not in seen
                 )
         return drops
+
+    def _falls(
+        self,
+        spec: TaskSetSpec,
+        before: Capability,
+        cap: Capability,
+        change: SupportChange,
+        against: str,
+    ) -> list[Drop]:
+        """best@k and pass@1 falls of ``cap`` from ``before`` past their tolerances."""
+        out = []
+        for metric, tolerance, interval in (
+            ("best_at_k", spec.tolerance_best_at_k, change.best_at_k),
+            ("pass_at_1", spec.tolerance_pass_at_1, change.pass_at_1),
+        ):
+            was, now = getattr(before.figures, metric), getattr(cap.figures, metric)
+            if was - now > tolerance and self._real(interval):
+                out.append(Drop(cap.task_set, metric, was, now, tolerance, interval, against))
+        return out
 
     def _real(self, change: Interval) -> bool:
         """Whether a fall counts: outside noise, or every fall when so configured."""
@@ -598,6 +618,7 @@ class Acceptances:
                     state = self._runs.setdefault(decision.run, _Run())
                     if decision.accepted:
                         state.head = decision
+                        state.baseline = state.baseline or decision
                     state.decisions.append(decision)
 
 
@@ -642,6 +663,7 @@ def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | Non
 
 def _drop_json(d: Drop) -> dict[str, Any]:
     return {
+        "against": d.against,
         "interval": d.interval.to_json(),
         "metric": d.metric,
         "now": d.now,
@@ -659,6 +681,7 @@ def _drop_of(obj: Mapping[str, Any]) -> Drop:
         float(obj["now"]),
         float(obj["tolerance"]),
         Interval.from_json(obj["interval"]),
+        str(obj.get("against", "previous")),
     )
 
 
@@ -704,8 +727,9 @@ def _describe(d: Drop) -> str:
             f"target {d.task_set}: pass@1 {d.previous:.3f} -> {d.now:.3f} did not rise by more "
             f"than {d.tolerance:.3f}{where}"
         )
+    since = "" if d.against == "previous" else f" since the run's {d.against}"
     return (
-        f"{d.task_set}: {d.metric} fell {d.drop:.3f} ({d.previous:.3f} -> {d.now:.3f}), "
+        f"{d.task_set}: {d.metric} fell {d.drop:.3f}{since} ({d.previous:.3f} -> {d.now:.3f}), "
         f"tolerance {d.tolerance:.3f}{where}"
     )
 

@@ -118,6 +118,7 @@ def _drop_pb(d: Drop) -> authority_pb2.CapabilityDrop:
         drop=d.drop,
         interval=_interval_pb(d.interval),
         tolerance=d.tolerance,
+        against=d.against,
     )
 
 

@@ -290,7 +290,7 @@ class CapabilityFigures(_message.Message):
     def __init__(self, task_set: _Optional[str] = ..., k: _Optional[int] = ..., prompts: _Optional[int] = ..., best_at_k: _Optional[float] = ..., pass_at_1: _Optional[float] = ..., all_correct: _Optional[float] = ..., mixed: _Optional[float] = ..., all_wrong: _Optional[float] = ..., routes: _Optional[_Mapping[str, float]] = ..., families: _Optional[_Mapping[str, float]] = ..., has_previous: _Optional[bool] = ..., best_at_k_change: _Optional[_Union[Interval, _Mapping]] = ..., pass_at_1_change: _Optional[_Union[Interval, _Mapping]] = ..., ser: _Optional[_Union[Interval, _Mapping]] = ..., within_noise: _Optional[bool] = ...) -> None: ...
 
 class CapabilityDrop(_message.Message):
-    __slots__ = ("task_set", "metric", "previous", "now", "drop", "interval", "tolerance")
+    __slots__ = ("task_set", "metric", "previous", "now", "drop", "interval", "tolerance", "against")
     TASK_SET_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
@@ -298,6 +298,7 @@ class CapabilityDrop(_message.Message):
     DROP_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_FIELD_NUMBER: _ClassVar[int]
     TOLERANCE_FIELD_NUMBER: _ClassVar[int]
+    AGAINST_FIELD_NUMBER: _ClassVar[int]
     task_set: str
     metric: str
     previous: float
@@ -305,7 +306,8 @@ class CapabilityDrop(_message.Message):
     drop: float
     interval: Interval
     tolerance: float
-    def __init__(self, task_set: _Optional[str] = ..., metric: _Optional[str] = ..., previous: _Optional[float] = ..., now: _Optional[float] = ..., drop: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., tolerance: _Optional[float] = ...) -> None: ...
+    against: str
+    def __init__(self, task_set: _Optional[str] = ..., metric: _Optional[str] = ..., previous: _Optional[float] = ..., now: _Optional[float] = ..., drop: _Optional[float] = ..., interval: _Optional[_Union[Interval, _Mapping]] = ..., tolerance: _Optional[float] = ..., against: _Optional[str] = ...) -> None: ...
 
 class AcceptanceRefusal(_message.Message):
     __slots__ = ("reason", "detail", "drops", "record")
