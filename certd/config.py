@@ -104,7 +104,9 @@ class AcceptanceConfig(_Strict):
     max_open_evaluations: int = Field(256, ge=1)
     evaluation_ttl_s: float = Field(24 * 3600.0, gt=0.0, description="challenge lifetime")
     refuse_within_noise: bool = Field(
-        False, description="refuse a fall past tolerance even when its interval contains 0"
+        True,
+        description="refuse a fall past tolerance even when its interval contains 0; false "
+        "lets such a fall pass as sampling noise",
     )
     bootstrap_resamples: int = Field(2_000, ge=100)
     interval_level: float = Field(0.95, gt=0.5, lt=1.0)

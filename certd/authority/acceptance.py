@@ -14,9 +14,9 @@ certificate), verifies every sample through the domain checkers, computes the su
 of every registered task set (``certd.support``) and signs an acceptance certificate only when
 the target's pass@1 rose by more than its ``min_improvement`` and no other task set's best@k or
 pass@1 fell by more than its tolerance from the run's previous accepted certificate, nor from
-the run's first (baseline) certificate, so small falls cannot add up unseen. A fall
-past the tolerance whose bootstrap interval still contains 0 is sampling noise and does not
-refuse, unless ``refuse_within_noise`` is set (then the point estimate alone decides). The first
+the run's first (baseline) certificate, so small falls cannot add up unseen. The point
+estimate decides; each drop carries its bootstrap interval, and with ``refuse_within_noise``
+off a fall whose interval still contains 0 passes as sampling noise. The first
 certificate of a run is its baseline (nothing to compare). Certificates chain: each names its
 predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>`` makes a second
 certificate for the same place in the chain impossible. A refusal names every capability that
