@@ -4,6 +4,7 @@ Three checkpoints of ``forkgate.policy``: the shipped weights (the run's baselin
 weights fine-tuned on verified solutions of the 3-number band only (band-3 pass@1 soars while
 the 4-number band's support erodes: refused), and fine-tuned on both bands (support-aware
 mixing: accepted). certd on loopback draws the prompts and verifies every sample.
+``pytest -s`` prints the decisions as ``forkgate guard`` does (docs/support-guard.md).
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ import pytest
 torch = pytest.importorskip("torch", reason="the embedded policy needs torch (the train extra)")
 
 from forkgate import CertdClient  # noqa: E402
-from forkgate.acceptance import evaluate_checkpoint, register_task_set  # noqa: E402
+from forkgate.acceptance import (  # noqa: E402
+    evaluate_checkpoint,
+    list_acceptances,
+    register_task_set,
+)
 from forkgate.guard_demo import distinct_puzzles  # noqa: E402
 from forkgate.policy.format import compact_prompt  # noqa: E402
 from forkgate.policy.policy import Policy  # noqa: E402
 from forkgate.policy.train import example, sft_step  # noqa: E402
+from forkgate.support_report import decisions_table  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -105,3 +111,4 @@ def test_embedded_policy_trained_on_one_band_is_refused(client: CertdClient) -> 
     assert mixed.accepted, mixed.refusal.detail
     figures = {f.task_set: f for f in mixed.figures}
     assert figures["band-4"].best_at_k >= before["band-4"].best_at_k
+    print("\n" + decisions_table(list_acceptances(client, "tiny")))

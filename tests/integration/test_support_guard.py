@@ -103,3 +103,25 @@ def test_guard_cli_prints_the_support_table(
     assert main(["guard", "--server", address, "--run", "guard-demo", "--tasks", "nope"]) == 2
     assert main(["guard", "--server", address, "--run", "no-such-run"]) == 2
     assert "no acceptance decision" in capsys.readouterr().err
+
+
+def test_run_report_gains_support_and_route_plots(
+    client: CertdClient, vkey: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib", reason="the report needs the train extra")
+    from test_run_report import _synthetic_data, rendered_images
+
+    from forkgate.report import plot_names, write_report
+    from forkgate.support_report import write_support_report
+
+    controller = RecoveryController(enter_below=0.72, exit_above=0.78, max_switches=2)
+    _, tracker, _ = _loop(client, vkey, controller, 3, erode=1.0, restore=1.0)
+    [support_json, *_] = write_support_report(tmp_path / "support", tracker.rows)
+    data = {**_synthetic_data(), "support": json.loads(support_json.read_text())}
+    index = write_report(tmp_path / "report", data)
+    assert {"support_best_at_k", "support_routes"} <= set(plot_names(data))
+    routes = json.loads((index.parent / "support_routes.json").read_text())
+    assert routes[OTHER]["step-100"]["/"] > 0.7  # the collapse is what the plot shows
+    _page, images = rendered_images(index.parent, tmp_path)
+    widths = dict(images)
+    assert widths["support_best_at_k.png"] > 0 and widths["support_routes.png"] > 0
