@@ -31,7 +31,7 @@ from forkgate.acceptance import (
 from forkgate.errors import PromotionRefusedError
 from forkgate.puzzles import countdown_puzzles
 from forkgate.ratchet import CheckpointRatchet, Reason
-from forkgate.routepolicy import PolicyCheckpoint, RoutePolicy
+from forkgate.routepolicy import PolicyCheckpoint, RoutePolicy, blend
 
 U = {"+": 0.3, "-": 0.3, "*": 0.3, "/": 0.1}
 SHORTCUT = {"/": 0.9, "+": 0.04, "-": 0.03, "*": 0.03}
@@ -268,3 +268,26 @@ def test_the_chain_survives_a_restart(tmp_path: Path) -> None:
             assert decisions[1].refusal.drops[0].metric == "target_pass_at_1"
     finally:
         server.stop(grace_s=1.0)
+
+
+def test_small_falls_cannot_add_up_unseen(address: str, vkey: str) -> None:
+    """Each step keeps band-4's pass@1 within tolerance of the previous certificate, but not
+    of the run's baseline: the refusal says it fell since the baseline."""
+    with CertdClient(address, trusted_keys=[vkey]) as c:
+        _register(c, tolerance=0.15)
+        policy = RoutePolicy.from_certd(c, BANDS)
+        replies = []
+        for i, drift in enumerate([0.0, 0.3, 0.6]):
+            ckpt = PolicyCheckpoint(
+                f"g-{i}",
+                {"band-3": U, "band-4": blend(U, SHORTCUT, drift)},
+                {"band-3": 0.25 + 0.15 * i, "band-4": 0.35},
+            )
+            replies.append(_evaluate(c, policy, ckpt, run="gradual"))
+    assert [r.accepted for r in replies] == [True, True, False]
+    drops = {(d.metric, d.against): d for d in replies[2].refusal.drops}
+    since_base = drops[("pass_at_1", "baseline")]
+    assert since_base.task_set == "band-4" and since_base.drop > since_base.tolerance
+    previous = {f.task_set: f for f in replies[1].figures}["band-4"].pass_at_1
+    assert previous - since_base.now <= since_base.tolerance  # within tolerance of the last one
+    assert "since the run's baseline" in replies[2].refusal.detail
