@@ -291,3 +291,35 @@ def test_small_falls_cannot_add_up_unseen(address: str, vkey: str) -> None:
     previous = {f.task_set: f for f in replies[1].figures}["band-4"].pass_at_1
     assert previous - since_base.now <= since_base.tolerance  # within tolerance of the last one
     assert "since the run's baseline" in replies[2].refusal.detail
+
+
+@pytest.mark.parametrize("refuse_within_noise", [True, False])
+def test_a_fall_within_noise_refuses_only_when_configured(
+    tmp_path: Path, refuse_within_noise: bool
+) -> None:
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d",
+        listen="127.0.0.1:0",
+        acceptance=AcceptanceConfig(refuse_within_noise=refuse_within_noise),
+    )
+    server = CertdServer(cfg)
+    server.start()
+    try:
+        with CertdClient(f"127.0.0.1:{server.port}") as c:
+            _register(c)
+            policy = RoutePolicy.from_certd(c, BANDS)
+            assert _evaluate(c, policy, CKPTS[0]).accepted
+            assert _evaluate(c, policy, CKPTS[1]).accepted
+            # band-4's policy is unchanged; its best@k moves by sampling alone
+            same = PolicyCheckpoint("step-300", CKPTS[1].routes, {"band-3": 0.7, "band-4": 0.35})
+            reply = _evaluate(c, policy, same)
+    finally:
+        server.stop(grace_s=1.0)
+    b4 = {f.task_set: f for f in reply.figures}["band-4"]
+    prev = 0.0 if reply.accepted else reply.refusal.drops[0].previous
+    assert b4.within_noise, b4
+    if refuse_within_noise:
+        assert not reply.accepted and reply.refusal.drops[0].metric == "best_at_k"
+        assert reply.refusal.drops[0].drop > 0.10 and prev > b4.best_at_k
+    else:
+        assert reply.accepted
