@@ -1,9 +1,9 @@
 """Acceptance certificates for real: certd on loopback, two Countdown bands, a scripted policy.
 
 The policy is ``forkgate.routepolicy.RoutePolicy``: a callable sampler whose checkpoints differ
-in route shares and skill (the embedded Countdown policy of the trainer branch had not landed
-when this was written). certd draws the prompts, verifies every sample itself, and decides;
-nothing in these tests decides correctness on the client side.
+in route shares and skill, so the scenarios are exact and fast; the embedded Countdown policy
+runs the same flow in test_acceptance_embedded.py. certd draws the prompts, verifies every
+sample itself, and decides; nothing in these tests decides correctness on the client side.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The guard loop and ``forkgate guard`` against a real certd on loopback.
 
 The policy is ``forkgate.routepolicy.RoutePolicy`` (a callable sampler whose checkpoints differ
-in route shares and skill; the embedded Countdown policy of the trainer branch had not landed
-when this was written). Every sample is verified by certd.
+in route shares and skill, so the loop's dynamics are exact and fast; the embedded Countdown
+policy runs the acceptance flow in test_acceptance_embedded.py). certd verifies every sample.
 """
 
 from __future__ import annotations
