@@ -241,6 +241,14 @@ class Acceptances:
                         field="name",
                     )
                 return digest, True
+            per_eval = sum(t.spec.k * len(_draw(t, 0)) for t in self._sets.values())
+            mine = spec.k * (spec.prompts or len(tasks))
+            if per_eval + mine > self._cfg.max_samples_per_accept:
+                raise LimitExceededError(
+                    f"task_set: an evaluation of every set would take {per_eval + mine} samples, "
+                    f"at most {self._cfg.max_samples_per_accept}",
+                    field="task_set.k",
+                )
             if len(self._sets) >= self._cfg.max_task_sets:
                 raise LimitExceededError(
                     f"task sets: at most {self._cfg.max_task_sets}", field="task_set"

@@ -323,3 +323,11 @@ def test_a_fall_within_noise_refuses_only_when_configured(
         assert reply.refusal.drops[0].drop > 0.10 and prev > b4.best_at_k
     else:
         assert reply.accepted
+
+
+def test_a_set_no_evaluation_could_hold_is_refused(client: CertdClient) -> None:
+    with pytest.raises(InvalidRequestError, match="at most 100000"):
+        register_task_set(client, "huge", BANDS["band-4"], k=10_000, **ROUTE)
+    assert "huge" not in {
+        s.task_set for s in begin_acceptance(client, "r1", "c", "b" * 64, "band-3").sets
+    }
