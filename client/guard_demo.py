@@ -43,7 +43,7 @@ from .local import LocalCertd
 from .puzzles import countdown_puzzles
 from .ratchet import CheckpointRatchet
 from .routepolicy import PolicyCheckpoint, RoutePolicy, blend
-from .support import SupportRow, SupportTracker, format_table
+from .support import SupportRow, SupportTracker, format_table, route_of
 from .support_report import decisions_table, write_support_report
 
 __all__ = [
@@ -119,7 +119,7 @@ def measure(
             ckpt.name,
             band,
             correct,
-            routes=[v.family.fields.get("operator", "none") for v in verdicts],
+            routes=[route_of(v, "countdown.first-op.v1", "operator") for v in verdicts],
             families=[v.family.value or "none" for v in verdicts],
             prompt_ids=[json.dumps(t, sort_keys=True) for t in tasks],
             first_token_logprobs=logprobs,

@@ -9,7 +9,8 @@ Example:
     >>> round(row.ser.estimate, 3), row.figures.all_correct, row.route_jsd > 0
     (0.0, 0.5, True)
 
-Pure: it takes samples' correctness, route and family labels (as certd's verdicts carry them)
+Pure: it takes samples' correctness, route and family labels (as certd's verdicts carry them;
+``route_of`` reads a verdict's route under a configured κ)
 and, where the backend reports them, first-token log-probabilities; it does no I/O. The
 figures and their intervals come from ``certd.support`` (the same code certd signs with);
 entry entropy and pass@k are ``forkgate.metrics``'. Definitions: docs/support-guard.md.
@@ -39,6 +40,7 @@ from certd.support import (
     support_change,
     support_figures,
 )
+from certd.v1 import verifier_pb2
 
 from .metrics import entry_entropy, pass_at_k
 
@@ -48,7 +50,26 @@ __all__ = [
     "first_token_distribution",
     "first_token_jsd",
     "format_table",
+    "route_of",
 ]
+
+
+def route_of(verdict: verifier_pb2.Verdict, kappa: str = "math.route.v1", field: str = "") -> str:
+    """The route label of a verdict under ``kappa`` (its family or one of its ``labels``).
+
+    Args:
+        verdict: a verdict as certd returned it.
+        kappa: the route κ (``math.route.v1``; ``countdown.first-op.v1`` for Countdown bands).
+        field: use this label field (e.g. ``operator``) instead of the label value.
+
+    Returns:
+        The route, or ``"none"`` when the verdict carries no label under ``kappa``.
+    """
+    labels = [verdict.family] if verdict.HasField("family") else []
+    for label in [*labels, *verdict.labels]:
+        if label.kappa == kappa:
+            return (label.fields.get(field, "none") if field else label.value) or "none"
+    return "none"
 
 
 def first_token_distribution(top_logprobs: Sequence[Mapping[str, float]]) -> dict[str, float]:

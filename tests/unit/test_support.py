@@ -123,3 +123,22 @@ def test_tracker_refuses_mismatched_prompt_ids() -> None:
     t = SupportTracker(k=1)
     with pytest.raises(ValueError):
         t.observe("c0", "a", [[True]], prompt_ids=["x", "y"])
+
+
+def test_route_of_reads_the_family_or_the_other_labels() -> None:
+    from certd.v1 import tasks_pb2, verifier_pb2
+    from forkgate.support import route_of
+
+    v = verifier_pb2.Verdict(
+        family=tasks_pb2.Label(kappa="math.first-step.v1", value="c3"),
+        labels=[tasks_pb2.Label(kappa="math.route.v1", value="step-by-step")],
+    )
+    assert route_of(v) == "step-by-step"
+    assert route_of(v, "math.first-step.v1") == "c3"
+    cd = verifier_pb2.Verdict(
+        family=tasks_pb2.Label(
+            kappa="countdown.first-op.v1", value="25,-", fields={"operand": "25", "operator": "-"}
+        )
+    )
+    assert route_of(cd, "countdown.first-op.v1", "operator") == "-"
+    assert route_of(cd) == "none" and route_of(verifier_pb2.Verdict()) == "none"
