@@ -27,8 +27,6 @@ so the ledger holds every decision, but a refusal record never verifies as a cer
 
 from __future__ import annotations
 
-import base64
-import json
 import random
 import secrets
 import threading
@@ -37,6 +35,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from certd.authority.acceptance_records import (
+    AcceptanceDecision,
+    Capability,
+    Drop,
+    TaskSetSpec,
+    describe_drop,
+    drop_json,
+    parse_acceptance_entry,
+    refusal_reason,
+    spec_json,
+)
 from certd.authority.checker import Checkers
 from certd.authority.policy import CheckedTask
 from certd.config import AcceptanceConfig
@@ -51,7 +60,6 @@ from certd.support import (
     Interval,
     PromptOutcome,
     SupportChange,
-    SupportFigures,
     support_change,
     support_figures,
 )
@@ -68,20 +76,6 @@ __all__ = [
 
 _SCAN_CHUNK = 4096
 _HEX = frozenset("0123456789abcdef")
-
-
-@dataclass(frozen=True, slots=True)
-class TaskSetSpec:
-    """A capability's declaration (what ``TaskSetConfig`` and ``RegisterTaskSet`` carry)."""
-
-    name: str
-    k: int
-    prompts: int = 0
-    tolerance_best_at_k: float = 0.05
-    tolerance_pass_at_1: float = 0.10
-    min_improvement: float = 0.0
-    route_kappa: str = "math.route.v1"
-    route_field: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,57 +99,6 @@ class Challenge:
     sequence: int
     sets: tuple[tuple[str, int, tuple[CheckedTask, ...]], ...]  # (name, k, prompts)
     opened_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One task set's figures in a decision, and its change from the previous certificate."""
-
-    task_set: str
-    figures: SupportFigures
-    outcomes: tuple[PromptOutcome, ...]
-    change: SupportChange | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """A capability that fell past its tolerance (or a target that did not improve)."""
-
-    task_set: str
-    metric: str
-    previous: float
-    now: float
-    tolerance: float
-    interval: Interval  # of the change (now - previous)
-    against: str = "previous"  # or "baseline": the run's first certificate
-
-    @property
-    def drop(self) -> float:
-        """previous - now."""
-        return self.previous - self.now
-
-
-@dataclass(frozen=True, slots=True)
-class AcceptanceDecision:
-    """An accepted certificate (durable), or a refusal with its drops."""
-
-    run: str
-    checkpoint: str
-    checkpoint_digest: str
-    target: str
-    sequence: int
-    capabilities: tuple[Capability, ...]
-    accepted: bool
-    index: int = -1
-    envelope: bytes = field(default=b"", repr=False)
-    reason: str = ""
-    detail: str = ""
-    drops: tuple[Drop, ...] = ()
-
-    @property
-    def certificate_id(self) -> str:
-        """Hex SHA-256 of the envelope (the certificate, or the signed refusal record)."""
-        return sha256_hex(self.envelope) if self.envelope else ""
 
 
 @dataclass
@@ -230,7 +173,7 @@ class Acceptances:
         digests = [t.digest for t in tasks]
         if len(set(digests)) != len(digests):
             raise InvalidInputError("task_set.tasks: a task appears twice", field="tasks")
-        digest = sha256_hex(canonical_json({"spec": _spec_json(spec), "tasks": digests}))
+        digest = sha256_hex(canonical_json({"spec": spec_json(spec), "tasks": digests}))
         with self._lock:
             old = self._sets.get(spec.name)
             if old is not None:
@@ -362,8 +305,8 @@ class Acceptances:
             caps = tuple(self._compare(c, head) for c in capabilities)
             drops = self._drops(challenge, caps, head)
             if drops:
-                reasons = sorted({_reason(d) for d in drops})
-                reason, detail = ",".join(reasons), "; ".join(_describe(d) for d in drops)
+                reasons = sorted({refusal_reason(d) for d in drops})
+                reason, detail = ",".join(reasons), "; ".join(describe_drop(d) for d in drops)
                 envelope = self._sign(challenge, caps, (reason, detail, drops))
                 key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
                 index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
@@ -584,7 +527,7 @@ class Acceptances:
                     "figures": c.figures.to_json(),
                     "outcomes": [[o.prompt, o.n, o.c] for o in c.outcomes],
                     "task_set_digest": self._sets[c.task_set].digest,
-                    "tolerances": _spec_json(self._sets[c.task_set].spec),
+                    "tolerances": spec_json(self._sets[c.task_set].spec),
                 }
                 for c in caps
             },
@@ -608,7 +551,7 @@ class Acceptances:
             reason, detail, drops = refusal
             predicate["refusal"] = {
                 "detail": detail,
-                "drops": [_drop_json(d) for d in drops],
+                "drops": [drop_json(d) for d in drops],
                 "reason": reason,
             }
             kind = PREDICATE_ACCEPTANCE_REFUSAL
@@ -630,81 +573,6 @@ class Acceptances:
                     state.decisions.append(decision)
 
 
-def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | None:
-    """Parse a ledger entry as an acceptance certificate or refusal record, unchecked.
-
-    The ledger is certd's own (``certd audit`` checks every signature); entries of other
-    kinds and unparseable ones give None.
-    """
-    try:
-        env = json.loads(entry)
-        st = json.loads(base64.b64decode(env["payload"]))
-        if st.get("predicateType") not in (PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL):
-            return None
-        p = st["predicate"]
-        caps = tuple(
-            Capability(
-                task_set=str(name),
-                figures=SupportFigures.from_json(c["figures"]),
-                outcomes=tuple(PromptOutcome(str(d), int(n), int(k)) for d, n, k in c["outcomes"]),
-                change=SupportChange.from_json(c["change"]) if c.get("change") else None,
-            )
-            for name, c in dict(p["capabilities"]).items()
-        )
-        return AcceptanceDecision(
-            run=str(p["run"]),
-            checkpoint=str(p["checkpoint"]["name"]),
-            checkpoint_digest=str(p["checkpoint"]["digest"]),
-            target=str(p["target"]),
-            sequence=int(p["sequence"]),
-            capabilities=caps,
-            accepted="refusal" not in p,
-            index=index,
-            envelope=entry,
-            reason=str(p["refusal"]["reason"]) if "refusal" in p else "",
-            detail=str(p["refusal"]["detail"]) if "refusal" in p else "",
-            drops=tuple(_drop_of(d) for d in p["refusal"]["drops"]) if "refusal" in p else (),
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _drop_json(d: Drop) -> dict[str, Any]:
-    return {
-        "against": d.against,
-        "interval": d.interval.to_json(),
-        "metric": d.metric,
-        "now": d.now,
-        "previous": d.previous,
-        "task_set": d.task_set,
-        "tolerance": d.tolerance,
-    }
-
-
-def _drop_of(obj: Mapping[str, Any]) -> Drop:
-    return Drop(
-        str(obj["task_set"]),
-        str(obj["metric"]),
-        float(obj["previous"]),
-        float(obj["now"]),
-        float(obj["tolerance"]),
-        Interval.from_json(obj["interval"]),
-        str(obj.get("against", "previous")),
-    )
-
-
-def _spec_json(spec: TaskSetSpec) -> dict[str, Any]:
-    return {
-        "k": spec.k,
-        "min_improvement": spec.min_improvement,
-        "prompts": spec.prompts,
-        "route_field": spec.route_field,
-        "route_kappa": spec.route_kappa,
-        "tolerance_best_at_k": spec.tolerance_best_at_k,
-        "tolerance_pass_at_1": spec.tolerance_pass_at_1,
-    }
-
-
 def _draw(ts: _TaskSet, seed: int) -> tuple[CheckedTask, ...]:
     """The evaluation prompts of a set: a seeded sample, or every task in order."""
     m = ts.spec.prompts
@@ -721,25 +589,6 @@ def _route(verdict: Verdict, kappa: str, field_name: str) -> str:
     if field_name:
         return family.fields.get(field_name, "none")
     return family.label
-
-
-def _reason(drop: Drop) -> str:
-    return "TARGET_NOT_IMPROVED" if drop.metric == "target_pass_at_1" else "CAPABILITY_FELL"
-
-
-def _describe(d: Drop) -> str:
-    iv = d.interval
-    where = f" (change {iv.estimate:+.3f}, {iv.level:.0%} CI [{iv.low:+.3f}, {iv.high:+.3f}])"
-    if d.metric == "target_pass_at_1":
-        return (
-            f"target {d.task_set}: pass@1 {d.previous:.3f} -> {d.now:.3f} did not rise by more "
-            f"than {d.tolerance:.3f}{where}"
-        )
-    since = "" if d.against == "previous" else f" since the run's {d.against}"
-    return (
-        f"{d.task_set}: {d.metric} fell {d.drop:.3f}{since} ({d.previous:.3f} -> {d.now:.3f}), "
-        f"tolerance {d.tolerance:.3f}{where}"
-    )
 
 
 def _check_run(run: str) -> None:
