@@ -14,7 +14,8 @@ Example::
 certd draws the evaluation prompts (the trainer cannot pick easy ones), verifies every sample
 itself and signs only when the target improved and every other registered task set stayed
 within its tolerance of the run's previous accepted certificate. ``promote_checkpoint`` then
-checks the certificate offline through a ``CheckpointRatchet`` before it returns.
+checks the certificate offline through a ``CheckpointRatchet`` before it returns. Every
+function has an ``…_async`` twin over ``AsyncCertdClient``.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from certd.statements import AcceptanceClaim
 from certd.v1 import authority_pb2, tasks_pb2
 
+from .aio import AsyncCertdClient
 from .client import CertdClient
 from .errors import PromotionRefusedError
 from .ratchet import CheckpointRatchet
@@ -34,12 +37,17 @@ from .tasks import TaskLike, as_task
 __all__ = [
     "EvaluationSampler",
     "accept",
+    "accept_async",
     "begin_acceptance",
+    "begin_acceptance_async",
     "digest_of_path",
     "evaluate_checkpoint",
     "list_acceptances",
+    "list_acceptances_async",
     "promote_checkpoint",
+    "promote_checkpoint_async",
     "register_task_set",
+    "register_task_set_async",
 ]
 
 EvaluationSampler = Callable[[str, tasks_pb2.Task, int], Sequence[str]]
@@ -90,18 +98,16 @@ def register_task_set(
         InvalidRequestError: a bad set, or another set under this name.
         ValueError: a task object is malformed.
     """
-    req = authority_pb2.RegisterTaskSetRequest(
-        task_set=authority_pb2.TaskSet(
-            name=name,
-            tasks=[as_task(t) for t in tasks],
-            k=k,
-            prompts=prompts,
-            tolerance_best_at_k=tolerance_best_at_k,
-            tolerance_pass_at_1=tolerance_pass_at_1,
-            min_improvement=min_improvement,
-            route_kappa=route_kappa,
-            route_field=route_field,
-        )
+    req = _register_request(
+        name,
+        tasks,
+        k=k,
+        prompts=prompts,
+        tolerance_best_at_k=tolerance_best_at_k,
+        tolerance_pass_at_1=tolerance_pass_at_1,
+        min_improvement=min_improvement,
+        route_kappa=route_kappa,
+        route_field=route_field,
     )
     reply: authority_pb2.RegisterTaskSetResponse = client._call(
         client._authority.RegisterTaskSet, req
@@ -142,17 +148,7 @@ def accept(
         NotFoundError: the evaluation is unknown, used or expired.
         InvalidRequestError: the samples do not match the challenge.
     """
-    req = authority_pb2.AcceptRequest(
-        evaluation_id=evaluation_id,
-        checkpoint_digest=checkpoint_digest,
-        evaluation=[
-            authority_pb2.TaskSetSamples(
-                task_set=name,
-                prompts=[authority_pb2.PromptSamples(responses=list(r)) for r in per_prompt],
-            )
-            for name, per_prompt in samples.items()
-        ],
-    )
+    req = _accept_request(evaluation_id, checkpoint_digest, samples)
     reply: authority_pb2.AcceptResponse = client._call(client._authority.Accept, req)
     return reply
 
@@ -186,17 +182,7 @@ def evaluate_checkpoint(
         ValueError: the sampler returned a number of responses other than k.
     """
     challenge = begin_acceptance(client, run, checkpoint, checkpoint_digest, target)
-    samples: dict[str, list[list[str]]] = {}
-    for ep in challenge.sets:
-        rows = []
-        for task in ep.prompts:
-            got = list(sampler(ep.task_set, task, ep.k))
-            if len(got) != ep.k:
-                raise ValueError(
-                    f"sampler returned {len(got)} responses for {ep.task_set}, k={ep.k}"
-                )
-            rows.append(got)
-        samples[ep.task_set] = rows
+    samples = _samples(challenge, sampler)
     return accept(client, challenge.evaluation_id, checkpoint_digest, samples)
 
 
@@ -228,6 +214,56 @@ def promote_checkpoint(
         checkpoint_digest=checkpoint_digest,
         target=target,
     )
+    return _promote(reply, ratchet, checkpoint, checkpoint_digest)
+
+
+def _register_request(
+    name: str, tasks: Iterable[TaskLike], **spec: Any
+) -> authority_pb2.RegisterTaskSetRequest:
+    return authority_pb2.RegisterTaskSetRequest(
+        task_set=authority_pb2.TaskSet(name=name, tasks=[as_task(t) for t in tasks], **spec)
+    )
+
+
+def _accept_request(
+    evaluation_id: str, checkpoint_digest: str, samples: Mapping[str, Sequence[Sequence[str]]]
+) -> authority_pb2.AcceptRequest:
+    return authority_pb2.AcceptRequest(
+        evaluation_id=evaluation_id,
+        checkpoint_digest=checkpoint_digest,
+        evaluation=[
+            authority_pb2.TaskSetSamples(
+                task_set=name,
+                prompts=[authority_pb2.PromptSamples(responses=list(r)) for r in per_prompt],
+            )
+            for name, per_prompt in samples.items()
+        ],
+    )
+
+
+def _samples(
+    challenge: authority_pb2.AcceptanceChallenge, sampler: EvaluationSampler
+) -> dict[str, list[list[str]]]:
+    samples: dict[str, list[list[str]]] = {}
+    for ep in challenge.sets:
+        rows = []
+        for task in ep.prompts:
+            got = list(sampler(ep.task_set, task, ep.k))
+            if len(got) != ep.k:
+                raise ValueError(
+                    f"sampler returned {len(got)} responses for {ep.task_set}, k={ep.k}"
+                )
+            rows.append(got)
+        samples[ep.task_set] = rows
+    return samples
+
+
+def _promote(
+    reply: authority_pb2.AcceptResponse,
+    ratchet: CheckpointRatchet,
+    checkpoint: str,
+    checkpoint_digest: str,
+) -> AcceptanceClaim:
     if not reply.accepted:
         r = reply.refusal
         raise PromotionRefusedError(
@@ -241,3 +277,94 @@ def promote_checkpoint(
             reason=str(first[0]),
         )
     return promotion.claim
+
+
+# The same over ``AsyncCertdClient`` (sampling stays a plain call: it is the trainer's work).
+
+
+async def register_task_set_async(
+    client: AsyncCertdClient,
+    name: str,
+    tasks: Iterable[TaskLike],
+    *,
+    k: int,
+    prompts: int = 0,
+    tolerance_best_at_k: float = 0.05,
+    tolerance_pass_at_1: float = 0.10,
+    min_improvement: float = 0.0,
+    route_kappa: str = "math.route.v1",
+    route_field: str = "",
+) -> authority_pb2.RegisterTaskSetResponse:
+    """``register_task_set`` over the async client (the same defaults)."""
+    req = _register_request(
+        name,
+        tasks,
+        k=k,
+        prompts=prompts,
+        tolerance_best_at_k=tolerance_best_at_k,
+        tolerance_pass_at_1=tolerance_pass_at_1,
+        min_improvement=min_improvement,
+        route_kappa=route_kappa,
+        route_field=route_field,
+    )
+    reply: authority_pb2.RegisterTaskSetResponse = await client._call(
+        client._authority.RegisterTaskSet, req
+    )
+    return reply
+
+
+async def begin_acceptance_async(
+    client: AsyncCertdClient, run: str, checkpoint: str, checkpoint_digest: str, target: str
+) -> authority_pb2.AcceptanceChallenge:
+    """``begin_acceptance`` over the async client."""
+    req = authority_pb2.BeginAcceptanceRequest(
+        run=run, checkpoint=checkpoint, checkpoint_digest=checkpoint_digest, target=target
+    )
+    reply: authority_pb2.AcceptanceChallenge = await client._call(
+        client._authority.BeginAcceptance, req
+    )
+    return reply
+
+
+async def accept_async(
+    client: AsyncCertdClient,
+    evaluation_id: str,
+    checkpoint_digest: str,
+    samples: Mapping[str, Sequence[Sequence[str]]],
+) -> authority_pb2.AcceptResponse:
+    """``accept`` over the async client."""
+    reply: authority_pb2.AcceptResponse = await client._call(
+        client._authority.Accept, _accept_request(evaluation_id, checkpoint_digest, samples)
+    )
+    return reply
+
+
+async def list_acceptances_async(
+    client: AsyncCertdClient, run: str
+) -> list[authority_pb2.AcceptanceDecision]:
+    """``list_acceptances`` over the async client."""
+    reply: authority_pb2.ListAcceptancesResponse = await client._call(
+        client._authority.ListAcceptances, authority_pb2.ListAcceptancesRequest(run=run)
+    )
+    return list(reply.decisions)
+
+
+async def promote_checkpoint_async(
+    client: AsyncCertdClient,
+    ratchet: CheckpointRatchet,
+    sampler: EvaluationSampler,
+    *,
+    run: str,
+    checkpoint: str,
+    checkpoint_digest: str,
+    target: str,
+) -> AcceptanceClaim:
+    """``promote_checkpoint`` over the async client.
+
+    Raises:
+        PromotionRefusedError: as ``promote_checkpoint``.
+    """
+    challenge = await begin_acceptance_async(client, run, checkpoint, checkpoint_digest, target)
+    samples = _samples(challenge, sampler)
+    reply = await accept_async(client, challenge.evaluation_id, checkpoint_digest, samples)
+    return _promote(reply, ratchet, checkpoint, checkpoint_digest)

@@ -331,3 +331,42 @@ def test_a_set_no_evaluation_could_hold_is_refused(client: CertdClient) -> None:
     assert "huge" not in {
         s.task_set for s in begin_acceptance(client, "r1", "c", "b" * 64, "band-3").sets
     }
+
+
+def test_the_async_client_mirrors_the_flow(address: str, vkey: str) -> None:
+    import asyncio
+
+    from forkgate import AsyncCertdClient
+    from forkgate.acceptance import (
+        list_acceptances_async,
+        promote_checkpoint_async,
+        register_task_set_async,
+    )
+
+    sync = CertdClient(address)
+    policy = RoutePolicy.from_certd(sync, BANDS)
+
+    async def run() -> tuple[list[Any], str]:
+        async with AsyncCertdClient(address, trusted_keys=[vkey]) as c:
+            for name, tasks in BANDS.items():
+                await register_task_set_async(c, name, tasks, k=8, tolerance_best_at_k=0.1, **ROUTE)
+            # the ratchet's consistency source is a plain call (here over the sync client)
+            ratchet = CheckpointRatchet(
+                [vkey], run="a1", consistency=lambda a, b: sync.consistency_proof(a, b).hashes
+            )
+            promoted = []
+            for ckpt in CKPTS[:3]:
+                try:
+                    claim = await promote_checkpoint_async(
+                        c, ratchet, policy.sampler(ckpt), run="a1", checkpoint=ckpt.name,
+                        checkpoint_digest=ckpt.digest, target="band-3",
+                    )  # fmt: skip
+                    promoted.append(claim.checkpoint)
+                except PromotionRefusedError as e:
+                    promoted.append(e.reason)
+            return promoted, (await list_acceptances_async(c, "a1"))[-1].refusal.reason
+
+    promoted, last = asyncio.run(run())
+    sync.close()
+    assert promoted[:2] == ["step-0", "step-100"] and last == "CAPABILITY_FELL"
+    assert promoted[2] == "CAPABILITY_FELL"
