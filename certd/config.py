@@ -22,11 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from certd.errors import ConfigError
 
 __all__ = [
+    "AcceptanceConfig",
     "CertdConfig",
     "CodeConfig",
     "CountdownConfig",
     "LedgerConfig",
     "ServiceLimits",
+    "TaskSetConfig",
     "load_config",
 ]
 
@@ -106,6 +108,40 @@ class CodeConfig(_Strict):
     reward_correct: float = 1.0
     reward_wrong: float = 0.0
     partial_reward: bool = Field(False, description="stdin/stdout: reward = pass fraction")
+class TaskSetConfig(_Strict):
+    """A capability registered at start-up (see ``Authority.RegisterTaskSet`` for the RPC).
+
+    ``tasks`` are protobuf-JSON ``certd.v1.Task`` objects, e.g.
+    ``{"countdown": {"numbers": [25, 5, 4, 3], "target": 83}}``.
+    """
+
+    name: str = Field(min_length=1, max_length=128)
+    tasks: tuple[dict[str, object], ...] = Field(min_length=1)
+    k: int = Field(8, ge=1, description="samples per prompt (the budget of best@k)")
+    prompts: int = Field(0, ge=0, description="prompts drawn per evaluation; 0: all")
+    tolerance_best_at_k: float = Field(0.05, ge=0.0, le=1.0)
+    tolerance_pass_at_1: float = Field(0.10, ge=0.0, le=1.0)
+    min_improvement: float = Field(0.0, ge=0.0, le=1.0, description="target pass@1 rise")
+    route_kappa: str = Field("math.route.v1", description="κ of the routes; '' domain default")
+    route_field: str = Field("", description="label field used as the route; '' the value")
+
+
+class AcceptanceConfig(_Strict):
+    """Acceptance certificates: registered capabilities and the limits of an evaluation."""
+
+    task_sets: tuple[TaskSetConfig, ...] = ()
+    max_task_sets: int = Field(64, ge=1)
+    max_tasks_per_set: int = Field(10_000, ge=1)
+    max_samples_per_accept: int = Field(100_000, ge=1)
+    max_open_evaluations: int = Field(256, ge=1)
+    evaluation_ttl_s: float = Field(24 * 3600.0, gt=0.0, description="challenge lifetime")
+    refuse_within_noise: bool = Field(
+        True,
+        description="refuse a fall past tolerance even when its interval contains 0; false "
+        "lets such a fall pass as sampling noise",
+    )
+    bootstrap_resamples: int = Field(2_000, ge=100)
+    interval_level: float = Field(0.95, gt=0.5, lt=1.0)
 
 
 class CertdConfig(_Strict):
@@ -118,6 +154,7 @@ class CertdConfig(_Strict):
     ledger: LedgerConfig = LedgerConfig()
     limits: ServiceLimits = ServiceLimits()
     code: CodeConfig = CodeConfig()
+    acceptance: AcceptanceConfig = AcceptanceConfig()
 
     @property
     def key_path(self) -> Path:

@@ -29,7 +29,10 @@ from certd.signing.statement import canonical_json, parse_statement
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
+    "AcceptanceClaim",
     "FeasibilityClaim",
+    "PREDICATE_ACCEPTANCE",
+    "PREDICATE_ACCEPTANCE_REFUSAL",
     "PREDICATE_FEASIBILITY",
     "PREDICATE_VERDICT_RECEIPT",
     "ReceiptClaim",
@@ -41,6 +44,7 @@ __all__ = [
     "task_json",
     "verdict_digest",
     "verdict_digest_of",
+    "verify_acceptance",
     "verify_certificate",
     "verify_inclusion",
     "verify_receipt",
@@ -49,6 +53,8 @@ __all__ = [
 
 PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
 PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
+PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
+PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
 
 
 def sha256_hex(data: bytes) -> str:
@@ -320,6 +326,91 @@ def verify_certificate(
     if cert.label.value and cert.label.value != claim.label:
         raise InvalidInputError(
             f"label: expected {claim.label}, got {cert.label.value}", field="label"
+        )
+    verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
+    return claim
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceClaim:
+    """The verified content of an acceptance certificate.
+
+    ``capabilities`` maps each task set to its predicate object (``figures``, ``change``,
+    ``outcomes``, ``tolerances``, ``task_set_digest``); see docs/support-guard.md.
+    """
+
+    certificate_id: str
+    run: str
+    sequence: int
+    checkpoint: str
+    checkpoint_digest: str
+    predecessor: str
+    target: str
+    seed: int
+    issued_at: int
+    capabilities: dict[str, dict[str, Any]]
+    ledger_index: int
+    tree_size: int
+
+
+def verify_acceptance(
+    cert: authority_pb2.AcceptanceCertificate,
+    keys: KeyRing,
+    *,
+    checkpoint_digest: str | None = None,
+    origin: str | None = None,
+) -> AcceptanceClaim:
+    """Verify an acceptance certificate offline: signature, statement and ledger proof.
+
+    Args:
+        cert: the certificate as certd returned it.
+        keys: trusted log keys.
+        checkpoint_digest: when given, the certificate must be about this checkpoint.
+        origin: when given, the checkpoint must carry this log origin.
+
+    Raises:
+        SigningError: bad signature or malformed statement.
+        ProofError: the inclusion proof does not tie the envelope to a trusted checkpoint.
+        InvalidInputError: the certificate is about another checkpoint, or its id is wrong.
+
+    Returns:
+        The verified claim.
+    """
+    env = Envelope.from_json(cert.envelope)
+    st = parse_statement(verify_envelope(env, keys))
+    if st.predicate_type != PREDICATE_ACCEPTANCE:
+        raise SigningError(
+            f"predicate type: expected {PREDICATE_ACCEPTANCE}, got {st.predicate_type}"
+        )
+    p = st.predicate
+    try:
+        claim = AcceptanceClaim(
+            certificate_id=sha256_hex(cert.envelope),
+            run=str(p["run"]),
+            sequence=int(p["sequence"]),
+            checkpoint=str(p["checkpoint"]["name"]),
+            checkpoint_digest=str(p["checkpoint"]["digest"]),
+            predecessor=str(p["predecessor"]),
+            target=str(p["target"]),
+            seed=int(p["seed"]),
+            issued_at=int(p["issued_at"]),
+            capabilities={str(k): dict(v) for k, v in dict(p["capabilities"]).items()},
+            ledger_index=cert.inclusion.leaf_index,
+            tree_size=cert.inclusion.tree_size,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise SigningError(f"acceptance predicate is malformed: {e}") from e
+    if dict(st.subjects).get("checkpoint") != claim.checkpoint_digest:
+        raise SigningError("acceptance subject disagrees with the predicate's checkpoint")
+    if cert.certificate_id and cert.certificate_id != claim.certificate_id:
+        raise InvalidInputError(
+            f"certificate id: expected {claim.certificate_id}, got {cert.certificate_id}",
+            field="certificate_id",
+        )
+    if checkpoint_digest is not None and checkpoint_digest != claim.checkpoint_digest:
+        raise InvalidInputError(
+            f"checkpoint digest: expected {checkpoint_digest}, got {claim.checkpoint_digest}",
+            field="checkpoint_digest",
         )
     verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
     return claim

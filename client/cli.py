@@ -6,6 +6,7 @@ Example::
     forkgate certify --server 127.0.0.1:50051 --task '{"numbers":[25,5,4,3],"target":83}' \\
         --label 25,- --witness '(25-5)*4+3' --out cert.json
     forkgate check-cert cert.json --trust certd-data/signing.pub
+    forkgate guard --server 127.0.0.1:50051 --run run-1 --tasks band-3,band-4 --trust KEY
 
 Input lines are ``{"id", "domain", "task", "response"}``; output lines are ``{"id", "status",
 "reward", "family", "detail", "verifier", "elapsed_ms"}``. A bad line gives an error line with
@@ -385,6 +386,74 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.workdir), tasks=args.tasks, seed=args.seed, as_json=args.json)
 
 
+def _cmd_guard(args: argparse.Namespace) -> int:
+    from certd.statements import verify_acceptance
+
+    from .acceptance import list_acceptances
+    from .support_report import (
+        decisions_json,
+        decisions_table,
+        rows_from_decisions,
+        write_support_report,
+    )
+
+    tasks = [t for arg in args.tasks for t in arg.split(",") if t]
+    with CertdClient(args.server) as client:
+        decisions = list_acceptances(client, args.run)
+    if tasks:
+        known = {f.task_set for d in decisions for f in d.figures}
+        unknown = sorted(set(tasks) - known)
+        if unknown:
+            raise InvalidRequestError(
+                f"--tasks: {unknown} not in run {args.run!r} (has {sorted(known)})", field="tasks"
+            )
+        for d in decisions:
+            keep = [f for f in d.figures if f.task_set in tasks]
+            del d.figures[:]
+            d.figures.extend(keep)
+    status = 0
+    checked: list[str] = []
+    if args.trust:
+        keys = load_keyring(args.trust)
+        assert keys is not None
+        for d in decisions:
+            if d.accepted:
+                try:
+                    verify_acceptance(d.certificate, keys, checkpoint_digest=d.checkpoint_digest)
+                    checked.append(f"{d.checkpoint}: certificate OK")
+                except CertdError as e:
+                    checked.append(f"{d.checkpoint}: certificate does NOT verify: {e}")
+                    status = 1
+    files = []
+    if args.out:
+        files = write_support_report(Path(args.out), rows_from_decisions(decisions), decisions)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "decisions": decisions_json(decisions),
+                    "checked": checked,
+                    "files": [str(f) for f in files],
+                }
+            )
+        )
+    else:
+        print(decisions_table(decisions))
+        for line in checked:
+            print(line)
+        if files:
+            print("wrote " + ", ".join(str(f) for f in files))
+    return status
+
+
+def _cmd_guard_demo(args: argparse.Namespace) -> int:
+    from .guard_demo import run_guard_demo
+
+    return run_guard_demo(
+        Path(args.workdir), phases=args.phases, tasks=args.tasks, seed=args.seed, as_json=args.json
+    )
+
+
 _SAMPLERS = ["embedded", "openai", "transformers", "vllm"]
 
 
@@ -460,6 +529,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(fn=_cmd_demo)
 
+    g = sub.add_parser("guard", help="the support table of a run's acceptance decisions")
+    g.add_argument("--server", default="127.0.0.1:50051")
+    g.add_argument("--run", required=True, help="the training run")
+    g.add_argument("--tasks", action="append", default=[], help="task sets (comma-separated)")
+    g.add_argument("--trust", action="append", default=[], help="verify certificates offline")
+    g.add_argument("--out", default="", help="write support.json and SVG plots here")
+    g.set_defaults(fn=_cmd_guard)
+
+    gd = sub.add_parser("guard-demo", help="train on one band, catch erosion of the other")
+    gd.add_argument("--workdir", default="out/guard")
+    gd.add_argument("--phases", type=int, default=8)
+    gd.add_argument("--tasks", type=int, default=64, help="puzzles per band")
+    gd.add_argument("--seed", type=int, default=0)
+    gd.set_defaults(fn=_cmd_guard_demo)
+
     r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")
     r.add_argument("--workdir", default="out/run")
     r.add_argument("--server", default="", help="use this certd instead of starting one")
@@ -511,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xc.set_defaults(fn=_cmd_experiment)
 
-    for cmd in (v, c, k, d, b, a, mt, r, xc):
+    for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 

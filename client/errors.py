@@ -8,6 +8,7 @@ The tree::
     ├── InvalidRequestError       rejected as malformed (INVALID_ARGUMENT); ``field`` says where
     │   └── ResourceExhaustedError  over a server limit (RESOURCE_EXHAUSTED)
     ├── CertificationRefusedError certd refused to certify; ``reason`` is the code
+    ├── PromotionRefusedError     a checkpoint may not be promoted (no valid acceptance)
     ├── NotFoundError             no such certificate, entry or size
     ├── UnimplementedError        the server does not serve this domain or RPC
     ├── ServerError               any other server-side failure (``request_id`` to quote)
@@ -25,6 +26,7 @@ __all__ = [
     "ForkgateError",
     "InvalidRequestError",
     "NotFoundError",
+    "PromotionRefusedError",
     "ResourceExhaustedError",
     "ServerError",
     "UnimplementedError",
@@ -78,6 +80,23 @@ class CertificationRefusedError(ForkgateError):
     def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:
         super().__init__(message, request_id=request_id)
         self.reason = reason
+
+
+class PromotionRefusedError(ForkgateError):
+    """A checkpoint may not be promoted: certd refused it, or its certificate did not verify.
+
+    Attributes:
+        reason: the refusal code (``CAPABILITY_FELL``, ``TARGET_NOT_IMPROVED``) or the
+            checkpoint ratchet's reason (``BAD_SIGNATURE``, ``BROKEN_CHAIN``, …).
+        drops: for a certd refusal, the ``certd.v1.CapabilityDrop`` messages.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str, drops: tuple[object, ...] = (), request_id: str = ""
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.reason = reason
+        self.drops = drops
 
 
 class NotFoundError(ForkgateError):

@@ -28,6 +28,14 @@ writes). A record is admitted whole or not at all, when for every family:
 And the task's certified coverage never shrinks: a record for a task must keep every family
 admitted for that task before (``COVERAGE_SHRANK``).
 
+Checkpoints move forward the same way: ``CheckpointRatchet.promote(digest, certificate)``
+promotes a training checkpoint only with an acceptance certificate (docs/support-guard.md)
+that verifies offline against the trusted keys, is about that checkpoint and run, is included
+under a checkpoint consistent with the trusted one, and extends the chain of certificates this
+ratchet promoted before (``BROKEN_CHAIN`` otherwise)::
+
+    promoted = CheckpointRatchet([vkey], run="run-1").promote(weights_sha256, certificate)
+
 A **stratified group** (a record with ``rollouts``; see ``Ratchet.admit_group``) is the
 training unit keyed by (question, family): ``{"task": {…}, "family": "25,-", "rollouts":
 [{"response": "…", "verdict": {…}, "receipt": {…}}, …]}``, optionally with the family's
@@ -59,10 +67,12 @@ from certd.signing.statement import Statement, parse_statement
 from certd.statements import (
     PREDICATE_FEASIBILITY,
     PREDICATE_VERDICT_RECEIPT,
+    AcceptanceClaim,
     receipt_root_from_path,
     sha256_hex,
     task_digest,
     verdict_digest,
+    verify_acceptance,
 )
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
@@ -70,7 +80,15 @@ from ._base import load_keyring
 from .errors import ForkgateError
 from .tasks import as_task
 
-__all__ = ["Admission", "CertifiedDataset", "Ratchet", "Reason", "TrustedCheckpoint"]
+__all__ = [
+    "Admission",
+    "CertifiedDataset",
+    "CheckpointRatchet",
+    "Promotion",
+    "Ratchet",
+    "Reason",
+    "TrustedCheckpoint",
+]
 
 
 class Reason(enum.StrEnum):
@@ -88,6 +106,10 @@ class Reason(enum.StrEnum):
     INCONSISTENT_CHECKPOINT = "INCONSISTENT_CHECKPOINT"
     UNPROVEN_CHECKPOINT = "UNPROVEN_CHECKPOINT"
     COVERAGE_SHRANK = "COVERAGE_SHRANK"
+    NO_CERTIFICATE = "NO_CERTIFICATE"
+    WRONG_CHECKPOINT = "WRONG_CHECKPOINT"
+    WRONG_RUN = "WRONG_RUN"
+    BROKEN_CHAIN = "BROKEN_CHAIN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +435,112 @@ class Ratchet:
             ) from e
         except ForkgateError as e:  # the proof source's transport failed
             raise _Refused(Reason.UNPROVEN_CHECKPOINT, f"consistency proof unavailable: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """The checkpoint ratchet's decision on one checkpoint."""
+
+    promoted: bool
+    reasons: tuple[tuple[Reason, str], ...] = ()
+    claim: AcceptanceClaim | None = None
+
+
+class CheckpointRatchet:
+    """Promotes training checkpoints only with valid, chained acceptance certificates.
+
+    Args:
+        trusted_keys: the log keys (vkey strings, files, VerifierKeys or a KeyRing).
+        run: the training run whose chain this follows.
+        head: the certificate id of the last promoted certificate ("" for none yet: the first
+            certificate must then be the run's first, with no predecessor).
+        consistency: consistency proof source, as for ``Ratchet``.
+        trusted: a log checkpoint to start from; None trusts the first valid one.
+        origin: the log origin the checkpoints must carry, or None for any.
+    """
+
+    def __init__(
+        self,
+        trusted_keys: KeyRing | Iterable[str | Path | VerifierKey],
+        *,
+        run: str,
+        head: str = "",
+        consistency: ConsistencySource | None = None,
+        trusted: TrustedCheckpoint | None = None,
+        origin: str | None = None,
+    ) -> None:
+        self.run = run
+        self.head = head
+        self.promoted: list[AcceptanceClaim] = []
+        self._log = Ratchet(
+            trusted_keys, kappas=(), consistency=consistency, trusted=trusted, origin=origin
+        )
+
+    @property
+    def trusted(self) -> TrustedCheckpoint | None:
+        """The log checkpoint this ratchet trusts."""
+        return self._log.trusted
+
+    def promote(
+        self, checkpoint_digest: str, certificate: authority_pb2.AcceptanceCertificate | None
+    ) -> Promotion:
+        """Promote the checkpoint with this digest, or refuse with every reason found."""
+        if certificate is None or not certificate.envelope:
+            return Promotion(False, ((Reason.NO_CERTIFICATE, "no acceptance certificate"),))
+        keys = self._log.keys
+        try:
+            env = Envelope.from_json(certificate.envelope)
+        except CertdError as e:
+            return Promotion(False, ((Reason.MALFORMED, f"envelope: {e}"),))
+        if not any(keys.lookup(sig.keyid) for sig in env.signatures):
+            ids = ", ".join(sig.keyid for sig in env.signatures)
+            return Promotion(False, ((Reason.UNKNOWN_KEY, f"no trusted key has key id {ids}"),))
+        try:
+            claim = verify_acceptance(certificate, keys, origin=self._log.origin)
+        except CertdError as e:
+            reason = (
+                Reason.BAD_PROOF if "proof" in type(e).__name__.lower() else Reason.BAD_SIGNATURE
+            )
+            return Promotion(False, ((reason, str(e)),))
+        reasons: list[tuple[Reason, str]] = []
+        if claim.checkpoint_digest != checkpoint_digest:
+            reasons.append(
+                (
+                    Reason.WRONG_CHECKPOINT,
+                    f"certificate is for checkpoint {claim.checkpoint_digest[:16]}…, "
+                    f"expected {checkpoint_digest[:16]}…",
+                )
+            )
+        if claim.run != self.run:
+            reasons.append((Reason.WRONG_RUN, f"certificate is for run {claim.run!r}"))
+        if claim.predecessor != self.head:
+            reasons.append(
+                (
+                    Reason.BROKEN_CHAIN,
+                    f"predecessor: expected {self.head[:16] or '(none)'}, "
+                    f"got {claim.predecessor[:16] or '(none)'}",
+                )
+            )
+        cp = None
+        try:
+            cp = open_checkpoint(
+                certificate.inclusion.checkpoint.note, [t.key for t in keys], self._log.origin
+            )
+            self._log._compare(cp)
+        except CertdError as e:
+            reasons.append((Reason.BAD_PROOF, str(e)))
+        except _Refused as e:
+            reasons.append((e.reason, e.detail))
+        if not reasons and cp is not None:
+            try:
+                self._log._advance(cp)
+            except _Refused as e:
+                reasons.append((e.reason, e.detail))
+        if reasons:
+            return Promotion(False, tuple(reasons), claim)
+        self.head = claim.certificate_id
+        self.promoted.append(claim)
+        return Promotion(True, (), claim)
 
 
 def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family]]:

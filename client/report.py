@@ -5,8 +5,10 @@ Example::
     path = write_report(Path("out/run/report"), run_data)      # out/run/report/index.html
 
 ``run_data`` is what ``forkgate run`` measures (``summary``, ``tasks``, ``pass_at_k``, and
-optionally ``experiment``). Each plot ``NAME.png`` has ``NAME.json`` next to it with exactly
-the numbers drawn. matplotlib (the ``train`` extra) renders off-screen (Agg backend).
+optionally ``experiment`` and ``support``: the support rows of ``forkgate.support`` as
+``forkgate.support_report.write_support_report`` writes them to ``support.json``). Each plot
+``NAME.png`` has ``NAME.json`` next to it with exactly the numbers drawn. matplotlib (the
+``train`` extra) renders off-screen (Agg backend).
 """
 
 from __future__ import annotations
@@ -36,7 +38,55 @@ def plot_names(data: Mapping[str, Any]) -> list[str]:
     names = [n for n, _ in _PLOTS]
     if data.get("experiment"):
         names += [f"experiment_{m}" for m in _EXPERIMENT_METRICS] + ["experiment_intervention"]
+    if data.get("support"):
+        names += [n for n, _ in _SUPPORT_PLOTS]
     return names
+
+
+_SUPPORT_PLOTS = (
+    ("support_best_at_k", "Support: best@k (solid) and pass@1 (dashed) per task and checkpoint"),
+    ("support_routes", "Support: route shares per task and checkpoint"),
+)
+
+
+def _support_plots(out: Path, support: Mapping[str, Any]) -> None:
+    """best@k/pass@1 lines and route-share bars from ``support["rows"]`` (SupportRow JSON)."""
+    import matplotlib.pyplot as plt
+
+    rows: Sequence[Mapping[str, Any]] = support["rows"]
+    ckpts = list(dict.fromkeys(r["checkpoint"] for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    payload: dict[str, Any] = {"checkpoints": ckpts}
+    for task in tasks:
+        mine = [r for r in rows if r["task"] == task]
+        xs = [ckpts.index(r["checkpoint"]) for r in mine]
+        best = [r["figures"]["best_at_k"] for r in mine]
+        p1 = [r["figures"]["pass_at_1"] for r in mine]
+        (line,) = ax.plot(xs, best, marker="o", label=f"{task} best@k")
+        ax.plot(xs, p1, marker=".", linestyle="--", color=line.get_color(), label=f"{task} pass@1")
+        payload[task] = {"best_at_k": best, "pass_at_1": p1}
+    ax.set_xticks(range(len(ckpts)), ckpts, fontsize=7, rotation=30)
+    ax.set(ylim=(0, 1.02), ylabel="share of prompts / samples", title="Support per checkpoint")
+    ax.legend(fontsize=7)
+    _save(out, "support_best_at_k", fig, payload)
+
+    routes = sorted({k for r in rows for k in r["figures"]["routes"]})
+    fig, axes = plt.subplots(len(tasks), 1, figsize=(7, 1.8 * len(tasks) + 0.6), squeeze=False)
+    shares: dict[str, Any] = {"checkpoints": ckpts, "routes": routes}
+    for ax, task in zip(axes[:, 0], tasks, strict=True):
+        by_ckpt = {r["checkpoint"]: r["figures"]["routes"] for r in rows if r["task"] == task}
+        bottom = [0.0] * len(ckpts)
+        for route in routes:
+            vals = [by_ckpt.get(c, {}).get(route, 0.0) for c in ckpts]
+            ax.bar(range(len(ckpts)), vals, bottom=bottom, label=route)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.set_xticks(range(len(ckpts)), ckpts, fontsize=7)
+        ax.set(ylim=(0, 1), ylabel=task)
+        shares[task] = {c: by_ckpt.get(c, {}) for c in ckpts}
+    axes[0, 0].legend(fontsize=7, ncol=len(routes), loc="upper right")
+    axes[0, 0].set_title("Route shares")
+    _save(out, "support_routes", fig, shares)
 
 
 _EXPERIMENT_METRICS = ("pass@1", "pass@16", "EC@16", "entry_entropy", "first_token_entropy")
@@ -188,6 +238,9 @@ def write_report(out: Path, data: Mapping[str, Any]) -> Path:
         _experiment_plots(out, data["experiment"])
         titles |= {f"experiment_{m}": f"Experiment: {m} per GRPO step" for m in _EXPERIMENT_METRICS}
         titles["experiment_intervention"] = "Experiment: entry-prefix intervention"
+    if data.get("support"):
+        _support_plots(out, data["support"])
+        titles |= dict(_SUPPORT_PLOTS)
     (out / "run.json").write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
     rows = "\n".join(
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>"

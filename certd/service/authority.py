@@ -1,31 +1,40 @@
-"""The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies."""
+"""The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies,
+and the acceptance RPCs (``certd.service.acceptance``)."""
 
 from __future__ import annotations
 
 import grpc
 
+from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.index import IndexedCertificate
 from certd.authority.policy import Authority, CertifyOutcome, CheckedTask, refuse
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
+from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]
 
 
-class AuthorityServicer(authority_pb2_grpc.AuthorityServicer):
-    """Feasibility certificates, fork trees and family enumeration."""
+class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer):
+    """Feasibility certificates, fork trees, family enumeration and acceptance certificates."""
 
     def __init__(
-        self, cfg: CertdConfig, checkers: Checkers, authority: Authority, ledger: Ledger
+        self,
+        cfg: CertdConfig,
+        checkers: Checkers,
+        authority: Authority,
+        ledger: Ledger,
+        acceptances: Acceptances,
     ) -> None:
         self._cfg = cfg
         self._checkers = checkers
         self._authority = authority
         self._ledger = ledger
+        self._acceptances = acceptances
 
     def _request(
         self, request: authority_pb2.CertifyRequest, field: str

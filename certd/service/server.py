@@ -23,6 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.policy import Authority
@@ -33,6 +34,7 @@ from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import StoreLimits
+from certd.service.acceptance import register_configured
 from certd.service.authority import AuthorityServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
@@ -106,6 +108,8 @@ class CertdServer:
         )
         self.checkers = Checkers(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key)
+        self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
+        register_configured(self.acceptances, cfg)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
         self.pool = VerifyPool(
             self.checkers.countdown,
@@ -127,7 +131,8 @@ class CertdServer:
             self._server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.checkers, self.authority, self.ledger), self._server
+            AuthorityServicer(cfg, self.checkers, self.authority, self.ledger, self.acceptances),
+            self._server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)

@@ -59,6 +59,26 @@ class AuthorityStub:
                 request_serializer=certd_dot_v1_dot_authority__pb2.EnumerateFamiliesRequest.SerializeToString,
                 response_deserializer=certd_dot_v1_dot_authority__pb2.EnumerateFamiliesResponse.FromString,
                 _registered_method=True)
+        self.RegisterTaskSet = channel.unary_unary(
+                '/certd.v1.Authority/RegisterTaskSet',
+                request_serializer=certd_dot_v1_dot_authority__pb2.RegisterTaskSetRequest.SerializeToString,
+                response_deserializer=certd_dot_v1_dot_authority__pb2.RegisterTaskSetResponse.FromString,
+                _registered_method=True)
+        self.BeginAcceptance = channel.unary_unary(
+                '/certd.v1.Authority/BeginAcceptance',
+                request_serializer=certd_dot_v1_dot_authority__pb2.BeginAcceptanceRequest.SerializeToString,
+                response_deserializer=certd_dot_v1_dot_authority__pb2.AcceptanceChallenge.FromString,
+                _registered_method=True)
+        self.Accept = channel.unary_unary(
+                '/certd.v1.Authority/Accept',
+                request_serializer=certd_dot_v1_dot_authority__pb2.AcceptRequest.SerializeToString,
+                response_deserializer=certd_dot_v1_dot_authority__pb2.AcceptResponse.FromString,
+                _registered_method=True)
+        self.ListAcceptances = channel.unary_unary(
+                '/certd.v1.Authority/ListAcceptances',
+                request_serializer=certd_dot_v1_dot_authority__pb2.ListAcceptancesRequest.SerializeToString,
+                response_deserializer=certd_dot_v1_dot_authority__pb2.ListAcceptancesResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorityServicer:
@@ -94,6 +114,30 @@ class AuthorityServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterTaskSet(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BeginAcceptance(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Accept(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAcceptances(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorityServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +165,26 @@ def add_AuthorityServicer_to_server(servicer, server):
                     servicer.EnumerateFamilies,
                     request_deserializer=certd_dot_v1_dot_authority__pb2.EnumerateFamiliesRequest.FromString,
                     response_serializer=certd_dot_v1_dot_authority__pb2.EnumerateFamiliesResponse.SerializeToString,
+            ),
+            'RegisterTaskSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterTaskSet,
+                    request_deserializer=certd_dot_v1_dot_authority__pb2.RegisterTaskSetRequest.FromString,
+                    response_serializer=certd_dot_v1_dot_authority__pb2.RegisterTaskSetResponse.SerializeToString,
+            ),
+            'BeginAcceptance': grpc.unary_unary_rpc_method_handler(
+                    servicer.BeginAcceptance,
+                    request_deserializer=certd_dot_v1_dot_authority__pb2.BeginAcceptanceRequest.FromString,
+                    response_serializer=certd_dot_v1_dot_authority__pb2.AcceptanceChallenge.SerializeToString,
+            ),
+            'Accept': grpc.unary_unary_rpc_method_handler(
+                    servicer.Accept,
+                    request_deserializer=certd_dot_v1_dot_authority__pb2.AcceptRequest.FromString,
+                    response_serializer=certd_dot_v1_dot_authority__pb2.AcceptResponse.SerializeToString,
+            ),
+            'ListAcceptances': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAcceptances,
+                    request_deserializer=certd_dot_v1_dot_authority__pb2.ListAcceptancesRequest.FromString,
+                    response_serializer=certd_dot_v1_dot_authority__pb2.ListAcceptancesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,6 +322,114 @@ class Authority:
             '/certd.v1.Authority/EnumerateFamilies',
             certd_dot_v1_dot_authority__pb2.EnumerateFamiliesRequest.SerializeToString,
             certd_dot_v1_dot_authority__pb2.EnumerateFamiliesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterTaskSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/certd.v1.Authority/RegisterTaskSet',
+            certd_dot_v1_dot_authority__pb2.RegisterTaskSetRequest.SerializeToString,
+            certd_dot_v1_dot_authority__pb2.RegisterTaskSetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BeginAcceptance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/certd.v1.Authority/BeginAcceptance',
+            certd_dot_v1_dot_authority__pb2.BeginAcceptanceRequest.SerializeToString,
+            certd_dot_v1_dot_authority__pb2.AcceptanceChallenge.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Accept(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/certd.v1.Authority/Accept',
+            certd_dot_v1_dot_authority__pb2.AcceptRequest.SerializeToString,
+            certd_dot_v1_dot_authority__pb2.AcceptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAcceptances(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/certd.v1.Authority/ListAcceptances',
+            certd_dot_v1_dot_authority__pb2.ListAcceptancesRequest.SerializeToString,
+            certd_dot_v1_dot_authority__pb2.ListAcceptancesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,606 @@
+"""Acceptance certificates: a checkpoint moves forward only when it keeps what came before.
+
+Example (see tests/integration/test_acceptance_service.py for a running server)::
+
+    acceptances = Acceptances(checkers, ledger, signer, cfg.acceptance)
+    acceptances.register(spec, checked_tasks)          # a capability: tasks, k, tolerances
+    challenge = acceptances.begin("run-1", "step-100", weights_sha256, target="band-a")
+    # the trainer samples k responses for every prompt of challenge.sets
+    decision = acceptances.accept(challenge.evaluation_id, weights_sha256, samples)
+    decision.accepted, decision.refusal
+
+certd draws the evaluation prompts itself (a seed from the OS's CSPRNG, recorded in the
+certificate), verifies every sample through the domain checkers, computes the support figures
+of every registered task set (``certd.support``) and signs an acceptance certificate only when
+the target's pass@1 rose by more than its ``min_improvement`` and no other task set's best@k or
+pass@1 fell by more than its tolerance from the run's previous accepted certificate, nor from
+the run's first (baseline) certificate, so small falls cannot add up unseen. The point
+estimate decides; each drop carries its bootstrap interval, and with ``refuse_within_noise``
+off a fall whose interval still contains 0 passes as sampling noise. The first
+certificate of a run is its baseline (nothing to compare). Certificates chain: each names its
+predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>`` makes a second
+certificate for the same place in the chain impossible. A refusal names every capability that
+fell, by how much, with the bootstrap interval of the change; it is signed and logged too
+(predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
+so the ledger holds every decision, but a refusal record never verifies as a certificate.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from certd.authority.acceptance_records import (
+    AcceptanceDecision,
+    Capability,
+    Drop,
+    TaskSetSpec,
+    describe_drop,
+    drop_json,
+    parse_acceptance_entry,
+    refusal_reason,
+    spec_json,
+)
+from certd.authority.checker import Checkers
+from certd.authority.policy import CheckedTask
+from certd.config import AcceptanceConfig
+from certd.domains.verdict import Status, Verdict
+from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
+from certd.ledger.log import Ledger
+from certd.signing.dsse import sign_envelope
+from certd.signing.keys import SigningKey
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
+from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
+from certd.support import (
+    Interval,
+    PromptOutcome,
+    SupportChange,
+    support_change,
+    support_figures,
+)
+
+__all__ = [
+    "AcceptanceDecision",
+    "Acceptances",
+    "Capability",
+    "Challenge",
+    "Drop",
+    "TaskSetSpec",
+    "parse_acceptance_entry",
+]
+
+_SCAN_CHUNK = 4096
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskSet:
+    spec: TaskSetSpec
+    tasks: tuple[CheckedTask, ...]
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """An open evaluation: the prompts certd drew, per task set."""
+
+    evaluation_id: str
+    run: str
+    checkpoint: str
+    checkpoint_digest: str
+    target: str
+    seed: int
+    predecessor: str
+    sequence: int
+    sets: tuple[tuple[str, int, tuple[CheckedTask, ...]], ...]  # (name, k, prompts)
+    opened_at: float
+
+
+@dataclass
+class _Run:
+    baseline: AcceptanceDecision | None = None
+    head: AcceptanceDecision | None = None
+    decisions: list[AcceptanceDecision] = field(default_factory=list)
+
+
+class Acceptances:
+    """Registered capabilities, open evaluations and the chain of accepted checkpoints per run.
+
+    Thread-safe: one lock guards the registry and chains; sample verification runs outside it,
+    and a decision is re-checked against the run's head before it is written.
+    """
+
+    def __init__(
+        self,
+        checkers: Checkers,
+        ledger: Ledger,
+        signer: SigningKey,
+        cfg: AcceptanceConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        seeds: Callable[[], int] = lambda: secrets.randbits(63),
+    ) -> None:
+        self._checkers = checkers
+        self._ledger = ledger
+        self._signer = signer
+        self._cfg = cfg
+        self._clock = clock
+        self._seeds = seeds
+        self._lock = threading.Lock()
+        self._sets: dict[str, _TaskSet] = {}
+        self._open: dict[str, Challenge] = {}
+        self._runs: dict[str, _Run] = {}
+        self._load()
+
+    # ---- registry ----
+
+    def register(self, spec: TaskSetSpec, tasks: Sequence[CheckedTask]) -> tuple[str, bool]:
+        """Register a capability; re-registering the same set under its name is a no-op.
+
+        Raises:
+            InvalidInputError: a bad spec, or a different set under a registered name.
+            LimitExceededError: too many sets or tasks.
+
+        Returns:
+            (task set digest, existing).
+        """
+        if not spec.name or len(spec.name) > 128:
+            raise InvalidInputError("task_set.name: expected 1..128 characters", field="name")
+        if not tasks:
+            raise InvalidInputError("task_set.tasks: expected at least one task", field="tasks")
+        if len(tasks) > self._cfg.max_tasks_per_set:
+            raise LimitExceededError(
+                f"task_set.tasks: at most {self._cfg.max_tasks_per_set}, got {len(tasks)}",
+                field="tasks",
+            )
+        if spec.k < 1 or spec.prompts < 0 or spec.prompts > len(tasks):
+            raise InvalidInputError(
+                f"task_set: expected k >= 1 and 0 <= prompts <= {len(tasks)}, "
+                f"got k={spec.k}, prompts={spec.prompts}",
+                field="k",
+            )
+        for name in ("tolerance_best_at_k", "tolerance_pass_at_1", "min_improvement"):
+            value = getattr(spec, name)
+            if not 0.0 <= value <= 1.0:
+                raise InvalidInputError(f"task_set.{name}: expected 0..1, got {value}", field=name)
+        for t in tasks:
+            self._checkers.for_domain(t.domain)  # UnsupportedError for a domain not served
+        digests = [t.digest for t in tasks]
+        if len(set(digests)) != len(digests):
+            raise InvalidInputError("task_set.tasks: a task appears twice", field="tasks")
+        digest = sha256_hex(canonical_json({"spec": spec_json(spec), "tasks": digests}))
+        with self._lock:
+            old = self._sets.get(spec.name)
+            if old is not None:
+                if old.digest != digest:
+                    raise InvalidInputError(
+                        f"task set {spec.name!r} is registered with digest {old.digest[:16]}…, "
+                        f"got {digest[:16]}…",
+                        field="name",
+                    )
+                return digest, True
+            per_eval = sum(t.spec.k * len(_draw(t, 0)) for t in self._sets.values())
+            mine = spec.k * (spec.prompts or len(tasks))
+            if per_eval + mine > self._cfg.max_samples_per_accept:
+                raise LimitExceededError(
+                    f"task_set: an evaluation of every set would take {per_eval + mine} samples, "
+                    f"at most {self._cfg.max_samples_per_accept}",
+                    field="task_set.k",
+                )
+            if len(self._sets) >= self._cfg.max_task_sets:
+                raise LimitExceededError(
+                    f"task sets: at most {self._cfg.max_task_sets}", field="task_set"
+                )
+            self._sets[spec.name] = _TaskSet(spec, tuple(tasks), digest)
+        return digest, False
+
+    @property
+    def task_sets(self) -> tuple[str, ...]:
+        """The registered task set names, in registration order."""
+        with self._lock:
+            return tuple(self._sets)
+
+    # ---- the flow ----
+
+    def begin(self, run: str, checkpoint: str, checkpoint_digest: str, target: str) -> Challenge:
+        """Open an evaluation: draw every registered set's prompts with a fresh seed.
+
+        Raises:
+            InvalidInputError: a bad run, checkpoint digest or target; no task set registered.
+            LimitExceededError: too many open evaluations.
+
+        Returns:
+            The challenge (its prompts are what ``accept`` expects samples for).
+        """
+        _check_run(run)
+        _check_digest(checkpoint_digest)
+        seed = self._seeds()
+        now = self._clock()
+        with self._lock:
+            if not self._sets:
+                raise InvalidInputError("no task set is registered", field="target")
+            if target not in self._sets:
+                raise InvalidInputError(
+                    f"target: expected one of {sorted(self._sets)}, got {target!r}", field="target"
+                )
+            self._expire(now)
+            if len(self._open) >= self._cfg.max_open_evaluations:
+                raise LimitExceededError(
+                    f"open evaluations: at most {self._cfg.max_open_evaluations}",
+                    field="evaluation",
+                )
+            state = self._runs.setdefault(run, _Run())
+            head = state.head
+            sets = tuple(
+                (name, ts.spec.k, _draw(ts, seed)) for name, ts in sorted(self._sets.items())
+            )
+            challenge = Challenge(
+                evaluation_id=secrets.token_hex(16),
+                run=run,
+                checkpoint=checkpoint,
+                checkpoint_digest=checkpoint_digest,
+                target=target,
+                seed=seed,
+                predecessor=head.certificate_id if head is not None else "",
+                sequence=head.sequence + 1 if head is not None else 0,
+                sets=sets,
+                opened_at=now,
+            )
+            self._open[challenge.evaluation_id] = challenge
+        return challenge
+
+    def accept(
+        self,
+        evaluation_id: str,
+        checkpoint_digest: str,
+        samples: Mapping[str, Sequence[Sequence[str]]],
+        timeout_s: float | None = None,
+    ) -> AcceptanceDecision:
+        """Verify an evaluation's samples and decide; sign and log when accepted.
+
+        Args:
+            evaluation_id: from ``begin``.
+            checkpoint_digest: must equal the one the evaluation was opened for.
+            samples: per task set name, per prompt (challenge order), exactly k responses.
+            timeout_s: how long to wait for the ledger write.
+
+        Raises:
+            NotFoundError: no such open evaluation (unknown, expired or used).
+            InvalidInputError: the samples do not match the challenge.
+            LimitExceededError: more samples than ``max_samples_per_accept``.
+            LedgerError: the ledger write failed (nothing was accepted).
+
+        Returns:
+            The decision (the refusal is a decision too, not an error).
+        """
+        with self._lock:
+            self._expire(self._clock())
+            challenge = self._open.pop(evaluation_id, None)
+        if challenge is None:
+            raise NotFoundError(f"no open evaluation {evaluation_id!r} (unknown, used or expired)")
+        if checkpoint_digest != challenge.checkpoint_digest:
+            raise InvalidInputError(
+                f"checkpoint_digest: expected {challenge.checkpoint_digest}, got "
+                f"{checkpoint_digest}",
+                field="checkpoint_digest",
+            )
+        self._check_shape(challenge, samples)
+        capabilities = [
+            self._evaluate(name, k, prompts, samples[name]) for name, k, prompts in challenge.sets
+        ]
+        with self._lock:
+            state = self._runs.setdefault(challenge.run, _Run())
+            head = state.head
+            if (head.certificate_id if head is not None else "") != challenge.predecessor:
+                raise InvalidInputError(
+                    "the run accepted another checkpoint since this evaluation began; "
+                    "begin a new one",
+                    field="evaluation_id",
+                )
+            caps = tuple(self._compare(c, head) for c in capabilities)
+            drops = self._drops(challenge, caps, head)
+            if drops:
+                reasons = sorted({refusal_reason(d) for d in drops})
+                reason, detail = ",".join(reasons), "; ".join(describe_drop(d) for d in drops)
+                envelope = self._sign(challenge, caps, (reason, detail, drops))
+                key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
+                index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
+                decision = AcceptanceDecision(
+                    run=challenge.run,
+                    checkpoint=challenge.checkpoint,
+                    checkpoint_digest=challenge.checkpoint_digest,
+                    target=challenge.target,
+                    sequence=challenge.sequence,
+                    capabilities=caps,
+                    accepted=False,
+                    index=index,
+                    envelope=envelope,
+                    reason=reason,
+                    detail=detail,
+                    drops=tuple(drops),
+                )
+                state.decisions.append(decision)
+                return decision
+            envelope = self._sign(challenge, caps)
+            written = self._ledger.submit(
+                f"acceptance/{challenge.run}/{challenge.sequence}", envelope
+            )
+            index = written.result(timeout=timeout_s)
+            decision = AcceptanceDecision(
+                run=challenge.run,
+                checkpoint=challenge.checkpoint,
+                checkpoint_digest=challenge.checkpoint_digest,
+                target=challenge.target,
+                sequence=challenge.sequence,
+                capabilities=caps,
+                accepted=True,
+                index=index,
+                envelope=envelope,
+            )
+            state.head = decision
+            state.baseline = state.baseline or decision
+            state.decisions.append(decision)
+            return decision
+
+    def decisions(self, run: str) -> list[AcceptanceDecision]:
+        """A run's decisions, accepted and refused, in ledger order.
+
+        Raises:
+            NotFoundError: the run has no decision.
+        """
+        with self._lock:
+            state = self._runs.get(run)
+            if state is None or not state.decisions:
+                raise NotFoundError(f"run {run!r} has no acceptance decision")
+            return list(state.decisions)
+
+    # ---- internals ----
+
+    def _expire(self, now: float) -> None:
+        ttl = self._cfg.evaluation_ttl_s
+        for key in [k for k, c in self._open.items() if now - c.opened_at > ttl]:
+            del self._open[key]
+
+    def _check_shape(
+        self, challenge: Challenge, samples: Mapping[str, Sequence[Sequence[str]]]
+    ) -> None:
+        expected = {name for name, _, _ in challenge.sets}
+        if set(samples) != expected:
+            raise InvalidInputError(
+                f"evaluation: expected samples for {sorted(expected)}, got {sorted(samples)}",
+                field="evaluation",
+            )
+        total = 0
+        for name, k, prompts in challenge.sets:
+            got = samples[name]
+            if len(got) != len(prompts):
+                raise InvalidInputError(
+                    f"evaluation[{name}]: expected {len(prompts)} prompts, got {len(got)}",
+                    field="evaluation",
+                )
+            for i, responses in enumerate(got):
+                if len(responses) != k:
+                    raise InvalidInputError(
+                        f"evaluation[{name}].prompts[{i}]: expected {k} responses, "
+                        f"got {len(responses)}",
+                        field="evaluation",
+                    )
+            total += k * len(prompts)
+        if total > self._cfg.max_samples_per_accept:
+            raise LimitExceededError(
+                f"samples: at most {self._cfg.max_samples_per_accept}, got {total}",
+                field="evaluation",
+            )
+
+    def _evaluate(
+        self,
+        name: str,
+        k: int,
+        prompts: Sequence[CheckedTask],
+        samples: Sequence[Sequence[str]],
+    ) -> Capability:
+        """Verify every sample of one task set and compute its figures."""
+        spec = self._sets[name].spec
+        outcomes: list[PromptOutcome] = []
+        routes: list[str] = []
+        families: list[str] = []
+        for task, responses in zip(prompts, samples, strict=True):
+            checker = self._checkers.for_domain(task.domain)
+            verdicts = checker.verify_batch([(task.value, r) for r in responses])
+            route_kappa = spec.route_kappa or checker.kappa
+            correct = 0
+            for v in verdicts:
+                correct += v.status is Status.CORRECT
+                routes.append(_route(v, route_kappa, spec.route_field))
+                families.append(v.family.label if v.family is not None else "none")
+            outcomes.append(PromptOutcome(task.digest, len(verdicts), correct))
+        figures = support_figures(outcomes, k, routes=routes, families=families)
+        return Capability(name, figures, tuple(outcomes))
+
+    def _compare(self, cap: Capability, head: AcceptanceDecision | None) -> Capability:
+        if head is None:
+            return cap
+        before = next((c for c in head.capabilities if c.task_set == cap.task_set), None)
+        if before is None:
+            return cap
+        change = support_change(
+            before.outcomes,
+            cap.outcomes,
+            cap.figures.k,
+            resamples=self._cfg.bootstrap_resamples,
+            level=self._cfg.interval_level,
+            # deterministic: the same samples against the same head give the same interval
+            seed=int(sha256_hex(f"{head.run}/{head.sequence}/{cap.task_set}".encode())[:15], 16),
+        )
+        return Capability(cap.task_set, cap.figures, cap.outcomes, change)
+
+    def _drops(
+        self, challenge: Challenge, caps: Sequence[Capability], head: AcceptanceDecision | None
+    ) -> list[Drop]:
+        if head is None:
+            return []  # the run's baseline
+        state = self._runs[challenge.run]
+        drops: list[Drop] = []
+        for cap in caps:
+            spec = self._sets[cap.task_set].spec
+            before = next((c for c in head.capabilities if c.task_set == cap.task_set), None)
+            if before is None or cap.change is None:
+                continue  # registered after the previous certificate: nothing to keep
+            now = cap.figures
+            if cap.task_set == challenge.target:
+                if now.pass_at_1 - before.figures.pass_at_1 <= spec.min_improvement:
+                    drops.append(
+                        Drop(
+                            cap.task_set,
+                            "target_pass_at_1",
+                            before.figures.pass_at_1,
+                            now.pass_at_1,
+                            spec.min_improvement,
+                            cap.change.pass_at_1,
+                        )
+                    )
+                continue
+            drops.extend(self._falls(spec, before, cap, cap.change, "previous"))
+            # Against the run's first certificate too: small falls must not add up unseen.
+            base = state.baseline
+            first = (
+                next((c for c in base.capabilities if c.task_set == cap.task_set), None)
+                if base is not None and base is not head
+                else None
+            )
+            if first is not None and first.figures.k == now.k:
+                change = support_change(
+                    first.outcomes,
+                    cap.outcomes,
+                    now.k,
+                    resamples=self._cfg.bootstrap_resamples,
+                    level=self._cfg.interval_level,
+                    seed=int(sha256_hex(f"{challenge.run}/0/{cap.task_set}".encode())[:15], 16),
+                )
+                seen = {(d.task_set, d.metric) for d in drops}
+                drops.extend(
+                    d
+                    for d in self._falls(spec, first, cap, change, "baseline")
+                    if (d.task_set, d.metric) not in seen
+                )
+        return drops
+
+    def _falls(
+        self,
+        spec: TaskSetSpec,
+        before: Capability,
+        cap: Capability,
+        change: SupportChange,
+        against: str,
+    ) -> list[Drop]:
+        """best@k and pass@1 falls of ``cap`` from ``before`` past their tolerances."""
+        out = []
+        for metric, tolerance, interval in (
+            ("best_at_k", spec.tolerance_best_at_k, change.best_at_k),
+            ("pass_at_1", spec.tolerance_pass_at_1, change.pass_at_1),
+        ):
+            was, now = getattr(before.figures, metric), getattr(cap.figures, metric)
+            if was - now > tolerance and self._real(interval):
+                out.append(Drop(cap.task_set, metric, was, now, tolerance, interval, against))
+        return out
+
+    def _real(self, change: Interval) -> bool:
+        """Whether a fall counts: outside noise, or every fall when so configured."""
+        return self._cfg.refuse_within_noise or not change.within_noise
+
+    def _sign(
+        self,
+        challenge: Challenge,
+        caps: Sequence[Capability],
+        refusal: tuple[str, str, Sequence[Drop]] | None = None,
+    ) -> bytes:
+        """The signed acceptance certificate, or (with ``refusal``) the signed refusal record."""
+        predicate: dict[str, Any] = {
+            "capabilities": {
+                c.task_set: {
+                    "change": c.change.to_json() if c.change is not None else None,
+                    "figures": c.figures.to_json(),
+                    "outcomes": [[o.prompt, o.n, o.c] for o in c.outcomes],
+                    "task_set_digest": self._sets[c.task_set].digest,
+                    "tolerances": spec_json(self._sets[c.task_set].spec),
+                }
+                for c in caps
+            },
+            "checkpoint": {"digest": challenge.checkpoint_digest, "name": challenge.checkpoint},
+            "issued_at": int(self._clock()),
+            "predecessor": challenge.predecessor,
+            "run": challenge.run,
+            "seed": challenge.seed,
+            "sequence": challenge.sequence,
+            "target": challenge.target,
+            "verifiers": sorted(
+                {
+                    self._checkers.for_domain(t.domain).verifier
+                    for _, _, ps in challenge.sets
+                    for t in ps
+                }
+            ),
+        }
+        kind = PREDICATE_ACCEPTANCE
+        if refusal is not None:
+            reason, detail, drops = refusal
+            predicate["refusal"] = {
+                "detail": detail,
+                "drops": [drop_json(d) for d in drops],
+                "reason": reason,
+            }
+            kind = PREDICATE_ACCEPTANCE_REFUSAL
+        statement = make_statement([("checkpoint", challenge.checkpoint_digest)], kind, predicate)
+        return sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
+
+    def _load(self) -> None:
+        """Rebuild every run's chain from the ledger (certd restarts keep the ratchet)."""
+        size = self._ledger.size()
+        for start in range(0, size, _SCAN_CHUNK):
+            entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
+            for offset, entry in enumerate(entries):
+                decision = parse_acceptance_entry(start + offset, entry)
+                if decision is not None:
+                    state = self._runs.setdefault(decision.run, _Run())
+                    if decision.accepted:
+                        state.head = decision
+                        state.baseline = state.baseline or decision
+                    state.decisions.append(decision)
+
+
+def _draw(ts: _TaskSet, seed: int) -> tuple[CheckedTask, ...]:
+    """The evaluation prompts of a set: a seeded sample, or every task in order."""
+    m = ts.spec.prompts
+    if m == 0 or m >= len(ts.tasks):
+        return ts.tasks
+    rng = random.Random(f"{seed}/{ts.spec.name}")
+    return tuple(ts.tasks[i] for i in sorted(rng.sample(range(len(ts.tasks)), m)))
+
+
+def _route(verdict: Verdict, kappa: str, field_name: str) -> str:
+    family = verdict.label_for(kappa)
+    if family is None:
+        return "none"
+    if field_name:
+        return family.fields.get(field_name, "none")
+    return family.label
+
+
+def _check_run(run: str) -> None:
+    if not run or len(run) > 128 or "/" in run or not run.isprintable():
+        raise InvalidInputError(
+            f"run: expected 1..128 printable characters without '/', got {run!r}", field="run"
+        )
+
+
+def _check_digest(digest: str) -> None:
+    if len(digest) != 64 or not set(digest) <= _HEX:
+        raise InvalidInputError(
+            f"checkpoint_digest: expected 64 lowercase hex digits, got {digest!r:.80}",
+            field="checkpoint_digest",
+        )

@@ -1,0 +1,203 @@
+"""What an acceptance decision is, and how it is written to and read from the ledger.
+
+Example:
+    >>> d = Drop("band-4", "best_at_k", 0.81, 0.62, 0.10, Interval(-0.19, -0.30, -0.09, 0.95))
+    >>> describe_drop(d).split(" (change")[0]
+    'band-4: best_at_k fell 0.190 (0.810 -> 0.620), tolerance 0.100'
+    >>> refusal_reason(d)
+    'CAPABILITY_FELL'
+
+Pure: dataclasses and their JSON; ``certd.authority.acceptance`` decides and signs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
+from certd.support import Interval, PromptOutcome, SupportChange, SupportFigures
+
+__all__ = [
+    "AcceptanceDecision",
+    "Capability",
+    "Drop",
+    "TaskSetSpec",
+    "describe_drop",
+    "drop_json",
+    "drop_of",
+    "parse_acceptance_entry",
+    "refusal_reason",
+    "spec_json",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSetSpec:
+    """A capability's declaration (what ``TaskSetConfig`` and ``RegisterTaskSet`` carry)."""
+
+    name: str
+    k: int
+    prompts: int = 0
+    tolerance_best_at_k: float = 0.05
+    tolerance_pass_at_1: float = 0.10
+    min_improvement: float = 0.0
+    route_kappa: str = "math.route.v1"
+    route_field: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """One task set's figures in a decision, and its change from the previous certificate."""
+
+    task_set: str
+    figures: SupportFigures
+    outcomes: tuple[PromptOutcome, ...]
+    change: SupportChange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """A capability that fell past its tolerance (or a target that did not improve)."""
+
+    task_set: str
+    metric: str
+    previous: float
+    now: float
+    tolerance: float
+    interval: Interval  # of the change (now - previous)
+    against: str = "previous"  # or "baseline": the run's first certificate
+
+    @property
+    def drop(self) -> float:
+        """previous - now."""
+        return self.previous - self.now
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceDecision:
+    """An accepted certificate (durable), or a refusal with its drops."""
+
+    run: str
+    checkpoint: str
+    checkpoint_digest: str
+    target: str
+    sequence: int
+    capabilities: tuple[Capability, ...]
+    accepted: bool
+    index: int = -1
+    envelope: bytes = field(default=b"", repr=False)
+    reason: str = ""
+    detail: str = ""
+    drops: tuple[Drop, ...] = ()
+
+    @property
+    def certificate_id(self) -> str:
+        """Hex SHA-256 of the envelope (the certificate, or the signed refusal record)."""
+        return sha256_hex(self.envelope) if self.envelope else ""
+
+
+def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | None:
+    """Parse a ledger entry as an acceptance certificate or refusal record, unchecked.
+
+    The ledger is certd's own (``certd audit`` checks every signature); entries of other
+    kinds and unparseable ones give None.
+    """
+    try:
+        env = json.loads(entry)
+        st = json.loads(base64.b64decode(env["payload"]))
+        if st.get("predicateType") not in (PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL):
+            return None
+        p = st["predicate"]
+        caps = tuple(
+            Capability(
+                task_set=str(name),
+                figures=SupportFigures.from_json(c["figures"]),
+                outcomes=tuple(PromptOutcome(str(d), int(n), int(k)) for d, n, k in c["outcomes"]),
+                change=SupportChange.from_json(c["change"]) if c.get("change") else None,
+            )
+            for name, c in dict(p["capabilities"]).items()
+        )
+        return AcceptanceDecision(
+            run=str(p["run"]),
+            checkpoint=str(p["checkpoint"]["name"]),
+            checkpoint_digest=str(p["checkpoint"]["digest"]),
+            target=str(p["target"]),
+            sequence=int(p["sequence"]),
+            capabilities=caps,
+            accepted="refusal" not in p,
+            index=index,
+            envelope=entry,
+            reason=str(p["refusal"]["reason"]) if "refusal" in p else "",
+            detail=str(p["refusal"]["detail"]) if "refusal" in p else "",
+            drops=tuple(drop_of(d) for d in p["refusal"]["drops"]) if "refusal" in p else (),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def drop_json(d: Drop) -> dict[str, Any]:
+    """A drop as JSON (the refusal record's ``drops``)."""
+    return {
+        "against": d.against,
+        "interval": d.interval.to_json(),
+        "metric": d.metric,
+        "now": d.now,
+        "previous": d.previous,
+        "task_set": d.task_set,
+        "tolerance": d.tolerance,
+    }
+
+
+def drop_of(obj: Mapping[str, Any]) -> Drop:
+    """Read ``drop_json``'s object back.
+
+    Raises:
+        KeyError, TypeError, ValueError: the object is malformed.
+    """
+    return Drop(
+        str(obj["task_set"]),
+        str(obj["metric"]),
+        float(obj["previous"]),
+        float(obj["now"]),
+        float(obj["tolerance"]),
+        Interval.from_json(obj["interval"]),
+        str(obj.get("against", "previous")),
+    )
+
+
+def spec_json(spec: TaskSetSpec) -> dict[str, Any]:
+    """A task set's declaration as JSON (its digest and the certificate's ``tolerances``)."""
+    return {
+        "k": spec.k,
+        "min_improvement": spec.min_improvement,
+        "prompts": spec.prompts,
+        "route_field": spec.route_field,
+        "route_kappa": spec.route_kappa,
+        "tolerance_best_at_k": spec.tolerance_best_at_k,
+        "tolerance_pass_at_1": spec.tolerance_pass_at_1,
+    }
+
+
+def refusal_reason(drop: Drop) -> str:
+    """The refusal code of a drop."""
+    return "TARGET_NOT_IMPROVED" if drop.metric == "target_pass_at_1" else "CAPABILITY_FELL"
+
+
+def describe_drop(d: Drop) -> str:
+    """One line: which capability fell, by how much, from what, with the interval."""
+    iv = d.interval
+    where = f" (change {iv.estimate:+.3f}, {iv.level:.0%} CI [{iv.low:+.3f}, {iv.high:+.3f}])"
+    if d.metric == "target_pass_at_1":
+        return (
+            f"target {d.task_set}: pass@1 {d.previous:.3f} -> {d.now:.3f} did not rise by more "
+            f"than {d.tolerance:.3f}{where}"
+        )
+    since = "" if d.against == "previous" else f" since the run's {d.against}"
+    return (
+        f"{d.task_set}: {d.metric} fell {d.drop:.3f}{since} ({d.previous:.3f} -> {d.now:.3f}), "
+        f"tolerance {d.tolerance:.3f}{where}"
+    )
