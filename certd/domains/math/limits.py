@@ -28,7 +28,7 @@ class MathLimits:
         max_answers: more comma-separated answers is UNPARSED.
     """
 
-    max_response_chars: int = 262_144
+    max_response_chars: int = 1_048_576
     max_gold_chars: int = 4_096
     max_answer_chars: int = 1_024
     max_brace_depth: int = 32
