@@ -111,6 +111,7 @@ def verdict_digest(verdict: verifier_pb2.Verdict, task_sha256: str, response: st
         reward=verdict.reward,
         family=label_json(verdict.family) if verdict.HasField("family") else None,
         initiated=label_json(verdict.initiated) if verdict.HasField("initiated") else None,
+        labels=[label_json(label) for label in verdict.labels],
         detail=verdict.detail,
         verifier=verdict.verifier,
         answer=verdict.answer,
@@ -131,18 +132,21 @@ def verdict_digest_of(
     answer: str,
     task_sha256: str,
     response: str,
+    labels: Sequence[Mapping[str, Any]] = (),
 ) -> bytes:
-    """``verdict_digest`` from plain values (``family``/``initiated`` as ``label_json``).
+    """``verdict_digest`` from plain values (``family``/``initiated``/``labels`` as ``label_json``).
 
     The bytes equal ``canonical_json`` of the verdict object (a test holds them equal); they
-    are written directly because this runs once per verdict at RL volume.
+    are written directly because this runs once per verdict at RL volume. The ``labels`` key
+    (the labels under the domain's other κs, in order) is present only when there are some,
+    so single-κ verdicts (Countdown) keep their digests.
     """
     if not math.isfinite(reward):
         raise InvalidInputError(f"reward: expected a finite number, got {reward!r}")
     q = _json_string
     text = (
         f'{{"answer":{q(answer)},"detail":{q(detail)},"family":{_label_text(family)},'
-        f'"id":{q(item_id)},"initiated":{_label_text(initiated)},'
+        f'"id":{q(item_id)},"initiated":{_label_text(initiated)},{_labels_text(labels)}'
         f'"response_sha256":"{sha256_hex(response.encode("utf-8", "surrogatepass"))}",'
         f'"reward":{float(reward)!r},"status":{q(status)},"task_sha256":{q(task_sha256)},'
         f'"verifier":{q(verifier)}}}'
@@ -152,6 +156,12 @@ def verdict_digest_of(
 
 # The C string escaper of the json module, keeping non-ASCII as is (ensure_ascii=False).
 _json_string: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _labels_text(labels: Sequence[Mapping[str, Any]]) -> str:
+    if not labels:
+        return ""
+    return '"labels":[' + ",".join(_label_text(label) for label in labels) + "],"
 
 
 def _label_text(label: Mapping[str, Any] | None) -> str:

@@ -1,17 +1,22 @@
-"""Domain dispatch: one checker per domain, chosen by the task's type.
+"""Domain dispatch: one checker per domain, chosen by the task's domain name.
 
 Example:
     >>> from certd.config import CertdConfig
-    >>> from certd.domains.countdown import CountdownTask
     >>> checkers = Checkers(CertdConfig())
-    >>> checkers.for_task(CountdownTask(numbers=(25, 5, 4, 3), target=83)).kappa
+    >>> checkers.for_domain("countdown").kappa
     'countdown.first-op.v1'
+    >>> checkers.domains
+    ('countdown',)
+
+A domain plugs in with a checker (the ``Checker`` protocol below), a wire converter in
+``certd.service.convert`` and a config section; see docs/architecture.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
@@ -20,7 +25,8 @@ from certd.errors import LimitExceededError, UnsupportedError
 
 __all__ = ["Checker", "Checkers", "CountdownChecker", "DomainTask"]
 
-DomainTask = cd.CountdownTask
+# A converted task of some domain (CountdownTask, MathTask, CodeTask …); each checker narrows it.
+DomainTask = Any
 
 
 class Checker(Protocol):
@@ -33,7 +39,12 @@ class Checker(Protocol):
 
     @property
     def kappa(self) -> str:
-        """The default κ name@version of the domain."""
+        """The default κ name@version of the domain (``Verdict.family`` is labelled by it)."""
+        ...
+
+    @property
+    def kappas(self) -> tuple[str, ...]:
+        """Every κ the domain labels and certifies under, the default first."""
         ...
 
     @property
@@ -44,12 +55,27 @@ class Checker(Protocol):
     def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
         """Check one response; never raises for any response text.
 
-        ``canonical`` asks for the answer's canonical form (the gate needs it).
+        Thread-safe: serving threads call it (Certify, unary Verify). A domain that runs
+        untrusted work isolates it itself (worker pool, sandbox) under its own deadline; an
+        infrastructure failure is an INFRA_ERROR verdict, never a wrong answer.
+        ``canonical`` asks for the solution's canonical form (the pseudo-fork gate's key).
         """
         ...
 
+    def verify_batch(self, pairs: Sequence[tuple[DomainTask, str]]) -> list[Verdict]:
+        """Check (task, response) pairs with the domain's own parallelism; order preserved."""
+        ...
+
     def enumerate(self, task: DomainTask) -> cd.Enumeration:
-        """Every feasible label with a witness, and the families (where enumerable)."""
+        """Every feasible label with a witness, and the families.
+
+        Raises:
+            UnsupportedError: the domain cannot enumerate its families.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the checker's pools and sandboxes (server shutdown)."""
         ...
 
 
@@ -63,15 +89,23 @@ class CountdownChecker:
     max_enumerate_solutions: int
     domain: str = "countdown"
     kappa: str = cd.KAPPA
+    kappas: tuple[str, ...] = (cd.KAPPA,)
     verifier: str = cd.VERIFIER
 
-    def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
+    def verify(self, task: cd.CountdownTask, response: str, *, canonical: bool = False) -> Verdict:
         """Check one response; see ``certd.domains.countdown.verify_countdown``."""
         return cd.verify_countdown(
             task, response, limits=self.limits, shaping=self.shaping, with_canonical=canonical
         )
 
-    def enumerate(self, task: DomainTask) -> cd.Enumeration:
+    def verify_batch(self, pairs: Sequence[tuple[cd.CountdownTask, str]]) -> list[Verdict]:
+        """Check pairs in this thread (the service sends large batches to ``VerifyPool``)."""
+        return [self.verify(task, response) for task, response in pairs]
+
+    def close(self) -> None:
+        """Nothing to release: Countdown runs in process."""
+
+    def enumerate(self, task: cd.CountdownTask) -> cd.Enumeration:
         """Enumerate feasible labels and families.
 
         Raises:
@@ -87,7 +121,7 @@ class CountdownChecker:
 
 
 class Checkers:
-    """The checkers this server runs, by domain."""
+    """The checkers this server runs, by domain (the wire task's oneof name)."""
 
     def __init__(self, cfg: CertdConfig) -> None:
         c = cfg.countdown
@@ -108,13 +142,32 @@ class Checkers:
             max_enumerate_numbers=c.max_enumerate_numbers,
             max_enumerate_solutions=c.max_enumerate_solutions,
         )
+        self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
 
-    def for_task(self, task: object) -> Checker:
-        """The checker for a converted domain task.
+    def register(self, checker: Checker) -> None:
+        """Serve ``checker.domain`` with ``checker`` (replacing any checker it had)."""
+        self._by_domain[checker.domain] = checker
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """The domains served, in registration order."""
+        return tuple(self._by_domain)
+
+    def for_domain(self, domain: str) -> Checker:
+        """The checker of a domain.
 
         Raises:
-            UnsupportedError: no checker serves this task's domain.
+            UnsupportedError: no checker serves the domain here.
         """
-        if isinstance(task, cd.CountdownTask):
-            return self.countdown
-        raise UnsupportedError(f"no checker for task type {type(task).__name__}")
+        checker = self._by_domain.get(domain)
+        if checker is None:
+            raise UnsupportedError(
+                f"domain {domain!r} is not served by this certd "
+                f"(served: {', '.join(self._by_domain)})"
+            )
+        return checker
+
+    def close(self) -> None:
+        """Close every checker (their pools and sandboxes)."""
+        for checker in self._by_domain.values():
+            checker.close()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from certd.authority.checker import Checkers, DomainTask
 from certd.authority.index import CertificateIndex, IndexedCertificate
-from certd.domains.verdict import Status, Verdict
+from certd.domains.verdict import Family, Status, Verdict
 from certd.errors import CertdError, CertificationRefusedError
 from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
@@ -35,10 +35,11 @@ __all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
 
 @dataclass(frozen=True, slots=True)
 class CheckedTask:
-    """A task converted from the wire once: its message, digest and domain value."""
+    """A task converted from the wire once: its message, digest, domain and domain value."""
 
     pb: tasks_pb2.Task
     digest: str
+    domain: str
     value: DomainTask
 
 
@@ -116,9 +117,11 @@ class Authority:
         Returns:
             A pending write to wait on, or an outcome decided without writing.
         """
-        checker = self._checkers.for_task(task.value)
-        if kappa != checker.kappa:
-            return _refusal("KAPPA_UNKNOWN", f"κ: expected {checker.kappa}, got {kappa!r}")
+        checker = self._checkers.for_domain(task.domain)
+        if kappa not in checker.kappas:
+            return _refusal(
+                "KAPPA_UNKNOWN", f"κ: expected one of {', '.join(checker.kappas)}, got {kappa!r}"
+            )
         verdict = checker.verify(task.value, witness, canonical=True)
         if verdict.status is not Status.CORRECT:
             return _refusal(
@@ -126,13 +129,14 @@ class Authority:
                 f"witness verdict: expected CORRECT, got {verdict.status.name}: {verdict.detail}",
                 verdict,
             )
-        got = verdict.family.label if verdict.family is not None else ""
+        family = verdict.label_for(kappa)
+        got = family.label if family is not None else ""
         if got != label:
             return _refusal(
                 "LABEL_MISMATCH", f"label: claimed {label!r}, witness carries {got!r}", verdict
             )
         key = (task.digest, kappa, label)
-        cert = self._draft(task, kappa, label, witness, verdict)
+        cert = self._draft(task, kappa, label, witness, verdict, family)
         with self._lock(task.digest):
             pending = self._pending.get(key)
             if pending is not None:
@@ -165,10 +169,16 @@ class Authority:
         return pending
 
     def _draft(
-        self, task: CheckedTask, kappa: str, label: str, witness: str, verdict: Verdict
+        self,
+        task: CheckedTask,
+        kappa: str,
+        label: str,
+        witness: str,
+        verdict: Verdict,
+        family: Family | None,
     ) -> IndexedCertificate:
         """Build and sign the certificate for a verified witness."""
-        fields = verdict.family.fields if verdict.family is not None else {}
+        fields = family.fields if family is not None else {}
         predicate = feasibility_predicate(
             task=task.pb,
             kappa=kappa,

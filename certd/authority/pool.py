@@ -33,6 +33,8 @@ __all__ = [
     "Encode",
     "VerifyPool",
     "check_items",
+    "infra",
+    "result_of",
     "results_only",
 ]
 
@@ -45,6 +47,7 @@ class CheckItem:
     task: DomainTask
     task_sha256: str
     response: str
+    domain: str = "countdown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +69,15 @@ def _label(family: Family | None) -> dict[str, object] | None:
     }
 
 
-def _result(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResult:
+def result_of(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResult:
+    """A verdict with its receipt digest (bound to the item's task and response)."""
     digest = verdict_digest_of(
         item_id=item.item_id,
         status=verdict.status.name,
         reward=verdict.reward,
         family=_label(verdict.family),
         initiated=_label(verdict.initiated),
+        labels=[label for f in verdict.labels if (label := _label(f)) is not None],
         detail=verdict.detail,
         verifier=verdict.verifier,
         answer=verdict.answer,
@@ -106,7 +111,7 @@ def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResul
             verdict = Verdict(
                 Status.INFRA_ERROR, 0.0, checker.verifier, detail=f"verifier failed: {e!r:.200}"
             )
-        out.append(_result(item, verdict, (time.perf_counter() - started) * 1e3))
+        out.append(result_of(item, verdict, (time.perf_counter() - started) * 1e3))
     return out
 
 
@@ -165,7 +170,7 @@ class VerifyPool:
                 out.append(future.result())
             except BrokenProcessPool:
                 broken = True
-                out.append(encode(chunk, _infra(self._checker, chunk, "a verifier worker died")))
+                out.append(encode(chunk, infra(self._checker, chunk, "a verifier worker died")))
         if broken:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._start()
@@ -189,6 +194,7 @@ class VerifyPool:
             self._pool = None
 
 
-def _infra(checker: Checker, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
+def infra(checker: Checker, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
+    """INFRA_ERROR results for items the checker could not check."""
     verdict = Verdict(Status.INFRA_ERROR, 0.0, checker.verifier, detail=why)
-    return [_result(item, verdict, 0.0) for item in items]
+    return [result_of(item, verdict, 0.0) for item in items]

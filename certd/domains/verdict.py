@@ -60,6 +60,8 @@ class Verdict:
         detail: a short human-readable explanation.
         answer: the extracted answer text ("" when none).
         canonical: canonical form of the solution (for the pseudo-fork gate), "" if none.
+        labels: the labels under the domain's other κs (math: ``math.route.v1`` beside the
+            default ``math.first-step.v1``); ``family`` holds the default κ's label.
     """
 
     status: Status
@@ -70,3 +72,10 @@ class Verdict:
     detail: str = ""
     answer: str = ""
     canonical: str = ""
+    labels: tuple[Family, ...] = ()
+
+    def label_for(self, kappa: str) -> Family | None:
+        """The label under ``kappa`` (the default κ's or one of ``labels``), if computed."""
+        if self.family is not None and self.family.kappa == kappa:
+            return self.family
+        return next((f for f in self.labels if f.kappa == kappa), None)

@@ -40,7 +40,7 @@ class AuthorityServicer(authority_pb2_grpc.AuthorityServicer):
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
         task = checked_task(request.task, self._cfg, f"{field}.task")
-        kappa = request.label.kappa or self._checkers.for_task(task.value).kappa
+        kappa = request.label.kappa or self._checkers.for_domain(task.domain).kappa
         return task, kappa, request.label.value
 
     def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
@@ -108,7 +108,7 @@ class AuthorityServicer(authority_pb2_grpc.AuthorityServicer):
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
         task = checked_task(request.task, self._cfg, "task")
-        kappa = request.kappa or self._checkers.for_task(task.value).kappa
+        kappa = request.kappa or self._checkers.for_domain(task.domain).kappa
         index = self._authority.index
         certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
         return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)
@@ -117,7 +117,7 @@ class AuthorityServicer(authority_pb2_grpc.AuthorityServicer):
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
     ) -> authority_pb2.EnumerateFamiliesResponse:
         task = checked_task(request.task, self._cfg, "task")
-        checker = self._checkers.for_task(task.value)
+        checker = self._checkers.for_domain(task.domain)
         found = checker.enumerate(task.value)
         labels = [
             authority_pb2.FeasibleLabel(

@@ -10,7 +10,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from certd.authority.index import IndexedCertificate
 from certd.authority.policy import CheckedTask
@@ -48,23 +49,42 @@ def checked_task(task: tasks_pb2.Task, cfg: CertdConfig, field: str = "task") ->
         raise InvalidInputError(
             "task: expected one of countdown, math, code; got none", field=field
         )
-    if domain != "countdown":
-        raise UnsupportedError(f"domain {domain!r} is not served by this certd (countdown only)")
-    numbers = tuple(task.countdown.numbers)
+    convert = _CONVERTERS.get(domain)
+    if convert is None:
+        raise UnsupportedError(
+            f"domain {domain!r} is not served by this certd (served: {', '.join(_CONVERTERS)})"
+        )
+    try:
+        value = convert(getattr(task, domain), cfg, f"{field}.{domain}")
+    except InvalidInputError as e:
+        if e.field.startswith(f"{field}."):
+            raise
+        raise type(e)(str(e), field=f"{field}.{e.field}" if e.field else field) from e
+    return CheckedTask(pb=task, digest=task_digest(task), domain=domain, value=value)
+
+
+def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -> cd.CountdownTask:
+    numbers = tuple(pb.numbers)
     if len(numbers) > cfg.countdown.max_numbers:
         raise LimitExceededError(
             f"countdown.numbers: at most {cfg.countdown.max_numbers} numbers, got {len(numbers)}",
-            field=f"{field}.countdown.numbers",
+            field=f"{field}.numbers",
         )
-    try:
-        value = cd.CountdownTask(
-            numbers=numbers,
-            target=task.countdown.target,
-            rules=cd.CountdownRules(exactly_once=not task.countdown.rules.at_most_once),
-        )
-    except InvalidInputError as e:
-        raise type(e)(str(e), field=f"{field}.{e.field}" if e.field else field) from e
-    return CheckedTask(pb=task, digest=task_digest(task), value=value)
+    return cd.CountdownTask(
+        numbers=numbers,
+        target=pb.target,
+        rules=cd.CountdownRules(exactly_once=not pb.rules.at_most_once),
+    )
+
+
+# The wire task's oneof name → a converter that validates the domain message and returns the
+# domain's (frozen) task value. A domain is served when it has a converter here and a checker in
+# ``certd.authority.checker.Checkers``. A converter's typed errors name their field either in
+# full (under the ``field`` it is given, e.g. ``items[3].task.math.gold``) or from the task's
+# root (``math.gold``, as domain constructors do).
+_CONVERTERS: dict[str, Callable[[Any, CertdConfig, str], object]] = {
+    "countdown": _countdown_task,
+}
 
 
 def label_to_pb(family: Family | None) -> tasks_pb2.Label | None:
@@ -86,6 +106,9 @@ def verdict_to_pb(verdict: Verdict, item_id: str, elapsed_ms: float) -> verifier
         verifier=verdict.verifier,
         elapsed_ms=elapsed_ms,
         answer=verdict.answer,
+        labels=[
+            tasks_pb2.Label(kappa=f.kappa, value=f.label, fields=f.fields) for f in verdict.labels
+        ],
     )
 
 

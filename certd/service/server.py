@@ -24,6 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from certd.authority.checker import Checkers
+from certd.authority.dispatch import VerifyDispatch
 from certd.authority.policy import Authority
 from certd.authority.pool import VerifyPool
 from certd.authority.receipts import ReceiptIssuer
@@ -122,7 +123,8 @@ class CertdServer:
             ],
         )
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, self.pool, self.ledger, receipts), self._server
+            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), self.ledger, receipts),
+            self._server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
             AuthorityServicer(cfg, self.checkers, self.authority, self.ledger), self._server
@@ -162,6 +164,7 @@ class CertdServer:
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
         self.pool.close()
+        self.checkers.close()
         self.ledger.close()  # commits what is queued, then closes the store
         log.info("certd stopped")
 

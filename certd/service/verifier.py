@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import grpc
 
+from certd.authority.dispatch import VerifyDispatch
 from certd.authority.policy import CheckedTask
-from certd.authority.pool import CheckItem, CheckResult, VerifyPool
+from certd.authority.pool import CheckItem, CheckResult
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
@@ -43,7 +44,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     """Checks responses and signs receipts."""
 
     def __init__(
-        self, cfg: CertdConfig, pool: VerifyPool, ledger: Ledger, receipts: ReceiptIssuer
+        self, cfg: CertdConfig, pool: VerifyDispatch, ledger: Ledger, receipts: ReceiptIssuer
     ) -> None:
         self._cfg = cfg
         self._pool = pool
@@ -147,4 +148,4 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
 
 
 def _item(req: verifier_pb2.VerifyRequest, task: CheckedTask) -> CheckItem:
-    return CheckItem(req.id, task.value, task.digest, req.response)
+    return CheckItem(req.id, task.value, task.digest, req.response, task.domain)

@@ -26,7 +26,7 @@ from certd.v1 import ledger_pb2 as certd_dot_v1_dot_ledger__pb2
 from certd.v1 import tasks_pb2 as certd_dot_v1_dot_tasks__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x65rtd/v1/verifier.proto\x12\x08\x63\x65rtd.v1\x1a\x15\x63\x65rtd/v1/ledger.proto\x1a\x14\x63\x65rtd/v1/tasks.proto\"U\n\x0bReceiptPath\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x12\n\nbatch_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\x12\x13\n\x0breceipt_seq\x18\x04 \x01(\x04\"\x96\x02\n\x07Verdict\x12\n\n\x02id\x18\x01 \x01(\t\x12\'\n\x06status\x18\x02 \x01(\x0e\x32\x17.certd.v1.VerdictStatus\x12\x0e\n\x06reward\x18\x03 \x01(\x01\x12\x1f\n\x06\x66\x61mily\x18\x04 \x01(\x0b\x32\x0f.certd.v1.Label\x12\"\n\tinitiated\x18\x05 \x01(\x0b\x32\x0f.certd.v1.Label\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x10\n\x08verifier\x18\x07 \x01(\t\x12\x12\n\nelapsed_ms\x18\x08 \x01(\x01\x12\x0e\n\x06\x61nswer\x18\t \x01(\t\x12\x0e\n\x06\x64igest\x18\n \x01(\x0c\x12+\n\x0creceipt_path\x18\x0b \x01(\x0b\x32\x15.certd.v1.ReceiptPath\"\x85\x01\n\x07Receipt\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c\x12\x12\n\nbatch_root\x18\x02 \x01(\x0c\x12\x12\n\nbatch_size\x18\x03 \x01(\x04\x12+\n\tinclusion\x18\x04 \x01(\x0b\x32\x18.certd.v1.InclusionProof\x12\x13\n\x0breceipt_seq\x18\x05 \x01(\x04\"K\n\rVerifyRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x1c\n\x04task\x18\x02 \x01(\x0b\x32\x0e.certd.v1.Task\x12\x10\n\x08response\x18\x03 \x01(\t\"X\n\x0eVerifyResponse\x12\"\n\x07verdict\x18\x01 \x01(\x0b\x32\x11.certd.v1.Verdict\x12\"\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.Receipt\"<\n\x12VerifyBatchRequest\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.certd.v1.VerifyRequest\"^\n\x13VerifyBatchResponse\x12#\n\x08verdicts\x18\x01 \x03(\x0b\x32\x11.certd.v1.Verdict\x12\"\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.Receipt\"j\n\x14VerifyStreamResponse\x12$\n\x07verdict\x18\x01 \x01(\x0b\x32\x11.certd.v1.VerdictH\x00\x12$\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.ReceiptH\x00\x42\x06\n\x04kind2\xe0\x01\n\x08Verifier\x12;\n\x06Verify\x12\x17.certd.v1.VerifyRequest\x1a\x18.certd.v1.VerifyResponse\x12J\n\x0bVerifyBatch\x12\x1c.certd.v1.VerifyBatchRequest\x1a\x1d.certd.v1.VerifyBatchResponse\x12K\n\x0cVerifyStream\x12\x17.certd.v1.VerifyRequest\x1a\x1e.certd.v1.VerifyStreamResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x65rtd/v1/verifier.proto\x12\x08\x63\x65rtd.v1\x1a\x15\x63\x65rtd/v1/ledger.proto\x1a\x14\x63\x65rtd/v1/tasks.proto\"U\n\x0bReceiptPath\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x12\n\nbatch_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\x12\x13\n\x0breceipt_seq\x18\x04 \x01(\x04\"\xb7\x02\n\x07Verdict\x12\n\n\x02id\x18\x01 \x01(\t\x12\'\n\x06status\x18\x02 \x01(\x0e\x32\x17.certd.v1.VerdictStatus\x12\x0e\n\x06reward\x18\x03 \x01(\x01\x12\x1f\n\x06\x66\x61mily\x18\x04 \x01(\x0b\x32\x0f.certd.v1.Label\x12\"\n\tinitiated\x18\x05 \x01(\x0b\x32\x0f.certd.v1.Label\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12\x10\n\x08verifier\x18\x07 \x01(\t\x12\x12\n\nelapsed_ms\x18\x08 \x01(\x01\x12\x0e\n\x06\x61nswer\x18\t \x01(\t\x12\x0e\n\x06\x64igest\x18\n \x01(\x0c\x12+\n\x0creceipt_path\x18\x0b \x01(\x0b\x32\x15.certd.v1.ReceiptPath\x12\x1f\n\x06labels\x18\x0c \x03(\x0b\x32\x0f.certd.v1.Label\"\x85\x01\n\x07Receipt\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c\x12\x12\n\nbatch_root\x18\x02 \x01(\x0c\x12\x12\n\nbatch_size\x18\x03 \x01(\x04\x12+\n\tinclusion\x18\x04 \x01(\x0b\x32\x18.certd.v1.InclusionProof\x12\x13\n\x0breceipt_seq\x18\x05 \x01(\x04\"K\n\rVerifyRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x1c\n\x04task\x18\x02 \x01(\x0b\x32\x0e.certd.v1.Task\x12\x10\n\x08response\x18\x03 \x01(\t\"X\n\x0eVerifyResponse\x12\"\n\x07verdict\x18\x01 \x01(\x0b\x32\x11.certd.v1.Verdict\x12\"\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.Receipt\"<\n\x12VerifyBatchRequest\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.certd.v1.VerifyRequest\"^\n\x13VerifyBatchResponse\x12#\n\x08verdicts\x18\x01 \x03(\x0b\x32\x11.certd.v1.Verdict\x12\"\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.Receipt\"j\n\x14VerifyStreamResponse\x12$\n\x07verdict\x18\x01 \x01(\x0b\x32\x11.certd.v1.VerdictH\x00\x12$\n\x07receipt\x18\x02 \x01(\x0b\x32\x11.certd.v1.ReceiptH\x00\x42\x06\n\x04kind2\xe0\x01\n\x08Verifier\x12;\n\x06Verify\x12\x17.certd.v1.VerifyRequest\x1a\x18.certd.v1.VerifyResponse\x12J\n\x0bVerifyBatch\x12\x1c.certd.v1.VerifyBatchRequest\x1a\x1d.certd.v1.VerifyBatchResponse\x12K\n\x0cVerifyStream\x12\x17.certd.v1.VerifyRequest\x1a\x1e.certd.v1.VerifyStreamResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,19 +36,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECEIPTPATH']._serialized_start=82
   _globals['_RECEIPTPATH']._serialized_end=167
   _globals['_VERDICT']._serialized_start=170
-  _globals['_VERDICT']._serialized_end=448
-  _globals['_RECEIPT']._serialized_start=451
-  _globals['_RECEIPT']._serialized_end=584
-  _globals['_VERIFYREQUEST']._serialized_start=586
-  _globals['_VERIFYREQUEST']._serialized_end=661
-  _globals['_VERIFYRESPONSE']._serialized_start=663
-  _globals['_VERIFYRESPONSE']._serialized_end=751
-  _globals['_VERIFYBATCHREQUEST']._serialized_start=753
-  _globals['_VERIFYBATCHREQUEST']._serialized_end=813
-  _globals['_VERIFYBATCHRESPONSE']._serialized_start=815
-  _globals['_VERIFYBATCHRESPONSE']._serialized_end=909
-  _globals['_VERIFYSTREAMRESPONSE']._serialized_start=911
-  _globals['_VERIFYSTREAMRESPONSE']._serialized_end=1017
-  _globals['_VERIFIER']._serialized_start=1020
-  _globals['_VERIFIER']._serialized_end=1244
+  _globals['_VERDICT']._serialized_end=481
+  _globals['_RECEIPT']._serialized_start=484
+  _globals['_RECEIPT']._serialized_end=617
+  _globals['_VERIFYREQUEST']._serialized_start=619
+  _globals['_VERIFYREQUEST']._serialized_end=694
+  _globals['_VERIFYRESPONSE']._serialized_start=696
+  _globals['_VERIFYRESPONSE']._serialized_end=784
+  _globals['_VERIFYBATCHREQUEST']._serialized_start=786
+  _globals['_VERIFYBATCHREQUEST']._serialized_end=846
+  _globals['_VERIFYBATCHRESPONSE']._serialized_start=848
+  _globals['_VERIFYBATCHRESPONSE']._serialized_end=942
+  _globals['_VERIFYSTREAMRESPONSE']._serialized_start=944
+  _globals['_VERIFYSTREAMRESPONSE']._serialized_end=1050
+  _globals['_VERIFIER']._serialized_start=1053
+  _globals['_VERIFIER']._serialized_end=1277
 # @@protoc_insertion_point(module_scope)

@@ -21,7 +21,7 @@ class ReceiptPath(_message.Message):
     def __init__(self, index: _Optional[int] = ..., batch_size: _Optional[int] = ..., hashes: _Optional[_Iterable[bytes]] = ..., receipt_seq: _Optional[int] = ...) -> None: ...
 
 class Verdict(_message.Message):
-    __slots__ = ("id", "status", "reward", "family", "initiated", "detail", "verifier", "elapsed_ms", "answer", "digest", "receipt_path")
+    __slots__ = ("id", "status", "reward", "family", "initiated", "detail", "verifier", "elapsed_ms", "answer", "digest", "receipt_path", "labels")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class Verdict(_message.Message):
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_PATH_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     id: str
     status: _tasks_pb2.VerdictStatus
     reward: float
@@ -44,7 +45,8 @@ class Verdict(_message.Message):
     answer: str
     digest: bytes
     receipt_path: ReceiptPath
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_tasks_pb2.VerdictStatus, str]] = ..., reward: _Optional[float] = ..., family: _Optional[_Union[_tasks_pb2.Label, _Mapping]] = ..., initiated: _Optional[_Union[_tasks_pb2.Label, _Mapping]] = ..., detail: _Optional[str] = ..., verifier: _Optional[str] = ..., elapsed_ms: _Optional[float] = ..., answer: _Optional[str] = ..., digest: _Optional[bytes] = ..., receipt_path: _Optional[_Union[ReceiptPath, _Mapping]] = ...) -> None: ...
+    labels: _containers.RepeatedCompositeFieldContainer[_tasks_pb2.Label]
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_tasks_pb2.VerdictStatus, str]] = ..., reward: _Optional[float] = ..., family: _Optional[_Union[_tasks_pb2.Label, _Mapping]] = ..., initiated: _Optional[_Union[_tasks_pb2.Label, _Mapping]] = ..., detail: _Optional[str] = ..., verifier: _Optional[str] = ..., elapsed_ms: _Optional[float] = ..., answer: _Optional[str] = ..., digest: _Optional[bytes] = ..., receipt_path: _Optional[_Union[ReceiptPath, _Mapping]] = ..., labels: _Optional[_Iterable[_Union[_tasks_pb2.Label, _Mapping]]] = ...) -> None: ...
 
 class Receipt(_message.Message):
     __slots__ = ("envelope", "batch_root", "batch_size", "inclusion", "receipt_seq")

@@ -31,6 +31,7 @@ LABEL = st.one_of(
     response=TEXT,
     family=LABEL,
     initiated=LABEL,
+    labels=st.lists(LABEL.filter(lambda label: label is not None), max_size=2),
     reward=st.floats(allow_nan=False, allow_infinity=False),
 )
 def test_fast_digest_is_canonical_json(
@@ -43,9 +44,10 @@ def test_fast_digest_is_canonical_json(
     response: str,
     family: dict[str, Any] | None,
     initiated: dict[str, Any] | None,
+    labels: list[dict[str, Any]],
     reward: float,
 ) -> None:
-    obj = {
+    obj: dict[str, Any] = {
         "answer": answer,
         "detail": detail,
         "family": family,
@@ -57,6 +59,8 @@ def test_fast_digest_is_canonical_json(
         "task_sha256": task,
         "verifier": verifier,
     }
+    if labels:  # present only when the domain labels under several κs
+        obj["labels"] = labels
     try:
         want = hashlib.sha256(canonical_json(obj)).digest()
     except UnicodeEncodeError:  # lone surrogates cannot come off the wire (protobuf is UTF-8)
@@ -67,6 +71,7 @@ def test_fast_digest_is_canonical_json(
         reward=reward,
         family=family,
         initiated=initiated,
+        labels=labels,
         detail=detail,
         verifier=verifier,
         answer=answer,

@@ -1,0 +1,81 @@
+"""Verification across domains: each item goes to its domain's checker, results keep order.
+
+Example::
+
+    dispatch = VerifyDispatch(checkers, pool)
+    parts = dispatch.check(items, encode_verdicts)   # encoded chunks, in item order
+
+Countdown batches go to the ``VerifyPool`` (worker processes, results encoded in the workers).
+Other domains check through their checker's ``verify_batch``, which isolates the work itself
+(math in a killable worker pool, code in a sandbox pool). A batch that mixes domains is split by
+domain, checked per domain, and put back in order. A checker that fails outright turns its
+items into INFRA_ERROR verdicts, never wrong answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from certd.authority.checker import Checker, Checkers
+from certd.authority.pool import CheckItem, CheckResult, Encode, T, VerifyPool, infra, result_of
+
+__all__ = ["VerifyDispatch"]
+
+
+class VerifyDispatch:
+    """Routes check items to their domains.
+
+    Args:
+        checkers: the domain checkers.
+        pool: the Countdown worker pool.
+    """
+
+    def __init__(self, checkers: Checkers, pool: VerifyPool) -> None:
+        self._checkers = checkers
+        self._pool = pool
+
+    def check(self, items: Sequence[CheckItem], encode: Encode[T]) -> list[T]:
+        """Check items and return encoded parts in item order (see ``VerifyPool.check``).
+
+        Raises:
+            UnsupportedError: an item's domain is not served here.
+        """
+        domains = {item.domain for item in items}
+        if domains <= {"countdown"}:
+            return self._pool.check(items, encode)
+        return [encode(items, self.check_results(items))]
+
+    def check_results(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """Check items and return their results in item order.
+
+        Raises:
+            UnsupportedError: an item's domain is not served here.
+        """
+        by_domain: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            by_domain.setdefault(item.domain, []).append(i)
+        checkers = {domain: self._checkers.for_domain(domain) for domain in by_domain}
+        out: list[CheckResult | None] = [None] * len(items)
+        for domain, where in by_domain.items():
+            part = [items[i] for i in where]
+            if domain == "countdown":
+                results = self._pool.check_results(part)
+            else:
+                results = _verify_batch(checkers[domain], part)
+            for i, result in zip(where, results, strict=True):
+                out[i] = result
+        return [r for r in out if r is not None]
+
+
+def _verify_batch(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
+    """One domain's items through its ``verify_batch``; per-item time is the batch's mean."""
+    started = time.perf_counter()
+    try:
+        verdicts = checker.verify_batch([(item.task, item.response) for item in items])
+    except Exception as e:  # noqa: BLE001 - a checker failure is INFRA_ERROR for its items
+        return infra(checker, items, f"verifier failed: {e!r:.200}")
+    if len(verdicts) != len(items):
+        return infra(checker, items, f"verifier returned {len(verdicts)} verdicts for {len(items)}")
+    each_ms = (time.perf_counter() - started) * 1e3 / max(1, len(items))
+    return [result_of(item, v, each_ms) for item, v in zip(items, verdicts, strict=True)]
