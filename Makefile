@@ -6,7 +6,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
 APT_PACKAGES :=
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean
+.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean math-verify-cases
 
 all: test
 
@@ -34,7 +34,12 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy certd sandboxes client
 
-unit: setup
+# Math-Verify's public test cases, read by tests/conformance at test time (never copied here).
+MV_CACHE := .cache/math-verify
+math-verify-cases: setup
+	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
+
+unit: setup math-verify-cases
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

@@ -125,14 +125,22 @@ def all_boxed(text: str, limits: MathLimits) -> list[str]:
     return out
 
 
-def _boxed(text: str, cfg: ExtractConfig, limits: MathLimits) -> str | None:
+def _boxed(text: str, cfg: ExtractConfig, limits: MathLimits) -> tuple[str, int] | None:
     starts = [m.end() - 1 for m in _BOXED.finditer(text)]
     if not starts:
         return None
     # The chosen box must close; an unclosed last box means a truncated response.
     start = starts[-1] if cfg.boxed == "last" else starts[0]
     end = match_brace(text, start, limits.max_brace_depth)
-    return text[start + 1 : end - 1]
+    return text[start + 1 : end - 1], end
+
+
+def _find(source: str, text: str) -> tuple[str, int] | None:
+    if source == "display":
+        return _last_group(_DISPLAY, text)
+    if source == "inline":
+        return _last_group(_INLINE, text)
+    return _plain(text)
 
 
 _PHRASE = re.compile(
@@ -141,7 +149,7 @@ _PHRASE = re.compile(
 )
 
 
-def _phrase(text: str) -> str | None:
+def _phrase(text: str) -> tuple[str, int] | None:
     found = None
     for m in _PHRASE.finditer(text):
         rest = text[m.end() :]
@@ -149,34 +157,39 @@ def _phrase(text: str) -> str | None:
             close = rest.find("$$", 2)
             cand = rest[2:close] if close > 0 else None
         elif rest.startswith("$"):
-            close = rest.find("$", 1)
-            cand = rest[1:close] if close > 0 else None
+            close_m = re.compile(r"(?<!\\)\$").search(rest, 1)
+            cand = rest[1 : close_m.start()] if close_m else None
         elif rest.startswith("\\[") or rest.startswith("\\("):
             close = rest.find("\\]" if rest[1] == "[" else "\\)", 2)
             cand = rest[2:close] if close > 0 else None
         else:
             line = rest.split("\n", 1)[0]
-            cand = re.split(r"\.(?:\s|$)", line, maxsplit=1)[0].strip()
-        if cand is not None and cand.strip():
-            found = cand.strip()
+            cand = re.split(r"\.(?:\s|$)", line, maxsplit=1)[0].strip().strip('"\\').strip()
+        if cand is not None and "\n" not in cand and cand.strip():
+            cand = cand.strip()
+            if _prose(cand):
+                cand = last_number(cand)
+            if cand:
+                found = (cand, m.end())
     return found
 
 
 _DISPLAY = re.compile(r"\\\[(.+?)\\\]|\$\$(.+?)\$\$", re.DOTALL)
-_INLINE = re.compile(r"\\\((.+?)\\\)|(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", re.DOTALL)
+_INLINE = re.compile(r"\\\(([^\n]+?)\\\)|(?<![\\$])\$(?!\$)([^\n$]+?)(?<!\\)\$")
+_BROKEN_INLINE = re.compile(r"(?<![\\$])\$(?!\$)[^$]*\n[^$]*\$|\\\([^)]*\n")
 
 
-def _last_group(pattern: re.Pattern[str], text: str) -> str | None:
+def _last_group(pattern: re.Pattern[str], text: str) -> tuple[str, int] | None:
     found = None
     for m in pattern.finditer(text):
         g = m.group(1) if m.group(1) is not None else m.group(2)
         if g is not None and g.strip():
-            found = g.strip()
+            found = (g.strip(), m.end())
     return found
 
 
 _NUMBER = re.compile(
-    r"(?<![A-Za-z\d.])-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)%?(?!\d)"
+    r"(?<![A-Za-z\d.])-?(?:\d+/\d+(?![\d.,]\d)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)%?(?!\d)"
 )
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _NOT_PROSE = re.compile(
@@ -185,23 +198,34 @@ _NOT_PROSE = re.compile(
 
 
 def last_number(text: str) -> str | None:
-    """The last number written in prose (thousands separators, decimals, percent signs)."""
-    numbers = _NUMBER.findall(text)
-    return numbers[-1] if numbers else None
+    """The last number written in prose (thousands separators, decimals, fractions ``a/b``,
+    percent signs)."""
+    found = _last_number(text)
+    return found[0] if found else None
+
+
+def _last_number(text: str) -> tuple[str, int] | None:
+    found = None
+    for m in _NUMBER.finditer(text):
+        found = (m.group(0), m.end())
+    return found
 
 
 def _prose(text: str) -> bool:
-    return bool(_WORD.findall(_NOT_PROSE.sub("", text)))
+    words = _WORD.findall(_NOT_PROSE.sub("", text))
+    return any(w.lower() not in ("and", "or") for w in words)
 
 
-def _plain(text: str) -> str | None:
+def _plain(text: str) -> tuple[str, int] | None:
     stripped = text.strip()
     if not stripped:
         return None
     # A short text without prose words reads as one expression.
     if len(stripped) <= 200 and "\n" not in stripped and not _prose(stripped):
-        return stripped.rstrip(".")
-    return last_number(stripped)
+        return stripped.rstrip("."), len(text)
+    if _BROKEN_INLINE.search(text):
+        return None  # a math span broken across lines is no answer, nor are numbers in it
+    return _last_number(text)
 
 
 _LETTER = re.compile(r"^\(?\s*(?:\\text\{\s*)?\(?([A-J])\)?\s*\}?\s*\)?\.?$")
@@ -249,28 +273,42 @@ def extract_answer(
         raise MathLimitError(
             f"response is {len(text)} chars, over max_response_chars={lim.max_response_chars}"
         )
-    for source in cfg.priority:
+    found: tuple[str, int] | None = None
+    source = ""
+    unanchored = ("display", "inline", "plain")
+    for i, source in enumerate(cfg.priority):
         if source == "boxed":
-            found = _boxed(text, cfg, lim)
+            box = _boxed(text, cfg, lim)
+            phrase = _phrase(text) if "phrase" in cfg.priority[i:] else None
+            if box is not None and phrase is not None and phrase[1] > box[1]:
+                found, source = phrase, "phrase"  # "the final answer is …" after the box
+            else:
+                found = box
         elif source == "phrase":
             found = _phrase(text)
-            if found is not None and _prose(found):
-                found = last_number(found)
-        elif source == "display":
-            found = _last_group(_DISPLAY, text)
-        elif source == "inline":
-            found = _last_group(_INLINE, text)
+        elif i > 0 and cfg.priority[i - 1] in unanchored:
+            continue  # handled with the first of its group
         else:
-            found = _plain(text)
+            group = []
+            for s in cfg.priority[i:]:
+                if s not in unanchored:
+                    break
+                group.append(s)
+            candidates = [(_find(s, text), s) for s in group]
+            present = [(c, s) for c, s in candidates if c is not None]
+            if present:  # the latest in the text wins among unanchored sources
+                found, source = max(present, key=lambda cs: cs[0][1])  # type: ignore[index]
+            else:
+                found = None
         if choices:
-            letter = _choice(found, text)
+            letter = _choice(found[0] if found else None, text)
             if letter is not None:
                 return Extracted(letter, "choice")
             continue
-        if found is not None and found.strip():
-            if len(found) > lim.max_answer_chars:
+        if found is not None and found[0].strip():
+            if len(found[0]) > lim.max_answer_chars:
                 raise MathLimitError(
-                    f"answer is {len(found)} chars, over max_answer_chars={lim.max_answer_chars}"
+                    f"answer is {len(found[0])} chars, over max_answer_chars={lim.max_answer_chars}"
                 )
-            return Extracted(found.strip(), source)
+            return Extracted(found[0].strip(), source)
     raise MathUnparsedError("no answer found")

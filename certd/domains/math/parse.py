@@ -188,7 +188,14 @@ _DECIMAL = re.compile(r"(?<![\d.])\d*\.\d+")
 
 
 def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
-    s = text.strip().strip("$").strip()
+    s = text.strip().strip('"').strip("$").strip()
+    s = re.sub(r"\\\$", "", s)  # escaped dollar signs are currency
+    joined = re.sub(r"\$?\s*\\text\{\s*(?:and|or)\s*\}\s*\$?|\$\s*(?:and|or)\s*\$", ",", s)
+    joined = re.sub(r"\s+(?:and|or)\s+", ",", joined)
+    if joined != s:  # "a and b": several answers, so commas separate them
+        numbers = False
+        s = re.sub(r",(?:\s*,)+", ",", joined)
+    s = s.replace("$", " ")
     s = re.sub(r"(\d),\\!\s*(\d)", r"\1,\2", s)  # 11,\! 111 is a thousands separator
     s = re.sub(r"(?<!\\)\\!", "", s)
     s = _SPACES.sub(" ", s)
