@@ -297,7 +297,7 @@ def extract_answer(
             candidates = [(_find(s, text), s) for s in group]
             present = [(c, s) for c, s in candidates if c is not None]
             if present:  # the latest in the text wins among unanchored sources
-                found, source = max(present, key=lambda cs: cs[0][1])  # type: ignore[index]
+                found, source = max(present, key=lambda cs: cs[0][1])
             else:
                 found = None
         if choices:
