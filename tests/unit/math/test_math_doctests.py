@@ -8,10 +8,12 @@ import importlib
 import pytest
 
 MODULES = [
+    "certd.domains.kappa_report",
     "certd.domains.math",
     "certd.domains.math.equiv",
     "certd.domains.math.errors",
     "certd.domains.math.extract",
+    "certd.domains.math.first_step",
     "certd.domains.math.limits",
     "certd.domains.math.names",
     "certd.domains.math.parse",
