@@ -143,6 +143,10 @@ class Checkers:
             max_enumerate_solutions=c.max_enumerate_solutions,
         )
         self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
+        if cfg.math.enabled:
+            from certd.authority.math_checker import MathChecker  # sympy: only when served
+
+            self._by_domain["math"] = MathChecker(cfg.math)
 
     def register(self, checker: Checker) -> None:
         """Serve ``checker.domain`` with ``checker`` (replacing any checker it had)."""

@@ -77,6 +77,17 @@ def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -
     )
 
 
+def _math_task(pb: tasks_pb2.MathTask, cfg: CertdConfig, field: str) -> object:
+    from certd.domains.math.task import MathTask  # no sympy: the task is plain data
+
+    if len(pb.gold) > cfg.math.max_gold_chars:
+        raise LimitExceededError(
+            f"math.gold: at most {cfg.math.max_gold_chars} chars, got {len(pb.gold)}",
+            field=f"{field}.gold",
+        )
+    return MathTask(gold=pb.gold, precision_digits=pb.precision_digits or 6, question=pb.question)
+
+
 # The wire task's oneof name → a converter that validates the domain message and returns the
 # domain's (frozen) task value. A domain is served when it has a converter here and a checker in
 # ``certd.authority.checker.Checkers``. A converter's typed errors name their field either in
@@ -84,6 +95,7 @@ def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -
 # root (``math.gold``, as domain constructors do).
 _CONVERTERS: dict[str, Callable[[Any, CertdConfig, str], object]] = {
     "countdown": _countdown_task,
+    "math": _math_task,
 }
 
 

@@ -31,9 +31,9 @@ from .errors import MathLimitError, MathUnparsedError
 from .limits import MathLimits
 
 __all__ = [
-    "SOURCES",
     "ExtractConfig",
     "Extracted",
+    "SOURCES",
     "all_boxed",
     "extract_answer",
     "last_number",
