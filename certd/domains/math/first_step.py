@@ -10,7 +10,9 @@ Example:
     'substitute'
 
 **First substantive step.** The response (after a leading ``<think>``) is cut into sentences
-(at ``.``/``!``/``?`` followed by a space, and at line breaks). Preamble sentences are skipped:
+(at ``.``/``!``/``?`` followed by a space, and at line breaks). A response that
+``math.route.v1`` routes ``direct`` (it opens with the answer, or is a short answer) has no
+step. Preamble sentences are skipped:
 those that only announce work ("Let's think step by step", "Okay, so I need to find …",
 "We need to find …", "To solve this problem, …" with no math after it, "The problem asks …").
 A preamble sentence that names a move (``MOVE_WORDS``: substitute, factor, apply, use,
@@ -39,6 +41,7 @@ from collections.abc import Sequence
 from certd.domains.verdict import Family
 
 from .names import KAPPA_FIRST_STEP
+from .route import route_of
 
 __all__ = [
     "MOVES",
@@ -210,9 +213,9 @@ def first_step_text(response: str) -> str | None:
     Returns:
         The step's sentence, at most 300 characters.
     """
+    if route_of(response) == "direct":
+        return None  # a direct answer writes no solution step (κ math.route.v1's rules)
     body = _THINK.sub("", response[:20_000])
-    if re.match(r"^\s*(?:\$*\s*\\boxed|the\s+(?:final\s+)?answer\s+is)", body, re.IGNORECASE):
-        return None
     for n, sentence in enumerate(_SPLIT.split(body)):
         if n >= _MAX_SENTENCES:
             break

@@ -32,17 +32,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import sympy
+from antlr4.atn.PredictionMode import PredictionMode
 from latex2sympy2_extended.latex2sympy2 import (
     ConversionConfig,
     NormalizationConfig,
-    latex2sympy,
+    _Latex2Sympy,
     normalize_latex,
 )
 
 from .errors import MathLimitError, MathUnparsedError
 from .limits import MathLimits
 
-__all__ = ["Parsed", "check_text_caps", "check_tree_caps", "parse_answer"]
+__all__ = ["Parsed", "check_text_caps", "check_tree_caps", "normalized", "parse_answer"]
 
 _NORMALIZE = NormalizationConfig(
     basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all", equations=False
@@ -227,6 +228,15 @@ def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
     return s.strip(), percent
 
 
+def normalized(text: str, *, numbers: bool = True) -> tuple[str, bool]:
+    """The text ``parse_answer`` would parse, and whether it ended in a percent sign.
+
+    Cheap (regular expressions only): two answers with the same normalised text are the same
+    answer without parsing either.
+    """
+    return _normalize(text, numbers)
+
+
 def _exact(expr: Any) -> Any:
     """Replace every Float with the exact rational its decimal text denotes."""
     if isinstance(expr, sympy.Float):
@@ -264,19 +274,34 @@ def _simple(s: str) -> Any:
 _TEXT_ONLY = re.compile(r"^\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}$")
 
 
+class _TwoStage(_Latex2Sympy):  # type: ignore[misc]  # the library's converter is untyped
+    """The library's converter with ANTLR's two-stage parsing: SLL prediction first (its
+    decisions are cached, so it is many times faster), full LL only when SLL reports an
+    error. Where SLL succeeds it yields the parse LL would (the grammar's documented
+    contract for SLL), so answers are read the same, faster."""
+
+    sll = True
+
+    def create_parser(self, latex_str: str) -> Any:
+        parser = super().create_parser(latex_str)
+        if self.sll:
+            parser._interp.predictionMode = PredictionMode.SLL
+        return parser
+
+
 def _latex(s: str) -> Any:
-    try:
-        return latex2sympy(
-            s,
-            is_real=not _COMPLEX.search(s),
-            convert_degrees=False,
-            normalization_config=None,
-            conversion_config=_CONVERT,
-        )
-    except (RecursionError, MemoryError):
-        raise
-    except Exception as e:  # noqa: BLE001 - the parser raises bare Exception; translated once
-        raise MathUnparsedError(f"does not parse: {str(e).splitlines()[0][:120]}") from None
+    converter = _TwoStage(None, not _COMPLEX.search(s), False, config=_CONVERT)
+    for sll in (True, False):
+        converter.sll = sll
+        try:
+            return converter.parse(s)
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the parser raises bare Exception; translated once
+            if not sll:
+                why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+                raise MathUnparsedError(f"does not parse: {why}") from None
+    raise AssertionError("unreachable")
 
 
 def parse_answer(text: str, limits: MathLimits | None = None, *, numbers: bool = True) -> Parsed:

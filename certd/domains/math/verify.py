@@ -29,7 +29,7 @@ from .errors import MathUnparsedError
 from .extract import ExtractConfig, Extracted, all_boxed, extract_answer
 from .limits import MathLimits
 from .names import VERIFIER
-from .parse import Parsed, parse_answer
+from .parse import Parsed, normalized, parse_answer
 from .route import kappa_route
 from .task import MathTask
 
@@ -171,6 +171,10 @@ def verify_math(
             found = _pred_text(response, gold, extract or ExtractConfig(), lim)
             if isinstance(gold.value, str):  # a text answer: compared as text
                 pred = Parsed(found.text, found.text)
+            elif len(found.text) <= lim.max_answer_chars and normalized(
+                found.text, numbers=numbers
+            ) == (gold.text, gold.percent):
+                pred = gold  # the same normalised text: the same answer, nothing to parse
             else:
                 pred = parse_answer(found.text, lim, numbers=numbers)
         answer = found.text
