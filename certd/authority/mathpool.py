@@ -37,12 +37,13 @@ from certd.domains.math.names import VERIFIER
 from certd.domains.math.route import kappa_route
 from certd.domains.math.task import MathTask
 from certd.domains.math.verify import MathShaping, verify_math
+from certd.domains.math.warmup import warm_up
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError
 
 __all__ = ["MathPool", "MathWork", "PoolClosedError"]
 
-_PRELOAD = ["certd.domains.math.verify", "sympy", "latex2sympy2_extended.latex2sympy2"]
+_PRELOAD = ["certd.domains.math.warmed"]
 
 
 class PoolClosedError(CertdError):
@@ -66,6 +67,7 @@ def _limit_memory(memory_bytes: int) -> None:
 def _worker_main(conn: Connection, work: MathWork, memory_bytes: int) -> None:
     """A worker's loop: one (task, response) in, one verdict out, until the pipe closes."""
     _limit_memory(memory_bytes)
+    warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
     conn.send(("ready", os.getpid()))
     while True:
         try:

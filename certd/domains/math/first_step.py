@@ -45,6 +45,7 @@ from .route import route_of
 
 __all__ = [
     "MOVES",
+    "MAX_SEQ_TOKENS",
     "MOVE_WORDS",
     "NO_STEP",
     "first_step_family",
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 NO_STEP = "none"
+MAX_SEQ_TOKENS = 64  # the embedding reads at most this many word pieces of a step
 
 # (label, exemplar sentences embedded as the cluster's prototypes). Order matters only for ties.
 MOVES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -266,8 +268,9 @@ def nearest_move(vector: Sequence[float], prototypes: Sequence[tuple[str, Sequen
 
 
 def moves_digest() -> str:
-    """SHA-256 (first 8 hex) of the move list: part of the κ version."""
+    """SHA-256 (first 8 hex) of the move list and the token limit: part of the κ version."""
     text = "\n".join(f"{label}\t{chr(31).join(examples)}" for label, examples in MOVES)
+    text += f"\nmax_seq_tokens={MAX_SEQ_TOKENS}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
