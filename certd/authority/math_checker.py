@@ -4,7 +4,7 @@ Example::
 
     checker = MathChecker.from_config(cfg.math)
     v = checker.verify(MathTask(gold="3"), "We factor ... so \\\\boxed{3}", canonical=True)
-    v.family.kappa      # 'math.first-step.v1+minilm.53aa51172d14.e91e4647' (default κ)
+    v.family.kappa      # 'math.first-step.v1+minilm.53aa51172d14.74314dfc' (default κ)
     v.labels[0].label   # 'step-by-step' (math.route.v1)
     v.canonical         # 'first-step:factor'
     checker.close()
