@@ -44,8 +44,8 @@ from .names import KAPPA_FIRST_STEP
 from .route import route_of
 
 __all__ = [
-    "MOVES",
     "MAX_SEQ_TOKENS",
+    "MOVES",
     "MOVE_WORDS",
     "NO_STEP",
     "first_step_family",
