@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml
 	# The pinned CPU build of torch first (from local disk); any other pin pulls a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,train]'
+	# verl without its own pins (they would replace transformers and pull ray[default], wandb…);
+	# the verl extra (in dev) installs what its trainer modules import. See docs/adapters.md.
+	$(BIN)/pip install -q --no-deps verl==0.9.1
 	touch $@
 
 setup: sysdeps $(STAMP)

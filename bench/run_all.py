@@ -20,6 +20,7 @@ BENCHES = (
     "bench_ledger",
     "bench_advantages",
     "bench_math",
+    "bench_ratchet_groups",
 )
 
 

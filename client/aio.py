@@ -93,14 +93,20 @@ class AsyncCertdClient:
 
     async def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses; see ``CertdClient.verify_batch``."""
+        return [verdict for verdict, _ in await self.verify_batch_receipted(items)]
+
+    async def verify_batch_receipted(
+        self, items: Iterable[VerifyLike]
+    ) -> list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]]:
+        """Verdicts with their receipts; see ``CertdClient.verify_batch_receipted``."""
         requests = verify_requests(items)
-        verdicts: list[verifier_pb2.Verdict] = []
+        out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = await self._call(
                 self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
             )
-            verdicts.extend(check_batch(chunk, reply, self.keys))
-        return verdicts
+            out.extend((v, reply.receipt) for v in check_batch(chunk, reply, self.keys))
+        return out
 
     async def verify_stream(
         self, items: Iterable[VerifyLike]

@@ -365,7 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, help="JSONL; appended, resumable")
     b.set_defaults(fn=_cmd_build_forktrees)
 
-    a = sub.add_parser("admit", help="keep only fork-tree records whose certificates verify")
+    a = sub.add_parser(
+        "admit",
+        help="keep only fork-tree records and stratified groups whose certificates and "
+        "receipts verify",
+    )
     a.add_argument("--trust", action="append", required=True)
     a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
     a.add_argument("--server", default="", help="for consistency proofs of newer checkpoints")

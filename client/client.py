@@ -118,14 +118,27 @@ class CertdClient:
         Raises:
             ForkgateError: a typed error for each failure.
         """
+        return [verdict for verdict, _ in self.verify_batch_receipted(items)]
+
+    def verify_batch_receipted(
+        self, items: Iterable[VerifyLike]
+    ) -> list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]]:
+        """``verify_batch`` that keeps each verdict's receipt (for stratified group records).
+
+        Raises:
+            ForkgateError: a typed error for each failure.
+
+        Returns:
+            (verdict, the receipt covering it), in request order.
+        """
         requests = verify_requests(items)
-        verdicts: list[verifier_pb2.Verdict] = []
+        out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = self._call(
                 self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
             )
-            verdicts.extend(check_batch(chunk, reply, self.keys))
-        return verdicts
+            out.extend((v, reply.receipt) for v in check_batch(chunk, reply, self.keys))
+        return out
 
     def verify_stream(self, items: Iterable[VerifyLike]) -> Iterator[verifier_pb2.Verdict]:
         """Stream responses through VerifyStream; yield verdicts in order.

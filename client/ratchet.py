@@ -4,7 +4,7 @@ Example::
 
     ratchet = Ratchet(trusted_keys=[vkey], kappas={"countdown.first-op.v1"},
                       consistency=client.consistency_proof_hashes)
-    admission = ratchet.admit(record)        # a fork-tree record (see below)
+    admission = ratchet.admit(record)        # a fork-tree record or a stratified group
     if not admission.admitted:
         print(admission.reasons)             # [("REPLAYED", "certificate is for task …"), …]
 
@@ -27,11 +27,21 @@ writes). A record is admitted whole or not at all, when for every family:
 
 And the task's certified coverage never shrinks: a record for a task must keep every family
 admitted for that task before (``COVERAGE_SHRANK``).
+
+A **stratified group** (a record with ``rollouts``; see ``Ratchet.admit_group``) is the
+training unit keyed by (question, family): ``{"task": {…}, "family": "25,-", "rollouts":
+[{"response": "…", "verdict": {…}, "receipt": {…}}, …]}``, optionally with the family's
+``certificate`` and ``witness``. Each rollout's verdict receipt is checked like a certificate
+(same key, signature, proof and checkpoint reasons), its verdict must be the one certd signed
+for this task and response (``REPLAYED``, ``TAMPERED_WITNESS``, ``BAD_PROOF``) and carry the
+group's family under a configured κ (``WRONG_SUBJECT``, ``WRONG_KAPPA``); a rollout is admitted
+in one group only (``REPLAYED``).
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,9 +55,16 @@ from certd.ledger import merkle
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.signing.dsse import Envelope, KeyRing, verify_envelope
 from certd.signing.keys import VerifierKey
-from certd.signing.statement import parse_statement
-from certd.statements import PREDICATE_FEASIBILITY, sha256_hex, task_digest
-from certd.v1 import authority_pb2, tasks_pb2
+from certd.signing.statement import Statement, parse_statement
+from certd.statements import (
+    PREDICATE_FEASIBILITY,
+    PREDICATE_VERDICT_RECEIPT,
+    receipt_root_from_path,
+    sha256_hex,
+    task_digest,
+    verdict_digest,
+)
+from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 from ._base import load_keyring
 from .errors import ForkgateError
@@ -136,9 +153,17 @@ class Ratchet:
         self.trusted = trusted
         self.origin = origin
         self.coverage: dict[str, frozenset[str]] = {}
+        # (receipt envelope hash, index in its batch) -> the group it was admitted in
+        self._rollouts: dict[tuple[bytes, int], bytes] = {}
 
     def admit(self, record: Mapping[str, Any]) -> Admission:
-        """Admit a fork-tree record whole, or refuse it with every reason found."""
+        """Admit a fork-tree record or a stratified group whole, or refuse it with every reason.
+
+        A record with ``rollouts`` is a stratified group (see ``admit_group``); any other is a
+        fork-tree record.
+        """
+        if isinstance(record, Mapping) and "rollouts" in record:
+            return self.admit_group(record)
         try:
             task, families = _parse(record)
         except _Refused as e:
@@ -168,10 +193,127 @@ class Ratchet:
         self.coverage[digest] = self.coverage.get(digest, frozenset()) | labels
         return Admission(True)
 
-    def _check(self, fam: _Family, digest: str) -> Checkpoint:
-        cert = fam.certificate
+    def admit_group(self, record: Mapping[str, Any]) -> Admission:
+        """Admit a stratified group whole, or refuse it with every reason found.
+
+        A group is ``{"task": {…}, "family": "25,-", "rollouts": [{"response": "…",
+        "verdict": {…}, "receipt": {…}}, …]}`` with, optionally, ``"certificate"`` and
+        ``"witness"``: the feasibility certificate of (task, family). Each verdict and receipt
+        is the protobuf JSON certd returned (``certd.v1.Verdict``, ``certd.v1.Receipt``); a
+        rollout may carry ``"task_sha256"``, the digest of the task it was verified against,
+        so that a rollout moved from another task is named ``REPLAYED`` rather than
+        ``TAMPERED_WITNESS``. Every rollout must be covered by a receipt that verifies like a
+        certificate (trusted key, signature, inclusion proof, consistent checkpoint); its
+        verdict digest must be the one recomputed from this task, its response and its
+        verdict; its κ label must be the group's family under a configured κ. A rollout may
+        appear in one group only (the same group again is admitted again). Groups leave the
+        fork-tree coverage as it is.
+        """
         try:
-            env = Envelope.from_json(cert.envelope)
+            task, family, rollouts, fam = _parse_group(record)
+        except _Refused as e:
+            return Admission(False, ((e.reason, e.detail),))
+        digest = task_digest(task)
+        reasons: list[tuple[Reason, str]] = []
+        checkpoints: list[Checkpoint] = []
+        if fam is not None:
+            try:
+                checkpoints.append(self._check(fam, digest))
+            except _Refused as e:
+                reasons.append((e.reason, f"certificate: {e.detail}"))
+        receipts: dict[bytes, tuple[bytes, int] | _Refused] = {}
+        keys: list[tuple[bytes, int]] = []
+        for n, ro in enumerate(rollouts):
+            try:
+                keys.append(self._check_rollout(ro, digest, family, receipts, checkpoints))
+            except _Refused as e:
+                reasons.append((e.reason, f"rollout {n}: {e.detail}"))
+        if len(set(keys)) != len(keys):
+            reasons.append((Reason.REPLAYED, "a rollout appears twice in the group"))
+        group_id = hashlib.sha256(
+            json.dumps([digest, family, sorted((k.hex(), i) for k, i in keys)]).encode()
+        ).digest()
+        elsewhere = sum(1 for k in keys if self._rollouts.get(k, group_id) != group_id)
+        if elsewhere:
+            reasons.append(
+                (Reason.REPLAYED, f"{elsewhere} rollouts were admitted in another group")
+            )
+        if not reasons:
+            try:
+                for cp in sorted(checkpoints, key=lambda c: c.size):
+                    self._advance(cp)
+            except _Refused as e:
+                reasons.append((e.reason, e.detail))
+        if reasons:
+            return Admission(False, tuple(reasons))
+        for k in keys:
+            self._rollouts[k] = group_id
+        return Admission(True)
+
+    def _check_rollout(
+        self,
+        ro: _Rollout,
+        digest: str,
+        family: str,
+        receipts: dict[bytes, tuple[bytes, int] | _Refused],
+        checkpoints: list[Checkpoint],
+    ) -> tuple[bytes, int]:
+        """Check one rollout; return its identity (receipt envelope hash, index in batch)."""
+        receipt = ro.receipt
+        env_hash = hashlib.sha256(receipt.envelope).digest()
+        seen = receipts.get(env_hash)
+        if seen is None:  # each receipt of the group is opened once
+            try:
+                seen = self._check_receipt(receipt)
+                checkpoints.append(self._proven(receipt.envelope, receipt.inclusion))
+            except _Refused as e:
+                seen = e
+            receipts[env_hash] = seen
+        if isinstance(seen, _Refused):
+            raise seen
+        root, size = seen
+        v = ro.verdict
+        path = v.receipt_path
+        if path.batch_size != size or receipt_root_from_path(v.digest, path) != root:
+            raise _Refused(Reason.BAD_PROOF, "the verdict is not covered by its receipt")
+        if verdict_digest(v, digest, ro.response) != v.digest:
+            if (
+                ro.task_sha256 != digest
+                and ro.task_sha256
+                and (verdict_digest(v, ro.task_sha256, ro.response) == v.digest)
+            ):
+                raise _Refused(Reason.REPLAYED, f"verdict is for task {ro.task_sha256[:16]}…")
+            raise _Refused(
+                Reason.TAMPERED_WITNESS,
+                "the response or verdict does not match the digest its receipt covers",
+            )
+        if v.status == tasks_pb2.INFRA_ERROR:
+            raise _Refused(Reason.MALFORMED, "an INFRA_ERROR verdict carries no reward")
+        label = v.family.value if v.HasField("family") else ""
+        if label != family:
+            raise _Refused(Reason.WRONG_SUBJECT, f"verdict is for family {label!r}")
+        if v.HasField("family") and v.family.kappa not in self.kappas:
+            raise _Refused(Reason.WRONG_KAPPA, f"κ {v.family.kappa!r} is not configured")
+        return env_hash, path.index
+
+    def _check_receipt(self, receipt: verifier_pb2.Receipt) -> tuple[bytes, int]:
+        """Open a verdict receipt; return its (batch root, batch size)."""
+        statement = self._open(receipt.envelope, PREDICATE_VERDICT_RECEIPT)
+        p = statement.predicate
+        try:
+            root, size = bytes.fromhex(str(p["batch_root"])), int(p["batch_size"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise _Refused(Reason.WRONG_SUBJECT, f"receipt predicate: {e!r:.100}") from e
+        if dict(statement.subjects).get("verdict-batch") != root.hex():
+            raise _Refused(Reason.WRONG_SUBJECT, "receipt subject disagrees with its predicate")
+        if receipt.batch_root != root or receipt.batch_size != size:
+            raise _Refused(Reason.WRONG_SUBJECT, "receipt root or size differs from the signed one")
+        return root, size
+
+    def _open(self, envelope: bytes, predicate_type: str) -> Statement:
+        """Verify an envelope against the trusted keys; return its statement."""
+        try:
+            env = Envelope.from_json(envelope)
         except CertdError as e:
             raise _Refused(Reason.MALFORMED, f"envelope: {e}") from e
         if not any(self.keys.lookup(sig.keyid) for sig in env.signatures):
@@ -181,8 +323,31 @@ class Ratchet:
             statement = parse_statement(verify_envelope(env, self.keys))
         except CertdError as e:
             raise _Refused(Reason.BAD_SIGNATURE, str(e)) from e
-        if statement.predicate_type != PREDICATE_FEASIBILITY:
+        if statement.predicate_type != predicate_type:
             raise _Refused(Reason.WRONG_SUBJECT, f"predicate type {statement.predicate_type}")
+        return statement
+
+    def _proven(self, envelope: bytes, proof: ledger_pb2.InclusionProof) -> Checkpoint:
+        """Check the envelope's inclusion proof and its checkpoint against the trusted one."""
+        try:
+            cp = open_checkpoint(proof.checkpoint.note, [t.key for t in self.keys], self.origin)
+            if cp.size != proof.tree_size:
+                raise _Refused(Reason.BAD_PROOF, "proof and checkpoint sizes differ")
+            merkle.verify_inclusion(
+                merkle.leaf_hash(envelope),
+                proof.leaf_index,
+                proof.tree_size,
+                list(proof.hashes),
+                cp.root_hash,
+            )
+        except CertdError as e:
+            raise _Refused(Reason.BAD_PROOF, str(e)) from e
+        self._compare(cp)
+        return cp
+
+    def _check(self, fam: _Family, digest: str) -> Checkpoint:
+        cert = fam.certificate
+        statement = self._open(cert.envelope, PREDICATE_FEASIBILITY)
         p = statement.predicate
         subjects = {name: d for name, d in statement.subjects}
         if subjects.get("task") != p.get("task_digest") or subjects.get("witness") != p.get(
@@ -199,22 +364,7 @@ class Ratchet:
             )
         if p.get("witness_digest") != sha256_hex(fam.witness.encode()):
             raise _Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
-        proof = cert.inclusion
-        try:
-            cp = open_checkpoint(proof.checkpoint.note, [t.key for t in self.keys], self.origin)
-            if cp.size != proof.tree_size:
-                raise _Refused(Reason.BAD_PROOF, "proof and checkpoint sizes differ")
-            merkle.verify_inclusion(
-                merkle.leaf_hash(cert.envelope),
-                proof.leaf_index,
-                proof.tree_size,
-                list(proof.hashes),
-                cp.root_hash,
-            )
-        except CertdError as e:
-            raise _Refused(Reason.BAD_PROOF, str(e)) from e
-        self._compare(cp)
-        return cp
+        return self._proven(cert.envelope, cert.inclusion)
 
     def _compare(self, cp: Checkpoint) -> None:
         """Refuse a checkpoint that forks from the trusted one, or is older and unprovable."""
@@ -281,8 +431,49 @@ def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family]]:
 
 
 @dataclass
+class _Rollout:
+    response: str
+    verdict: verifier_pb2.Verdict
+    receipt: verifier_pb2.Receipt
+    task_sha256: str
+
+
+def _parse_group(
+    record: Mapping[str, Any],
+) -> tuple[tasks_pb2.Task, str, list[_Rollout], _Family | None]:
+    try:
+        task = as_task(record["task"])
+        family = str(record["family"])
+        rollouts = []
+        receipts: dict[str, verifier_pb2.Receipt] = {}  # a batch's rollouts share one receipt
+        for ro in record["rollouts"]:
+            verdict = verifier_pb2.Verdict()
+            json_format.ParseDict(ro["verdict"], verdict)
+            text = json.dumps(ro["receipt"], sort_keys=True)
+            receipt = receipts.get(text)
+            if receipt is None:
+                receipt = receipts[text] = verifier_pb2.Receipt()
+                json_format.ParseDict(ro["receipt"], receipt)
+            rollouts.append(
+                _Rollout(str(ro["response"]), verdict, receipt, str(ro.get("task_sha256", "")))
+            )
+        fam = None
+        if record.get("certificate") is not None:
+            cert = authority_pb2.Certificate()
+            json_format.ParseDict(record["certificate"], cert)
+            fam = _Family(family, str(record["witness"]), cert)
+    except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
+        raise _Refused(Reason.MALFORMED, f"group: {e!r:.200}") from e
+    if not rollouts:
+        raise _Refused(Reason.MALFORMED, "group has no rollouts")
+    return task, family, rollouts, fam
+
+
+@dataclass
 class CertifiedDataset:
-    """Fork-tree records filtered through a ratchet: iterating yields only admitted ones.
+    """Fork-tree records and stratified groups filtered through a ratchet.
+
+    Iterating yields only the admitted records.
 
     Example::
 
@@ -319,22 +510,51 @@ class CertifiedDataset:
                 self.refused.append((n, admission))
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        """One flat row per admitted family: the training-side view of the fork trees.
+        """Flat rows of the admitted records: the training-side view.
 
-        Columns: ``task_digest``, ``task`` (JSON), ``label``, ``witness``, ``forced``,
-        ``certificate`` (the certificate's protobuf JSON, as a string, so the schema is fixed).
+        One row per family of a fork-tree record (``kind`` ``"witness"``, reward 1.0, status
+        ``CORRECT``) and one per rollout of a stratified group (``kind`` ``"rollout"``, the
+        verdict's reward and status). Columns: ``kind``, ``task_digest``, ``task`` (JSON),
+        ``label``, ``witness`` (the witness or the rollout's response), ``reward``,
+        ``status``, ``forced``, ``certificate`` (the feasibility certificate's protobuf JSON
+        as a string, "" for a group without one), ``receipt`` and ``verdict`` (protobuf JSON
+        strings for rollouts, "" for witnesses), so the schema is fixed.
         """
         for record in self:
             task = json.dumps(record["task"], sort_keys=True)
             digest = task_digest(as_task(record["task"]))
+            if "rollouts" in record:
+                cert = record.get("certificate")
+                for ro in record["rollouts"]:
+                    verdict = verifier_pb2.Verdict()
+                    json_format.ParseDict(ro["verdict"], verdict)
+                    yield {
+                        "kind": "rollout",
+                        "task_digest": digest,
+                        "task": task,
+                        "label": str(record["family"]),
+                        "witness": str(ro["response"]),
+                        "reward": float(verdict.reward),
+                        "status": tasks_pb2.VerdictStatus.Name(verdict.status),
+                        "forced": False,
+                        "certificate": json.dumps(cert, sort_keys=True) if cert else "",
+                        "receipt": json.dumps(ro["receipt"], sort_keys=True),
+                        "verdict": json.dumps(ro["verdict"], sort_keys=True),
+                    }
+                continue
             for fam in record["families"]:
                 yield {
+                    "kind": "witness",
                     "task_digest": digest,
                     "task": task,
                     "label": str(fam["label"]),
                     "witness": str(fam["witness"]),
+                    "reward": 1.0,
+                    "status": "CORRECT",
                     "forced": bool(fam.get("forced", False)),
                     "certificate": json.dumps(fam["certificate"], sort_keys=True),
+                    "receipt": "",
+                    "verdict": "",
                 }
 
     def to_hf(self) -> Any:

@@ -1,0 +1,311 @@
+"""verl adapter: certd as verl's ``compute_score``, and a stratified advantage estimator.
+
+Example (verl config, Hydra overrides)::
+
+    reward.custom_reward_function.path=pkg://forkgate.adapters.verl
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.certd_address=127.0.0.1:50051
+    +reward.custom_reward_function.reward_kwargs.trusted_keys=[certd-data/signing.pub]
+    algorithm.adv_estimator=forkgate_stratified
+
+and, in the driver, before ``compute_advantage``::
+
+    import forkgate.adapters.verl as fg      # registers "forkgate_stratified" with verl
+    fg.admit_batch(batch, ratchet)           # optional (certd_keep_rollouts=True): the ratchet
+    fg.stratify_uids(batch)                  # the family labels travel in the group index
+    batch = compute_advantage(batch, adv_estimator="forkgate_stratified", ...)
+    fg.restore_uids(batch)
+
+``compute_score`` verifies ``solution_str`` against the task in ``ground_truth`` (a task mapping
+or its JSON text) and returns ``{"score", "acc", "forkgate_family", "forkgate_question",
+"forkgate_status"}``; verl's reward manager puts the extra keys into ``non_tensor_batch``. verl
+cannot leave a row out, so an infrastructure failure scores 0.0 with status ``INFRA_ERROR``
+and the estimator gives the row advantage 0 and keeps it out of the family prior.
+
+verl 0.9.1's ``compute_advantage`` passes a registered estimator ``token_level_rewards``,
+``response_mask``, ``config`` and ``index`` (the ``uid`` column) only; ``non_tensor_batch``
+only to GDPO. So ``stratify_uids`` writes the key (task digest, family, left-out flag) into
+``uid`` (keeping the original in ``forkgate_uid``), and the estimator reads it back; an
+estimator called with ``non_tensor_batch`` reads the labels from there instead. Needs the
+``verl`` extra and verl itself (``make`` installs it; see ``docs/adapters.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from google.protobuf import json_format
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+from certd.statements import task_json
+
+from ..advantages import Scale, StratifiedAdvantages
+from ..ratchet import Admission, Ratchet
+from ._scoring import Scored, Scorer
+
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATOR_NAME",
+    "FAMILY_KEY",
+    "QUESTION_KEY",
+    "ROLLOUT_KEY",
+    "STATUS_KEY",
+    "StratifiedEstimator",
+    "admit_batch",
+    "compute_score",
+    "restore_uids",
+    "stratify_uids",
+]
+
+ESTIMATOR_NAME = "forkgate_stratified"
+FAMILY_KEY = "forkgate_family"
+QUESTION_KEY = "forkgate_question"
+STATUS_KEY = "forkgate_status"
+ROLLOUT_KEY = "forkgate_rollout"
+_LEFT_OUT = frozenset({"INFRA_ERROR", "REFUSED"})  # statuses that carry no training signal
+_UID_KEY = "forkgate_uid"
+_SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
+
+_scorers: dict[tuple[str, tuple[str, ...], float], Scorer] = {}
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    certd_address: str = "127.0.0.1:50051",
+    trusted_keys: Sequence[str] | None = None,
+    certd_linger_s: float = 0.02,
+    certd_keep_rollouts: bool = False,
+    **_: Any,
+) -> dict[str, Any]:
+    """verl's reward function: one response verified by certd.
+
+    Args:
+        data_source: the dataset name (unused: the task names its domain).
+        solution_str: the decoded response.
+        ground_truth: the task (a mapping or its JSON text).
+        extra_info: verl's per-row extras (unused).
+        certd_address: certd's host:port (``reward_kwargs.certd_address``).
+        trusted_keys: log keys (vkey strings or files); with them each receipt is checked.
+        certd_linger_s: verl scores row by row; the calls of this many seconds share one
+            VerifyBatch (one receipt, one ledger entry) instead of one each.
+        certd_keep_rollouts: also return ``forkgate_rollout``, the response, verdict and
+            receipt as JSON text (a few KB a row), so that ``admit_batch`` can run the
+            batch through a ratchet.
+
+    Raises:
+        InvalidRequestError: the task is malformed.
+        VerificationError: a receipt does not verify against the trusted keys.
+
+    Returns:
+        ``score`` (the reward; 0.0 on an infrastructure failure), ``acc`` (CORRECT or not) and
+        the family, question (task digest) and status under the ``forkgate_*`` keys.
+    """
+    keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
+    scorer = _scorers.get((certd_address, keys, certd_linger_s))
+    if scorer is None:
+        scorer = _scorers[(certd_address, keys, certd_linger_s)] = Scorer(
+            certd_address,
+            trusted_keys=list(keys) if trusted_keys is not None else None,
+            linger_s=certd_linger_s,
+        )
+    s = await scorer.score_one(ground_truth, solution_str)
+    out: dict[str, Any] = {
+        "score": 0.0 if s.reward is None else s.reward,
+        "acc": s.status == "CORRECT",
+        FAMILY_KEY: s.family or "",
+        QUESTION_KEY: s.question,
+        STATUS_KEY: s.status,
+    }
+    if certd_keep_rollouts:
+        out[ROLLOUT_KEY] = _rollout_json(s)
+    return out
+
+
+def _rollout_json(s: Scored) -> str:
+    if s.verdict is None or s.receipt is None or s.task is None:
+        return ""
+    return json.dumps(
+        {
+            "response": s.response,
+            "task": task_json(s.task),
+            "verdict": json_format.MessageToDict(s.verdict),
+            "receipt": json_format.MessageToDict(s.receipt),
+        },
+        sort_keys=True,
+    )
+
+
+def admit_batch(data: Any, ratchet: Ratchet) -> list[Admission]:
+    """Run a scored batch through the ratchet as stratified groups; leave refused rows out.
+
+    The rows are grouped by (task, family) into ``forkgate.groups`` records; the rows of a
+    refused group get status ``"REFUSED"`` in ``forkgate_status``, so ``stratify_uids`` and
+    the estimator give them advantage 0 and keep them out of the prior. Rows without a
+    rollout (an infrastructure failure) are already left out.
+
+    Args:
+        data: a verl ``DataProto`` scored with ``certd_keep_rollouts=True``.
+        ratchet: the ratchet to admit the groups through.
+
+    Raises:
+        KeyError: the batch has no ``forkgate_rollout`` column.
+
+    Returns:
+        The refusals.
+    """
+    nt = data.non_tensor_batch
+    if ROLLOUT_KEY not in nt:
+        raise KeyError(f"non_tensor_batch lacks {ROLLOUT_KEY!r}: score with certd_keep_rollouts")
+    members: dict[tuple[str, str], list[int]] = {}
+    parsed: dict[int, dict[str, Any]] = {}
+    for i, text in enumerate(nt[ROLLOUT_KEY]):
+        if text and nt[STATUS_KEY][i] not in _LEFT_OUT:
+            parsed[i] = json.loads(text)
+            members.setdefault((str(nt[QUESTION_KEY][i]), str(nt[FAMILY_KEY][i])), []).append(i)
+    statuses = np.array(nt[STATUS_KEY], dtype=object)
+    refusals = []
+    for (_, family), rows in members.items():
+        record = {
+            "task": parsed[rows[0]]["task"],
+            "family": family,
+            "rollouts": [
+                {k: parsed[i][k] for k in ("response", "verdict", "receipt")} for i in rows
+            ],
+        }
+        admission = ratchet.admit(record)
+        if not admission.admitted:
+            refusals.append(admission)
+            statuses[rows] = "REFUSED"
+    nt[STATUS_KEY] = statuses
+    return refusals
+
+
+def stratify_uids(data: Any) -> None:
+    """Put each row's (question, family, left-out) key into ``uid`` for the estimator.
+
+    Args:
+        data: a verl ``DataProto`` whose ``non_tensor_batch`` has the ``forkgate_*`` columns
+            ``compute_score`` returned.
+
+    Raises:
+        KeyError: a ``forkgate_*`` column is missing.
+    """
+    nt = data.non_tensor_batch
+    missing = [k for k in (FAMILY_KEY, QUESTION_KEY, STATUS_KEY) if k not in nt]
+    if missing:
+        raise KeyError(f"non_tensor_batch lacks {missing}: score with forkgate compute_score")
+    if _UID_KEY not in nt and "uid" in nt:
+        nt[_UID_KEY] = nt["uid"]
+    keys = [
+        _SEP.join((str(q), str(f), "1" if s in _LEFT_OUT else "0"))
+        for q, f, s in zip(nt[QUESTION_KEY], nt[FAMILY_KEY], nt[STATUS_KEY], strict=True)
+    ]
+    nt["uid"] = np.array(keys, dtype=object)
+
+
+def restore_uids(data: Any) -> None:
+    """Put back the ``uid`` column ``stratify_uids`` replaced."""
+    nt = data.non_tensor_batch
+    if _UID_KEY in nt:
+        nt["uid"] = nt.pop(_UID_KEY)
+
+
+class StratifiedEstimator:
+    """A verl advantage estimator over (question, family) groups with a family prior.
+
+    Call ``register(name)`` to make it a verl ``adv_estimator``; the instance keeps the prior
+    window across steps (see ``forkgate.advantages`` for the formulas). Outcome rewards only:
+    each row's score is the sum of its ``token_level_rewards``, and its advantage is spread
+    over its response tokens.
+
+    Args:
+        window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``.
+    """
+
+    def __init__(
+        self,
+        *,
+        window_batches: int = 16,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        prior_weight: float = 1.0,
+        scale: Scale = "family",
+        eps: float = 1e-6,
+    ) -> None:
+        self.advantages = StratifiedAdvantages(
+            window_batches=window_batches,
+            alpha=alpha,
+            beta=beta,
+            prior_weight=prior_weight,
+            scale=scale,
+            eps=eps,
+        )
+
+    def register(self, name: str) -> StratifiedEstimator:
+        """Register with verl under ``name`` (again for the same instance is a no-op).
+
+        Raises:
+            ValueError: another estimator has that name.
+        """
+        if ADV_ESTIMATOR_REGISTRY.get(name) is not self:
+            register_adv_est(name)(self)
+        return self
+
+    def __call__(
+        self,
+        token_level_rewards: torch.Tensor,
+        response_mask: torch.Tensor,
+        index: np.ndarray | None = None,
+        config: Any = None,
+        non_tensor_batch: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """verl's estimator interface: (advantages, returns), both [batch, response_length].
+
+        Raises:
+            ValueError: the family labels are in neither ``non_tensor_batch`` nor ``index``.
+        """
+        questions, families, left_out = _labels(index, non_tensor_batch, len(token_level_rewards))
+        scores = token_level_rewards.sum(dim=-1)
+        adv = torch.zeros_like(scores)
+        rows = [i for i, out in enumerate(left_out) if not out]
+        if rows:
+            picked = torch.tensor(rows, dtype=torch.long)
+            a = self.advantages(
+                scores[picked].detach().cpu().to(torch.float32),
+                [questions[i] for i in rows],
+                [families[i] for i in rows],
+            )
+            adv[picked.to(adv.device)] = a.to(adv)
+        token_adv = adv.unsqueeze(-1) * response_mask
+        return token_adv, token_adv
+
+
+def _labels(
+    index: np.ndarray | None, nt: Mapping[str, Any] | None, n: int
+) -> tuple[list[str], list[str], list[bool]]:
+    if nt is not None and FAMILY_KEY in nt and QUESTION_KEY in nt:
+        statuses = nt.get(STATUS_KEY, [""] * n)
+        return (
+            [str(q) for q in nt[QUESTION_KEY]],
+            [str(f) for f in nt[FAMILY_KEY]],
+            [s in _LEFT_OUT for s in statuses],
+        )
+    parts = [str(k).split(_SEP) for k in (index if index is not None else [])]
+    if len(parts) != n or any(len(p) != 3 for p in parts):
+        raise ValueError(
+            f"{ESTIMATOR_NAME} needs the family labels: call "
+            "forkgate.adapters.verl.stratify_uids(data) before compute_advantage"
+        )
+    return [p[0] for p in parts], [p[1] for p in parts], [p[2] == "1" for p in parts]
+
+
+DEFAULT_ESTIMATOR = StratifiedEstimator().register(ESTIMATOR_NAME)

@@ -1,0 +1,236 @@
+"""The TRL adapter against the real TRL: certd rewards, stratified GRPO, one real CPU step."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
+pytest.importorskip("trl", reason="the trl extra is installed by make (dev)")
+
+from certd.signing.keys import SigningKey  # noqa: E402
+from certd.statements import task_digest  # noqa: E402
+from forkgate import ClientSettings  # noqa: E402
+from forkgate.adapters._scoring import Scored  # noqa: E402
+from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer  # noqa: E402
+from forkgate.advantages import StratifiedAdvantages  # noqa: E402
+from forkgate.ratchet import Ratchet, Reason  # noqa: E402
+from forkgate.tasks import make_task  # noqa: E402
+
+TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
+OTHER = {"domain": "countdown", "numbers": [6, 7, 2], "target": 44}
+KAPPA = "countdown.first-op.v1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_certd_reward_scores_families_and_sets_none_on_outage(address: str, vkey: str) -> None:
+    reward = CertdReward(address, trusted_keys=[vkey])
+    completions = [
+        "<answer>(25-5)*4+3</answer>",  # correct, family 25,-
+        "<answer>4*25-5*3-2</answer>",  # breaks the rules
+        "<answer>(4*25)-(5*3)-2</answer>",
+        "<answer>6*7+2</answer>",  # correct on the other task
+        "no answer at all",
+    ]
+    tasks = [TASK, TASK, json.dumps(TASK), json.dumps(OTHER), TASK]
+    got = asyncio.run(reward(prompts=["p"] * 5, completions=completions, task=tasks))
+    assert got[0] == 1.0 and got[3] == 1.0
+    assert got[1] == got[2] == got[4] == 0.0
+    assert reward.last[0].family == "25,-" and reward.last[0].status == "CORRECT"
+    assert reward.last[3].question == task_digest(make_task("countdown", OTHER))
+    assert reward.last[0].question == reward.last[2].question != reward.last[3].question
+    # Conversational completions: the last message is the answer.
+    conv = asyncio.run(
+        reward(
+            prompts=["p"],
+            completions=[[{"role": "assistant", "content": completions[0]}]],
+            task=[TASK],
+        )
+    )
+    assert conv == [1.0]
+
+    down = CertdReward(
+        f"127.0.0.1:{_free_port()}",
+        trusted_keys=[vkey],
+        settings=ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05),
+    )
+    assert asyncio.run(down(prompts=["p", "p"], completions=completions[:2], task=[TASK] * 2)) == [
+        None,
+        None,
+    ]
+    assert [s.status for s in down.last] == ["INFRA_ERROR", "INFRA_ERROR"]
+    with pytest.raises(KeyError, match="task"):
+        asyncio.run(reward(prompts=["p"], completions=["x"]))
+
+
+def _tiny_model_and_tokenizer(tmp_path: Path) -> tuple[Any, Any]:
+    """A character tokenizer saved to a temp dir and a one-layer GPT-2: no download."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    vocab = {"[PAD]": 0, "[EOS]": 1, "[UNK]": 2}
+    for ch in "0123456789+-*/()<>= answerthikmuseo:":
+        vocab.setdefault(ch, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", eos_token="[EOS]", unk_token="[UNK]"
+    ).save_pretrained(tmp_path / "tok")
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=len(vocab),
+            n_positions=96,
+            n_embd=16,
+            n_layer=1,
+            n_head=2,
+            eos_token_id=1,
+            pad_token_id=0,
+            bos_token_id=1,
+        )
+    )
+    return model, tokenizer
+
+
+def _trainer(
+    address: str,
+    vkey: str,
+    tmp_path: Path,
+    ratchet: Ratchet | None,
+    settings: ClientSettings | None = None,
+) -> StratifiedGRPOTrainer:
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
+    rows = [
+        {"prompt": "use 25 5 4 3 make 83: <answer>", "task": json.dumps(TASK)},
+        {"prompt": "use 6 7 2 make 44: <answer>", "task": json.dumps(OTHER)},
+    ]
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=1,
+        learning_rate=1e-2,
+        beta=0.0,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+        bf16=False,
+    )
+    return StratifiedGRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[CertdReward(address, trusted_keys=[vkey], settings=settings)],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        stratified=StratifiedAdvantages(scale="none"),
+        ratchet=ratchet,
+    )
+
+
+def _train_one_step(trainer: StratifiedGRPOTrainer) -> tuple[list[Any], bool]:
+    """One real step; the advantages the loss received, and whether the weights moved."""
+    seen: list[Any] = []
+    inner = trainer._generate_and_score_completions
+
+    def spy(inputs: Any) -> Any:
+        out = inner(inputs)
+        seen.append(out["advantages"].clone())
+        return out
+
+    trainer._generate_and_score_completions = spy  # observe what the loss receives
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+    assert trainer.state.global_step == 1
+    after = list(trainer.model.parameters())
+    return seen, any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+@pytest.mark.slow
+def test_stratified_grpo_trainer_runs_one_real_step(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    ratchet = Ratchet([vkey], kappas={KAPPA})
+    trainer = _trainer(address, vkey, tmp_path, ratchet)
+    seen, moved = _train_one_step(trainer)
+
+    assert len(seen) >= 1 and len(trainer._scored) == 8
+    assert trainer.refused == [] and ratchet.trusted is not None  # every group admitted
+    # The advantages the loss used are the stratified ones of the batch certd scored.
+    scored = trainer._scored
+    rewards = torch.tensor([s.reward for s in scored], dtype=torch.float32)
+    expected = StratifiedAdvantages(scale="none")(
+        rewards, [s.question for s in scored], [s.family or "" for s in scored]
+    )
+    assert torch.allclose(seen[0], expected)
+    # A random tiny model rarely solves Countdown, so plain GRPO would see equal rewards and
+    # zero advantages; the family prior still gives a signal, and the step moved the weights.
+    assert expected.abs().sum() > 0
+    assert moved
+
+
+@pytest.mark.slow
+def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    alien = SigningKey.generate("alien").verifier()
+    ratchet = Ratchet([alien], kappas={KAPPA})  # trusts another log: every receipt is unknown
+    trainer = _trainer(address, vkey, tmp_path, ratchet)
+    seen, moved = _train_one_step(trainer)
+    assert trainer.refused and all(not a.admitted for a in trainer.refused)
+    assert {r for a in trainer.refused for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
+    assert {s.status for s in trainer._scored} == {"REFUSED"}
+    assert torch.count_nonzero(seen[0]) == 0
+    assert not moved
+
+
+@pytest.mark.slow
+def test_a_step_during_a_certd_outage_learns_nothing_and_does_not_fail(
+    vkey: str, tmp_path: Path
+) -> None:
+    quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
+    trainer = _trainer(f"127.0.0.1:{_free_port()}", vkey, tmp_path, None, settings=quick)
+    seen, moved = _train_one_step(trainer)
+    assert {s.status for s in trainer._scored} == {"INFRA_ERROR"}
+    assert {s.reward for s in trainer._scored} == {None}  # TRL got None for every row
+    assert torch.count_nonzero(seen[0]) == 0
+    assert not moved
+
+
+def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
+    t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
+    t.stratified = StratifiedAdvantages(scale="none")
+    t.reward_weights = torch.ones(1)
+    nan = float("nan")
+    per_func = torch.tensor([[1.0], [0.0], [nan], [1.0]])
+    scored = [
+        Scored(1.0, "25,-", "CORRECT", "q"),
+        Scored(0.0, "25,-", "WRONG_ANSWER", "q"),
+        Scored(None, None, "INFRA_ERROR", "q"),
+        Scored(1.0, "4,*", "CORRECT", "q"),
+    ]
+    adv = t.stratified_advantages(per_func, scored)
+    assert adv.tolist() == pytest.approx([0.75, -0.75, 0.0, 0.5])
+    # The infra row never entered the prior: one (q, 25,-) batch of two and one (q, 4,*).
+    assert t.stratified.window.prior(t.stratified.group_ids(["q"], ["25,-"])).item() == (
+        pytest.approx((1 + 1) / (2 + 2))
+    )
+    with pytest.raises(ValueError, match="verdicts"):
+        t.stratified_advantages(per_func, scored[:3])
