@@ -8,7 +8,7 @@ APT_PACKAGES := bubblewrap docker.io debootstrap chromium
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image
+.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image math-verify-cases
 
 all: test
 
@@ -39,7 +39,12 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy certd sandboxes client
 
-unit: setup
+# Math-Verify's public test cases, read by tests/conformance at test time (never copied here).
+MV_CACHE := .cache/math-verify
+math-verify-cases: setup
+	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
+
+unit: setup math-verify-cases
 	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) $(BIN)/pytest -q
 
 # The Docker engine the docker sandbox backend and its tests use: started only when `docker info`

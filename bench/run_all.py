@@ -20,6 +20,7 @@ BENCHES = (
     "bench_ledger",
     "bench_advantages",
     "bench_code",
+    "bench_math",
     "bench_ratchet_groups",
 )
 

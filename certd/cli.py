@@ -1,4 +1,4 @@
-"""The ``certd`` command line: serve, keygen, families, audit, doctor.
+"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report.
 
 Example::
 
@@ -6,6 +6,7 @@ Example::
     certd families countdown --numbers 25,5,4,3 --target 83 --json
     certd audit --data-dir certd-data --json
     certd doctor                                 # what isolation the sandboxes get here
+    certd kappa-report --in verdicts.jsonl --json
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
 exits non-zero (2 for usage and input errors, 1 for faults such as a failed audit).
@@ -128,6 +129,37 @@ def _cmd_families(args: argparse.Namespace) -> int:
     _emit(
         args, {"labels": labels, "families": families, "complete": found.complete}, "\n".join(lines)
     )
+    return 0
+
+
+def _cmd_kappa_report(args: argparse.Namespace) -> int:
+    from certd.domains.kappa_report import determinacy, rollouts_by_kappa
+
+    try:
+        text = Path(args.input).read_text(encoding="utf-8")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        by_kappa = rollouts_by_kappa(rows)
+    except OSError as e:
+        raise InvalidInputError(f"cannot read {args.input}: {e}", field="in") from e
+    except ValueError as e:
+        raise InvalidInputError(f"{args.input}: {e}", field="in") from e
+    if args.kappa:
+        if args.kappa not in by_kappa:
+            raise InvalidInputError(
+                f"--kappa: {args.kappa!r} labels no row (found: {', '.join(sorted(by_kappa))})",
+                field="kappa",
+            )
+        by_kappa = {args.kappa: by_kappa[args.kappa]}
+    reports = {k: determinacy(v).as_dict() for k, v in sorted(by_kappa.items())}
+    lines = []
+    for k, r in reports.items():
+        ratio = "inf" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"{k}: {r['verdict']} (within/between = {ratio}, random-label baseline "
+            f"{r['random_label_baseline']:.2f}; {r['families']} families over {r['tasks']} "
+            f"tasks, {r['rollouts']} rollouts)"
+        )
+    _emit(args, {"kappas": reports}, "\n".join(lines))
     return 0
 
 
@@ -293,7 +325,16 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--docker", action="store_true", help="also check the Docker backend")
     d.set_defaults(fn=_cmd_doctor)
 
-    for cmd in (s, k, a, d):
+
+    r = sub.add_parser(
+        "kappa-report",
+        help="is a κ decisive? within- vs between-family variance of downstream success",
+    )
+    r.add_argument("--in", dest="input", required=True, help="JSONL of verified rollouts")
+    r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
+    r.set_defaults(fn=_cmd_kappa_report)
+
+    for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 

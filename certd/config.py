@@ -27,6 +27,7 @@ __all__ = [
     "CodeConfig",
     "CountdownConfig",
     "LedgerConfig",
+    "MathConfig",
     "ServiceLimits",
     "TaskSetConfig",
     "load_config",
@@ -53,6 +54,33 @@ class CountdownConfig(_Strict):
     reward_correct: float = 1.0
     reward_wrong_answer: float = 0.1
     reward_invalid: float = 0.0
+
+
+class MathConfig(_Strict):
+    """Math checking: the worker pool, caps, extraction, rewards and κ first-step."""
+
+    enabled: bool = Field(True, description="serve the math domain")
+    workers: int = Field(2, ge=1, description="worker processes of the math pool")
+    deadline_s: float = Field(2.0, gt=0.0, le=600.0, description="per check, in a worker")
+    memory_bytes: int = Field(1 << 30, ge=0, description="RLIMIT_AS of each worker; 0: none")
+    warm_start: bool = Field(
+        False, description="start the pool and load the embedding model at server start"
+    )
+    max_response_chars: int = Field(1_048_576, ge=1)
+    max_gold_chars: int = Field(4_096, ge=1)
+    max_answer_chars: int = Field(1_024, ge=1)
+    max_brace_depth: int = Field(32, ge=1)
+    max_fracs: int = Field(32, ge=1)
+    max_tree_nodes: int = Field(2_000, ge=1)
+    max_integer_digits: int = Field(2_000, ge=1, le=4_000)
+    max_power_digits: int = Field(10_000, ge=1)
+    extract_priority: tuple[str, ...] = ("boxed", "phrase", "display", "inline", "plain")
+    boxed: str = Field("last", pattern="^(last|first)$")
+    first_step: bool = Field(True, description="label math.first-step.v1 (needs the model)")
+    embed_threads: int = Field(1, ge=1, description="torch threads for first-step embeddings")
+    reward_correct: float = 1.0
+    reward_wrong_answer: float = 0.0
+    reward_unparsed: float = 0.0
 
 
 class LedgerConfig(_Strict):
@@ -151,6 +179,7 @@ class CertdConfig(_Strict):
     listen: str = "127.0.0.1:50051"
     key_name: str = Field("forkgate.local/certd", min_length=1)
     countdown: CountdownConfig = CountdownConfig()
+    math: MathConfig = MathConfig()
     ledger: LedgerConfig = LedgerConfig()
     limits: ServiceLimits = ServiceLimits()
     code: CodeConfig = CodeConfig()

@@ -44,6 +44,8 @@ def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
         "status": tasks_pb2.VerdictStatus.Name(v.status),
         "reward": v.reward,
         "family": v.family.value if v.HasField("family") else None,
+        "kappa": v.family.kappa if v.HasField("family") else None,
+        "labels": {label.kappa: label.value for label in v.labels},
         "detail": v.detail,
         "verifier": v.verifier,
         "elapsed_ms": round(v.elapsed_ms, 4),

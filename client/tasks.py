@@ -55,9 +55,10 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     """Build a wire task from a domain name and its JSON object.
 
     Shapes: Countdown ``{"numbers": [25, 5, 4, 3], "target": 83, "rules": {"at_most_once":
-    false}}``; math ``{"gold": "\\\\frac{1}{2}"}``; code, HumanEval layout ``{"language":
-    "python", "prompt": ..., "test": ..., "entry_point": ...}`` or stdin/stdout cases
-    ``{"language": "python"|"c"|"cpp", "cases": [{"stdin": ..., "stdout": ...}], "compare":
+    false}}``; math ``{"gold": "\\\\frac{1}{2}", "precision_digits": 6, "question": "…"}``
+    (only ``gold`` required); code, HumanEval layout ``{"language": "python", "prompt": ...,
+    "test": ..., "entry_point": ...}`` or stdin/stdout cases ``{"language":
+    "python"|"c"|"cpp", "cases": [{"stdin": ..., "stdout": ...}], "compare":
     "exact"|"whitespace"|"float:1e-6"}``.
 
     Raises:
@@ -89,7 +90,15 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
         gold = obj.get("gold")
         if not isinstance(gold, str):
             raise ValueError(f"task.gold: expected a string, got {gold!r}")
-        return tasks_pb2.Task(math=tasks_pb2.MathTask(gold=gold))
+        precision = obj.get("precision_digits", 0)
+        if isinstance(precision, bool) or not isinstance(precision, int) or precision < 0:
+            raise ValueError(f"task.precision_digits: expected an integer >= 0, got {precision!r}")
+        question = obj.get("question", "")
+        if not isinstance(question, str):
+            raise ValueError(f"task.question: expected a string, got {question!r}")
+        return tasks_pb2.Task(
+            math=tasks_pb2.MathTask(gold=gold, precision_digits=precision, question=question)
+        )
     if domain == "code":
         return tasks_pb2.Task(code=_code_task(obj))
     raise ValueError(f"domain: expected countdown, math or code, got {domain!r}")

@@ -146,6 +146,10 @@ class Checkers:
         )
         self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
         self._by_domain["code"] = CodeChecker(cfg.code)
+        if cfg.math.enabled:
+            from certd.authority.math_checker import MathChecker  # sympy: only when served
+
+            self._by_domain["math"] = MathChecker(cfg.math)
 
     def register(self, checker: Checker) -> None:
         """Serve ``checker.domain`` with ``checker`` (replacing any checker it had)."""

@@ -119,6 +119,17 @@ def _code_task(pb: tasks_pb2.CodeTask, cfg: CertdConfig, field: str) -> cc.CodeT
         raise type(e)(str(e), field=f"{field}.{sub}" if sub else field) from e
 
 
+def _math_task(pb: tasks_pb2.MathTask, cfg: CertdConfig, field: str) -> object:
+    from certd.domains.math.task import MathTask  # no sympy: the task is plain data
+
+    if len(pb.gold) > cfg.math.max_gold_chars:
+        raise LimitExceededError(
+            f"math.gold: at most {cfg.math.max_gold_chars} chars, got {len(pb.gold)}",
+            field=f"{field}.gold",
+        )
+    return MathTask(gold=pb.gold, precision_digits=pb.precision_digits or 6, question=pb.question)
+
+
 # The wire task's oneof name → a converter that validates the domain message and returns the
 # domain's (frozen) task value. A domain is served when it has a converter here and a checker in
 # ``certd.authority.checker.Checkers``. A converter's typed errors name their field either in
@@ -127,6 +138,7 @@ def _code_task(pb: tasks_pb2.CodeTask, cfg: CertdConfig, field: str) -> cc.CodeT
 _CONVERTERS: dict[str, Callable[[Any, CertdConfig, str], object]] = {
     "countdown": _countdown_task,
     "code": _code_task,
+    "math": _math_task,
 }
 
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x63\x65rtd/v1/tasks.proto\x12\x08\x63\x65rtd.v1\"&\n\x0e\x43ountdownRules\x12\x14\n\x0c\x61t_most_once\x18\x01 \x01(\x08\"Y\n\rCountdownTask\x12\x0f\n\x07numbers\x18\x01 \x03(\x03\x12\x0e\n\x06target\x18\x02 \x01(\x03\x12\'\n\x05rules\x18\x03 \x01(\x0b\x32\x18.certd.v1.CountdownRules\"\x18\n\x08MathTask\x12\x0c\n\x04gold\x18\x01 \x01(\t\")\n\x08\x43odeCase\x12\r\n\x05stdin\x18\x01 \x01(\t\x12\x0e\n\x06stdout\x18\x02 \x01(\t\"\x83\x01\n\x08\x43odeTask\x12\x10\n\x08language\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x0c\n\x04test\x18\x03 \x01(\t\x12\x13\n\x0b\x65ntry_point\x18\x04 \x01(\t\x12!\n\x05\x63\x61ses\x18\x05 \x03(\x0b\x32\x12.certd.v1.CodeCase\x12\x0f\n\x07\x63ompare\x18\x06 \x01(\t\"\x86\x01\n\x04Task\x12,\n\tcountdown\x18\x01 \x01(\x0b\x32\x17.certd.v1.CountdownTaskH\x00\x12\"\n\x04math\x18\x02 \x01(\x0b\x32\x12.certd.v1.MathTaskH\x00\x12\"\n\x04\x63ode\x18\x03 \x01(\x0b\x32\x12.certd.v1.CodeTaskH\x00\x42\x08\n\x06\x64omain\"\x81\x01\n\x05Label\x12\r\n\x05kappa\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12+\n\x06\x66ields\x18\x03 \x03(\x0b\x32\x1b.certd.v1.Label.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xdd\x01\n\rVerdictStatus\x12\x1e\n\x1aVERDICT_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43ORRECT\x10\x01\x12\x10\n\x0cWRONG_ANSWER\x10\x02\x12\x12\n\x0eINVALID_FORMAT\x10\x03\x12\x12\n\x0eRULE_VIOLATION\x10\x04\x12\x0e\n\nTIME_LIMIT\x10\x05\x12\x10\n\x0cMEMORY_LIMIT\x10\x06\x12\x11\n\rRUNTIME_ERROR\x10\x07\x12\x11\n\rCOMPILE_ERROR\x10\x08\x12\x0c\n\x08UNPARSED\x10\t\x12\x0f\n\x0bINFRA_ERROR\x10\nb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x63\x65rtd/v1/tasks.proto\x12\x08\x63\x65rtd.v1\"&\n\x0e\x43ountdownRules\x12\x14\n\x0c\x61t_most_once\x18\x01 \x01(\x08\"Y\n\rCountdownTask\x12\x0f\n\x07numbers\x18\x01 \x03(\x03\x12\x0e\n\x06target\x18\x02 \x01(\x03\x12\'\n\x05rules\x18\x03 \x01(\x0b\x32\x18.certd.v1.CountdownRules\"D\n\x08MathTask\x12\x0c\n\x04gold\x18\x01 \x01(\t\x12\x18\n\x10precision_digits\x18\x02 \x01(\r\x12\x10\n\x08question\x18\x03 \x01(\t\")\n\x08\x43odeCase\x12\r\n\x05stdin\x18\x01 \x01(\t\x12\x0e\n\x06stdout\x18\x02 \x01(\t\"\x83\x01\n\x08\x43odeTask\x12\x10\n\x08language\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x0c\n\x04test\x18\x03 \x01(\t\x12\x13\n\x0b\x65ntry_point\x18\x04 \x01(\t\x12!\n\x05\x63\x61ses\x18\x05 \x03(\x0b\x32\x12.certd.v1.CodeCase\x12\x0f\n\x07\x63ompare\x18\x06 \x01(\t\"\x86\x01\n\x04Task\x12,\n\tcountdown\x18\x01 \x01(\x0b\x32\x17.certd.v1.CountdownTaskH\x00\x12\"\n\x04math\x18\x02 \x01(\x0b\x32\x12.certd.v1.MathTaskH\x00\x12\"\n\x04\x63ode\x18\x03 \x01(\x0b\x32\x12.certd.v1.CodeTaskH\x00\x42\x08\n\x06\x64omain\"\x81\x01\n\x05Label\x12\r\n\x05kappa\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12+\n\x06\x66ields\x18\x03 \x03(\x0b\x32\x1b.certd.v1.Label.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xdd\x01\n\rVerdictStatus\x12\x1e\n\x1aVERDICT_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43ORRECT\x10\x01\x12\x10\n\x0cWRONG_ANSWER\x10\x02\x12\x12\n\x0eINVALID_FORMAT\x10\x03\x12\x12\n\x0eRULE_VIOLATION\x10\x04\x12\x0e\n\nTIME_LIMIT\x10\x05\x12\x10\n\x0cMEMORY_LIMIT\x10\x06\x12\x11\n\rRUNTIME_ERROR\x10\x07\x12\x11\n\rCOMPILE_ERROR\x10\x08\x12\x0c\n\x08UNPARSED\x10\t\x12\x0f\n\x0bINFRA_ERROR\x10\nb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,22 +33,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_LABEL_FIELDSENTRY']._loaded_options = None
   _globals['_LABEL_FIELDSENTRY']._serialized_options = b'8\001'
-  _globals['_VERDICTSTATUS']._serialized_start=638
-  _globals['_VERDICTSTATUS']._serialized_end=859
+  _globals['_VERDICTSTATUS']._serialized_start=682
+  _globals['_VERDICTSTATUS']._serialized_end=903
   _globals['_COUNTDOWNRULES']._serialized_start=34
   _globals['_COUNTDOWNRULES']._serialized_end=72
   _globals['_COUNTDOWNTASK']._serialized_start=74
   _globals['_COUNTDOWNTASK']._serialized_end=163
   _globals['_MATHTASK']._serialized_start=165
-  _globals['_MATHTASK']._serialized_end=189
-  _globals['_CODECASE']._serialized_start=191
-  _globals['_CODECASE']._serialized_end=232
-  _globals['_CODETASK']._serialized_start=235
-  _globals['_CODETASK']._serialized_end=366
-  _globals['_TASK']._serialized_start=369
-  _globals['_TASK']._serialized_end=503
-  _globals['_LABEL']._serialized_start=506
-  _globals['_LABEL']._serialized_end=635
-  _globals['_LABEL_FIELDSENTRY']._serialized_start=590
-  _globals['_LABEL_FIELDSENTRY']._serialized_end=635
+  _globals['_MATHTASK']._serialized_end=233
+  _globals['_CODECASE']._serialized_start=235
+  _globals['_CODECASE']._serialized_end=276
+  _globals['_CODETASK']._serialized_start=279
+  _globals['_CODETASK']._serialized_end=410
+  _globals['_TASK']._serialized_start=413
+  _globals['_TASK']._serialized_end=547
+  _globals['_LABEL']._serialized_start=550
+  _globals['_LABEL']._serialized_end=679
+  _globals['_LABEL_FIELDSENTRY']._serialized_start=634
+  _globals['_LABEL_FIELDSENTRY']._serialized_end=679
 # @@protoc_insertion_point(module_scope)

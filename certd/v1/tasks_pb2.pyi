@@ -49,10 +49,14 @@ class CountdownTask(_message.Message):
     def __init__(self, numbers: _Optional[_Iterable[int]] = ..., target: _Optional[int] = ..., rules: _Optional[_Union[CountdownRules, _Mapping]] = ...) -> None: ...
 
 class MathTask(_message.Message):
-    __slots__ = ("gold",)
+    __slots__ = ("gold", "precision_digits", "question")
     GOLD_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_DIGITS_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
     gold: str
-    def __init__(self, gold: _Optional[str] = ...) -> None: ...
+    precision_digits: int
+    question: str
+    def __init__(self, gold: _Optional[str] = ..., precision_digits: _Optional[int] = ..., question: _Optional[str] = ...) -> None: ...
 
 class CodeCase(_message.Message):
     __slots__ = ("stdin", "stdout")

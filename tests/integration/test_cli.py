@@ -176,7 +176,18 @@ def test_verify_batch_file_with_bad_lines(served: LocalCertd, tmp_path: Path) ->
         "ERROR",
     ]
     assert [o["id"] for o in out] == ["a", None, "b", "c", "d", "e"]
-    assert set(out[0]) == {"id", "status", "reward", "family", "detail", "verifier", "elapsed_ms"}
+    assert set(out[0]) == {
+        "id",
+        "status",
+        "reward",
+        "family",
+        "kappa",
+        "labels",
+        "detail",
+        "verifier",
+        "elapsed_ms",
+    }
+    assert out[0]["kappa"] == "countdown.first-op.v1" and out[0]["labels"] == {}
     assert out[0]["family"] == "25,-" and out[0]["reward"] == 1.0
     assert out[3]["field"] == "task.countdown.numbers"
     assert "1..1000000" in out[3]["error"]

@@ -1,0 +1,203 @@
+"""The math checker: the killable worker pool plus the two math κs.
+
+Example::
+
+    checker = MathChecker.from_config(cfg.math)
+    v = checker.verify(MathTask(gold="3"), "We factor ... so \\\\boxed{3}", canonical=True)
+    v.family.kappa      # 'math.first-step.v1+minilm.53aa51172d14.74314dfc' (default κ)
+    v.labels[0].label   # 'step-by-step' (math.route.v1)
+    v.canonical         # 'first-step:factor'
+    checker.close()
+
+Checking (extract, parse, compare) runs in ``MathPool`` worker processes under a hard
+deadline and a memory cap. The first-step label needs the embedding model, which runs here,
+in the serving process, batched per call and serialised by a lock. The default κ is
+``math.first-step.v1+…`` when ``MathConfig.first_step`` is on and the model package is
+installed; ``math.route.v1`` otherwise. ``canonical`` (the gate's same-solution key) is
+``first-step:<move>``: witnesses whose first steps fall in one cluster are one family.
+The pool and the model start on first use, or at construction with ``warm_start``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
+from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
+from certd.config import MathConfig
+from certd.domains import math as dm
+from certd.domains.countdown import Enumeration
+from certd.domains.math.first_step import (
+    first_step_family,
+    first_step_text,
+    kappa_first_step_name,
+)
+from certd.domains.verdict import Status, Verdict
+from certd.errors import ConfigError, UnsupportedError
+
+__all__ = ["MathChecker"]
+
+
+@functools.lru_cache(maxsize=4)
+def _weights_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The model file's SHA-256, hashed once per (path, size, mtime) in this process."""
+    return sha256_file(Path(path))
+
+
+class MathChecker:
+    """Math, checked in a killable worker pool; labelled by route and first step.
+
+    Args:
+        cfg: the math config section.
+    """
+
+    domain = "math"
+    verifier = dm.VERIFIER
+
+    def __init__(self, cfg: MathConfig) -> None:
+        self.cfg = cfg
+        self.work = MathWork(
+            limits=dm.MathLimits(
+                max_response_chars=cfg.max_response_chars,
+                max_gold_chars=cfg.max_gold_chars,
+                max_answer_chars=cfg.max_answer_chars,
+                max_brace_depth=cfg.max_brace_depth,
+                max_fracs=cfg.max_fracs,
+                max_tree_nodes=cfg.max_tree_nodes,
+                max_integer_digits=cfg.max_integer_digits,
+                max_power_digits=cfg.max_power_digits,
+            ),
+            extract=dm.ExtractConfig(priority=cfg.extract_priority, boxed=cfg.boxed),
+            shaping=dm.MathShaping(
+                correct=cfg.reward_correct,
+                wrong_answer=cfg.reward_wrong_answer,
+                unparsed=cfg.reward_unparsed,
+            ),
+        )
+        self.first_step_kappa = ""
+        if cfg.first_step:
+            try:
+                weights = model_dir() / "model.safetensors"
+                stat = weights.stat()
+                digest = _weights_sha256(str(weights), stat.st_size, stat.st_mtime_ns)
+                self.first_step_kappa = kappa_first_step_name(digest)
+            except (ConfigError, OSError):
+                self.first_step_kappa = ""  # no model package: route only
+        self.kappa = self.first_step_kappa or dm.KAPPA_ROUTE
+        self.kappas: tuple[str, ...] = (
+            (self.first_step_kappa, dm.KAPPA_ROUTE) if self.first_step_kappa else (dm.KAPPA_ROUTE,)
+        )
+        self._pool: MathPool | None = None
+        self._embedder: StepEmbedder | None = None
+        self._start_lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._closed = False
+        if cfg.warm_start:
+            threading.Thread(target=self._warm, name="math-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        self._get_pool()
+        if self.first_step_kappa:
+            self._get_embedder()
+
+    def _get_pool(self) -> MathPool:
+        with self._start_lock:
+            if self._pool is None:
+                if self._closed:
+                    raise UnsupportedError("the math checker is closed")
+                self._pool = MathPool(
+                    self.work,
+                    workers=self.cfg.workers,
+                    deadline_s=self.cfg.deadline_s,
+                    memory_bytes=self.cfg.memory_bytes,
+                )
+            return self._pool
+
+    def _get_embedder(self) -> StepEmbedder:
+        with self._embed_lock:
+            if self._embedder is None:
+                self._embedder = StepEmbedder.load(threads=self.cfg.embed_threads)
+                if self._embedder.kappa != self.first_step_kappa:
+                    raise ConfigError(
+                        f"model changed on disk: κ {self._embedder.kappa}, "
+                        f"expected {self.first_step_kappa}"
+                    )
+            return self._embedder
+
+    def _label(
+        self, verdicts: list[Verdict], steps: list[str | None], moves: list[str], canonical: bool
+    ) -> list[Verdict]:
+        """Move the route label to ``labels`` and put the first-step label in ``family``."""
+        if not self.first_step_kappa:
+            return verdicts
+        out = []
+        for v, step, move in zip(verdicts, steps, moves, strict=True):
+            if v.status is Status.INFRA_ERROR:
+                out.append(v)
+                continue
+            route = v.family
+            out.append(
+                replace(
+                    v,
+                    family=first_step_family(self.first_step_kappa, move, step),
+                    labels=(route,) if route is not None else (),
+                    canonical=f"first-step:{move}" if canonical else "",
+                )
+            )
+        return out
+
+    def verify(self, task: dm.MathTask, response: str, *, canonical: bool = False) -> Verdict:
+        """Check one response (thread-safe; never raises for any response text)."""
+        return self._check([(task, response)], canonical=canonical)[0]
+
+    def verify_batch(self, pairs: Sequence[tuple[dm.MathTask, str]]) -> list[Verdict]:
+        """Check pairs on the worker pool, order preserved."""
+        return self._check(pairs, canonical=False)
+
+    def _check(self, pairs: Sequence[tuple[dm.MathTask, str]], *, canonical: bool) -> list[Verdict]:
+        try:
+            pool = self._get_pool()
+            steps: list[str | None] = []
+            moves: list[str] = []
+            failed: list[BaseException] = []
+            labeller = None
+            if self.first_step_kappa:
+                # Embed first steps here while the workers check the answers.
+                def label() -> None:
+                    try:
+                        steps.extend(first_step_text(r) for _, r in pairs)
+                        moves.extend(self._get_embedder().moves(steps))
+                    except (OSError, RuntimeError, ConfigError) as e:
+                        failed.append(e)
+
+                labeller = threading.Thread(target=label, name="math-first-step")
+                labeller.start()
+            verdicts = pool.verify_many(pairs)
+            if labeller is not None:
+                labeller.join()
+                if failed:
+                    raise failed[0]
+            return self._label(verdicts, steps, moves, canonical)
+        except (OSError, RuntimeError, ConfigError, UnsupportedError, PoolClosedError) as e:
+            why = f"math checker unavailable: {e}"
+            return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]
+
+    def enumerate(self, task: dm.MathTask) -> Enumeration:
+        """Math families are not enumerable: they become feasible when a witness is certified.
+
+        Raises:
+            UnsupportedError: always.
+        """
+        raise UnsupportedError("the math domain cannot enumerate its families")
+
+    def close(self) -> None:
+        """Stop the worker pool."""
+        with self._start_lock:
+            self._closed = True
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None

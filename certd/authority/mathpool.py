@@ -1,0 +1,310 @@
+"""A killable worker pool for math checks: a hard deadline and a memory cap per check.
+
+Example::
+
+    pool = MathPool(MathWork(), workers=2, deadline_s=2.0, memory_bytes=1 << 30)
+    verdict = pool.verify(MathTask(gold="3"), r"\\boxed{3}")          # any thread
+    verdicts = pool.verify_many([(task, text), ...])                  # in order
+    pool.close()
+
+Each worker is a process (forkserver context: never fork a process that runs gRPC threads)
+that sets ``RLIMIT_AS`` to ``memory_bytes`` on itself, then serves one check at a time over
+its own pipe. The parent sends a check and waits on the pipe with the deadline; a worker
+that has not answered by then is killed (SIGKILL) and a replacement is started in the
+background, so the caller gets ``TIME_LIMIT`` at the deadline and never waits for the
+replacement. A worker that runs out of memory answers ``MEMORY_LIMIT`` and is replaced; a
+worker that dies for any other reason gives ``INFRA_ERROR`` (never a wrong answer) and is
+replaced. No ``signal.alarm``: the deadline is kept by the parent, from any thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import queue
+import resource
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from certd.domains.math.extract import ExtractConfig
+from certd.domains.math.limits import MathLimits
+from certd.domains.math.names import VERIFIER
+from certd.domains.math.route import kappa_route
+from certd.domains.math.task import MathTask
+from certd.domains.math.verify import MathShaping, verify_math
+from certd.domains.math.warmup import warm_up
+from certd.domains.verdict import Status, Verdict
+from certd.errors import CertdError
+
+__all__ = ["MathPool", "MathWork", "PoolClosedError"]
+
+_PRELOAD = ["certd.domains.math.warmed"]
+
+
+class PoolClosedError(CertdError):
+    """The pool was closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class MathWork:
+    """What every worker needs to check a response (picklable settings)."""
+
+    limits: MathLimits = field(default_factory=MathLimits)
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    shaping: MathShaping = field(default_factory=MathShaping)
+
+
+def _limit_memory(memory_bytes: int) -> None:
+    if memory_bytes > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+
+def _worker_main(conn: Connection, work: MathWork, memory_bytes: int) -> None:
+    """A worker's loop: one (task, response) in, one verdict out, until the pipe closes."""
+    _limit_memory(memory_bytes)
+    warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            task, response = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            verdict: Any = verify_math(
+                task, response, limits=work.limits, extract=work.extract, shaping=work.shaping
+            )
+        except MemoryError:
+            conn.send(("memory", None))
+            return  # the heap may be unusable: the parent replaces this worker
+        except RecursionError:
+            verdict = Verdict(
+                Status.UNPARSED,
+                work.shaping.unparsed,
+                VERIFIER,
+                family=kappa_route(response),
+                detail="answer nests too deeply",
+            )
+        except Exception as e:  # noqa: BLE001 - a checker bug becomes INFRA_ERROR, never wrong
+            why = f"checker failed: {e!r:.200}"
+            verdict = Verdict(Status.INFRA_ERROR, 0.0, VERIFIER, detail=why)
+        conn.send(("ok", verdict))
+
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Connection
+    pid: int
+
+
+class MathPool:
+    """Worker processes with a hard deadline and a memory cap per check.
+
+    Args:
+        work: the settings every worker checks with.
+        workers: number of worker processes (at least 1).
+        deadline_s: wall-clock limit of one check inside a worker.
+        memory_bytes: address-space cap of each worker (``RLIMIT_AS``; 0 for none).
+        start_timeout_s: how long a starting worker may take to report ready.
+
+    Raises:
+        ValueError: fewer than one worker or a non-positive deadline.
+    """
+
+    def __init__(
+        self,
+        work: MathWork,
+        *,
+        workers: int,
+        deadline_s: float,
+        memory_bytes: int,
+        start_timeout_s: float = 60.0,
+    ) -> None:
+        if workers < 1 or deadline_s <= 0:
+            raise ValueError(f"need workers >= 1 and deadline_s > 0, got {workers}, {deadline_s}")
+        self.work = work
+        self.workers = workers
+        self.deadline_s = deadline_s
+        self.memory_bytes = memory_bytes
+        self.start_timeout_s = start_timeout_s
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload(_PRELOAD)  # no effect once a forkserver runs
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._lock = threading.Lock()
+        self._all: dict[int, _Worker] = {}
+        self._closed = False
+        self.replaced = 0
+        starting = [self._start() for _ in range(workers)]
+        for w in starting:
+            self._await_ready(w)
+
+    # -- workers -------------------------------------------------------------------------
+
+    def _start(self) -> _Worker:
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(
+            target=_worker_main, args=(child, self.work, self.memory_bytes), daemon=True
+        )
+        proc.start()
+        child.close()
+        return _Worker(proc, parent, proc.pid or 0)
+
+    def _await_ready(self, w: _Worker) -> None:
+        if not w.conn.poll(self.start_timeout_s):
+            self._kill(w)
+            raise RuntimeError(f"a math worker did not start within {self.start_timeout_s}s")
+        w.conn.recv()
+        with self._lock:
+            if self._closed:
+                self._kill(w)
+                return
+            self._all[w.pid] = w
+        self._idle.put(w)
+
+    def _kill(self, w: _Worker) -> None:
+        with self._lock:
+            self._all.pop(w.pid, None)
+        try:
+            w.proc.kill()
+        except (OSError, ValueError):
+            pass
+        w.proc.join(timeout=5.0)
+        w.conn.close()
+
+    def _replace(self, w: _Worker) -> None:
+        """Kill a worker now; start its replacement in the background."""
+        self._kill(w)
+        self.replaced += 1
+
+        def start() -> None:
+            for _ in range(3):
+                if self._closed:
+                    return
+                try:
+                    self._await_ready(self._start())
+                    return
+                except (RuntimeError, OSError):
+                    time.sleep(0.5)
+
+        threading.Thread(target=start, name="math-worker-start", daemon=True).start()
+
+    def _take(self, block: bool) -> _Worker | None:
+        while True:
+            if self._closed:
+                raise PoolClosedError("the math pool is closed")
+            try:
+                w = self._idle.get(timeout=0.5) if block else self._idle.get_nowait()
+            except queue.Empty:
+                if not block:
+                    return None
+                continue
+            if w.proc.is_alive():
+                return w
+            self._replace(w)
+
+    # -- checks --------------------------------------------------------------------------
+
+    def _timeout(self, response: str) -> Verdict:
+        return Verdict(
+            Status.TIME_LIMIT,
+            self.work.shaping.unparsed,
+            VERIFIER,
+            family=kappa_route(response[: self.work.limits.max_response_chars]),
+            detail=f"over the {self.deadline_s:g}s deadline; the worker was killed and replaced",
+        )
+
+    def _finish(self, w: _Worker, response: str) -> Verdict:
+        """Read a ready worker's answer; return it to the pool or replace it."""
+        try:
+            kind, payload = w.conn.recv()
+        except (EOFError, OSError):
+            code = w.proc.exitcode
+            self._replace(w)
+            return Verdict(
+                Status.INFRA_ERROR, 0.0, VERIFIER, detail=f"a math worker died (exit {code})"
+            )
+        if kind == "memory":
+            self._replace(w)
+            return Verdict(
+                Status.MEMORY_LIMIT,
+                self.work.shaping.unparsed,
+                VERIFIER,
+                family=kappa_route(response[: self.work.limits.max_response_chars]),
+                detail=f"over the {self.memory_bytes} byte memory cap",
+            )
+        self._idle.put(w)
+        verdict: Verdict = payload
+        return verdict
+
+    def _send(self, w: _Worker, task: MathTask, response: str) -> bool:
+        try:
+            w.conn.send((task, response))
+            return True
+        except (OSError, ValueError):
+            self._replace(w)
+            return False
+
+    def verify(self, task: MathTask, response: str) -> Verdict:
+        """Check one response within the deadline (thread-safe).
+
+        Raises:
+            PoolClosedError: the pool was closed.
+
+        Returns:
+            The verdict; TIME_LIMIT when the worker ran past the deadline.
+        """
+        return self.verify_many([(task, response)])[0]
+
+    def verify_many(self, pairs: Sequence[tuple[MathTask, str]]) -> list[Verdict]:
+        """Check many responses on every worker this call can get, each with its deadline.
+
+        Raises:
+            PoolClosedError: the pool was closed.
+
+        Returns:
+            One verdict per pair, in order.
+        """
+        results: list[Verdict | None] = [None] * len(pairs)
+        pending = collections.deque(range(len(pairs)))
+        busy: dict[Connection, tuple[_Worker, int, float]] = {}
+        while pending or busy:
+            while pending:
+                w = self._take(block=not busy)
+                if w is None:
+                    break
+                i = pending[0]
+                if self._send(w, *pairs[i]):
+                    pending.popleft()
+                    busy[w.conn] = (w, i, time.monotonic() + self.deadline_s)
+            if not busy:
+                continue
+            now = time.monotonic()
+            timeout = max(0.0, min(d for _, _, d in busy.values()) - now)
+            for ready in wait(list(busy), timeout=timeout):
+                w, i, _ = busy.pop(ready)  # type: ignore[call-overload]  # one of busy's keys
+                results[i] = self._finish(w, pairs[i][1])
+            now = time.monotonic()
+            for conn, (w, i, due) in list(busy.items()):
+                if now >= due:
+                    del busy[conn]
+                    self._replace(w)
+                    results[i] = self._timeout(pairs[i][1])
+        return [r for r in results if r is not None]
+
+    def worker_pids(self) -> list[int]:
+        """The live workers' process ids (for health checks and tests)."""
+        with self._lock:
+            return sorted(self._all)
+
+    def close(self) -> None:
+        """Stop every worker."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._all.values())
+        for w in workers:
+            self._kill(w)

@@ -1,0 +1,381 @@
+"""Gold-guided equivalence of parsed answers.
+
+Example:
+    >>> from certd.domains.math.parse import parse_answer
+    >>> equivalent(parse_answer("x = 3"), parse_answer("3"))
+    True
+    >>> equivalent(parse_answer(r"1-\\frac{1}{e}"), parse_answer(r"1+\\frac{1}{e}"))
+    False
+
+The gold answer decides how the prediction is read:
+
+- **numbers and expressions**: exact first (``simplify(gold - pred) == 0`` over exact
+  rationals; decimals were made exact by the parser). Only when a side *wrote* a decimal is
+  the declared precision used: both agree to ``precision_digits`` significant digits.
+- **percentages**: ``50%`` against gold ``50`` or ``0.5`` (and the other way round).
+- **equations**: gold ``x = 3`` against ``3``; a predicted ``x = 3`` against gold ``3``;
+  two equations are the same when ``lhs - rhs`` of one is a nonzero constant multiple of the
+  other's (``3 = x`` equals ``x = 3``). Identities (``lhs - rhs`` simplifies to 0) are equal
+  only to the same text, so two different equations that both simplify to 0 stay different.
+- **inequalities**: flipped relations match (``x > 1`` equals ``1 < x``); a relation against
+  a set or interval is compared as the set it defines.
+- **sets, intervals and unions**: as sets (element order free; endpoints and openness must
+  match); **several answers** (``1, 2``) are a set, in any order.
+- **tuples and ordered pairs, matrices**: same shape, element by element, in order.
+- **text answers** (``\\text{Evelyn}``) and choice letters: case-insensitive text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+from sympy.core.relational import Relational
+from sympy.sets.sets import Set
+
+from .parse import Parsed
+
+__all__ = ["equivalent", "values_equal"]
+
+
+def _is_rel(x: Any) -> bool:
+    return isinstance(x, Relational) or (
+        isinstance(x, sympy.And) and all(isinstance(a, Relational) for a in x.args)
+    )
+
+
+def _is_assignment(x: Any) -> bool:
+    """``x = 3``, ``f(x) = …``, ``(p, q) = (3, 2)``, ``AB = 4``, ``V_1 : V_2 = 11 : 21``: an
+    equation whose left side names a quantity (symbols only, no numbers but ±1)."""
+    if not isinstance(x, sympy.Eq):
+        return False
+    lhs = x.lhs
+    if isinstance(lhs, sympy.Tuple):
+        return all(isinstance(a, sympy.Symbol) for a in lhs)
+    if not isinstance(lhs, sympy.Basic) or not lhs.free_symbols:
+        return False
+    return all(abs(n) == 1 for n in lhs.atoms(sympy.Number))
+
+
+def _unchain(x: Any) -> Any:
+    """``x = 5+5+1 = 11`` (a chain of equations) → ``x = 11``."""
+    if isinstance(x, sympy.And) and x.args and all(isinstance(a, sympy.Eq) for a in x.args):
+        eqs = sorted(x.args, key=sympy.default_sort_key)
+        lhs_all = {e.lhs for e in eqs}
+        rhs_all = {e.rhs for e in eqs}
+        first = [e for e in eqs if e.lhs not in rhs_all]
+        last = [e for e in eqs if e.rhs not in lhs_all]
+        if len(first) == 1 and len(last) == 1:
+            return sympy.Eq(first[0].lhs, last[0].rhs, evaluate=False)
+    return x
+
+
+_ERRORS = (TypeError, ValueError, AttributeError, NotImplementedError, ZeroDivisionError)
+
+
+def _numeric_zero(x: Any, digits: int = 60) -> bool | None:
+    """True/False when ``x`` evaluates to a number that is / is not zero at ``digits``
+    significant digits; None when it does not evaluate to a number."""
+    try:
+        v = sympy.N(x, digits)
+    except _ERRORS:
+        return None
+    if not v.is_number or v.has(sympy.zoo, sympy.nan, sympy.oo):
+        return None
+    re_, im_ = v.as_real_imag()
+    if not (isinstance(re_, sympy.Number) and isinstance(im_, sympy.Number)):
+        return None
+    return bool(abs(re_) < sympy.Float(10, 5) ** (10 - digits)) and bool(
+        abs(im_) < sympy.Float(10, 5) ** (10 - digits)
+    )
+
+
+def _points(symbols: set[Any]) -> list[dict[Any, Any]]:
+    ordered = sorted(symbols, key=sympy.default_sort_key)
+    bases = [sympy.Rational(7, 10), -sympy.Rational(13, 10), sympy.Rational(29, 10)]
+    return [
+        {x: b + sympy.Rational(i, 11 + 2 * k) for i, x in enumerate(ordered)}
+        for k, b in enumerate(bases)
+    ]
+
+
+def _zero(diff: Any) -> bool:
+    """Whether ``diff`` is zero.
+
+    Constants are evaluated to 60 significant digits (arbitrary precision), which decides
+    them; expressions with symbols are first evaluated at three fixed points (any clearly
+    nonzero value rejects at once) and then must simplify to 0, or vanish at all three
+    points to 60 digits.
+    """
+    if isinstance(diff, sympy.MatrixBase):
+        return bool(all(_zero(d) for d in diff))
+    try:
+        if diff == 0:
+            return True
+        if not isinstance(diff, sympy.Basic):
+            return False
+        if diff.has(sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative):
+            return bool(sympy.expand(diff) == 0)  # no numeric sampling of unevaluated calculus
+        free = diff.free_symbols
+        if not free:
+            return _numeric_zero(diff) is True
+        at_points = [_numeric_zero(diff.xreplace(pt)) for pt in _points(free)]
+        if any(z is False for z in at_points):
+            return False
+        s = sympy.simplify(diff)
+        if s == 0 or s.is_zero is True:
+            return True
+        return all(z is True for z in at_points)
+    except _ERRORS:
+        return False
+
+
+def _num(x: Any) -> sympy.Float | None:
+    try:
+        v = sympy.N(x, 40)
+    except (TypeError, ValueError, AttributeError, NotImplementedError):
+        return None
+    if isinstance(v, sympy.Float):
+        return v
+    if isinstance(v, sympy.Integer | sympy.Rational):
+        return sympy.Float(v, 40)
+    return None
+
+
+def _close(a: Any, b: Any, digits: int) -> bool:
+    """Agreement to ``digits`` significant digits (the declared precision)."""
+    x, y = _num(a), _num(b)
+    if x is None or y is None:
+        return False
+    if x == 0 or y == 0:
+        return bool(abs(x - y) <= sympy.Float(10) ** (-digits))
+    scale = max(abs(x), abs(y))
+    return bool(abs(x - y) <= scale * sympy.Float(10) ** (-digits) * sympy.Rational(1, 2) * 10)
+
+
+def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
+    """Whether two parsed values are equal (the core comparison, gold first).
+
+    Args:
+        g: the gold value.
+        p: the predicted value.
+        digits: declared precision (significant digits) for decimal answers.
+        approx: a side wrote a decimal, so ``digits`` applies after the exact check.
+
+    Returns:
+        True when equal.
+    """
+    if isinstance(g, str) or isinstance(p, str):
+        return _text(g) == _text(p)
+    g, p = _unchain(g), _unchain(p)
+    if _is_pair(g, p) or _is_pair(p, g):
+        a, b = (g, p) if isinstance(g, sympy.Interval) else (p, g)
+        return values_equal(a.start, b[0], digits=digits, approx=approx) and values_equal(
+            a.end, b[1], digits=digits, approx=approx
+        )
+    if _is_rel(g) or _is_rel(p):
+        return _relations(g, p, digits=digits, approx=approx)
+    g, p = _doit_matrix(g), _doit_matrix(p)
+    if isinstance(g, sympy.MatrixBase) or isinstance(p, sympy.MatrixBase):
+        if not (isinstance(g, sympy.MatrixBase) and isinstance(p, sympy.MatrixBase)):
+            return False
+        if g.shape != p.shape:
+            return False
+        return all(
+            values_equal(a, b, digits=digits, approx=approx)
+            for a, b in zip(list(g), list(p), strict=True)
+        )
+    if isinstance(g, Set) or isinstance(p, Set):
+        return _sets(g, p, digits=digits, approx=approx)
+    if isinstance(g, sympy.Tuple) or isinstance(p, sympy.Tuple):
+        if not (isinstance(g, sympy.Tuple) and isinstance(p, sympy.Tuple)) or len(g) != len(p):
+            return False
+        pairs = zip(g, p, strict=True)
+        return all(values_equal(a, b, digits=digits, approx=approx) for a, b in pairs)
+    if not isinstance(g, sympy.Basic) or not isinstance(p, sympy.Basic):
+        return False
+    if g.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or p.has(sympy.zoo, sympy.nan):
+        return bool(g == p and not g.has(sympy.zoo, sympy.nan))
+    if g == p:
+        return True
+    try:
+        diff = g - p
+    except (TypeError, ValueError):
+        return False
+    if _zero(diff):
+        return True
+    if approx and not (g.free_symbols or p.free_symbols):
+        return _close(g, p, digits)
+    return False
+
+
+def _doit_matrix(x: Any) -> Any:
+    """``A + B`` or ``A B`` written with explicit matrices, evaluated (sizes are capped)."""
+    if isinstance(x, sympy.MatrixExpr) and not isinstance(x, sympy.MatrixBase):
+        try:
+            return x.doit()
+        except (TypeError, ValueError, sympy.ShapeError):
+            return x
+    return x
+
+
+def _is_pair(a: Any, b: Any) -> bool:
+    """``(a, b)`` read as an open interval on one side and an ordered pair on the other."""
+    return (
+        isinstance(a, sympy.Interval)
+        and a.left_open
+        and a.right_open
+        and isinstance(b, sympy.Tuple)
+        and len(b) == 2
+    )
+
+
+def _text(x: Any) -> str:
+    s = x if isinstance(x, str) else str(x)
+    return "".join(s.lower().split()).replace("\\text{", "").replace("}", "").replace("*", "")
+
+
+def _as_set(x: Any) -> Set | None:
+    if isinstance(x, Set):
+        return x
+    if _is_rel(x):
+        funcs = x.atoms(sympy.core.function.AppliedUndef)
+        if len(funcs) == 1 and not x.free_symbols - next(iter(funcs)).free_symbols:
+            x = x.xreplace({next(iter(funcs)): sympy.Dummy("f")})
+        syms = x.free_symbols
+        if len(syms) != 1:
+            return None
+        try:
+            got = x.as_set()
+        except (NotImplementedError, TypeError, ValueError, AttributeError):
+            return None
+        return got if isinstance(got, Set) else None
+    return None
+
+
+def _sets(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
+    if isinstance(g, sympy.FiniteSet) and isinstance(p, sympy.FiniteSet):
+        return _same_elements(list(g.args), list(p.args), digits=digits, approx=approx)
+    if isinstance(g, sympy.FiniteSet) and isinstance(p, sympy.Tuple):
+        return _same_elements(list(g.args), list(p.args), digits=digits, approx=approx)
+    if isinstance(p, sympy.FiniteSet) and isinstance(g, sympy.Tuple):
+        return False
+    gs, ps = _as_set(g), _as_set(p)
+    if gs is None or ps is None:
+        # One answer against a one-element set.
+        if isinstance(g, sympy.FiniteSet) and len(g.args) == 1 and not isinstance(p, Set):
+            return values_equal(g.args[0], p, digits=digits, approx=approx)
+        if isinstance(p, sympy.FiniteSet) and len(p.args) == 1 and not isinstance(g, Set):
+            return values_equal(g, p.args[0], digits=digits, approx=approx)
+        return False
+    if gs == ps:
+        return True
+    if isinstance(gs, sympy.Interval) and isinstance(ps, sympy.Interval):
+        return (
+            gs.left_open == ps.left_open
+            and gs.right_open == ps.right_open
+            and values_equal(gs.start, ps.start, digits=digits, approx=approx)
+            and values_equal(gs.end, ps.end, digits=digits, approx=approx)
+        )
+    if isinstance(gs, sympy.Union) and isinstance(ps, sympy.Union):
+        return _same_elements(list(gs.args), list(ps.args), digits=digits, approx=approx)
+    try:
+        return bool(sympy.Complement(gs, ps) == sympy.EmptySet) and bool(
+            sympy.Complement(ps, gs) == sympy.EmptySet
+        )
+    except (TypeError, ValueError, NotImplementedError):
+        return False
+
+
+def _same_elements(gs: list[Any], ps: list[Any], *, digits: int, approx: bool) -> bool:
+    """A perfect matching between two lists under ``values_equal`` (any order)."""
+    if len(gs) != len(ps):
+        return False
+    left = list(ps)
+    for g in gs:
+        for i, p in enumerate(left):
+            if values_equal(g, p, digits=digits, approx=approx):
+                del left[i]
+                break
+        else:
+            return False
+    return True
+
+
+_FLIP = {
+    sympy.StrictGreaterThan: sympy.StrictLessThan,
+    sympy.GreaterThan: sympy.LessThan,
+}
+
+
+def _oriented(r: Relational) -> tuple[type, Any]:
+    """(relation class, lhs - rhs) with ``>``/``>=`` flipped to ``<``/``<=``."""
+    cls = type(r)
+    if cls in _FLIP:
+        return _FLIP[cls], r.rhs - r.lhs
+    return cls, r.lhs - r.rhs
+
+
+def _relations(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
+    g_rel, p_rel = _is_rel(g), _is_rel(p)
+    if g_rel and not p_rel:
+        if _is_assignment(g) and values_equal(g.rhs, p, digits=digits, approx=approx):
+            return True  # x = 3 against 3
+        return isinstance(p, Set) and _sets(g, p, digits=digits, approx=approx)
+    if p_rel and not g_rel:
+        if isinstance(p, sympy.Eq) and values_equal(g, p.rhs, digits=digits, approx=approx):
+            return True  # a predicted x = 3 against gold 3
+        return isinstance(g, Set) and _sets(g, p, digits=digits, approx=approx)
+    if isinstance(g, sympy.And) or isinstance(p, sympy.And):
+        gs, ps = _as_set(g), _as_set(p)
+        return gs is not None and ps is not None and gs == ps
+    if _is_assignment(g) and _is_assignment(p):
+        return g.lhs == p.lhs and values_equal(g.rhs, p.rhs, digits=digits, approx=approx)
+    gc, gd = _oriented(g)
+    pc, pd = _oriented(p)
+    if gc is not pc:
+        return False
+    if _zero(gd) or _zero(pd):  # identities are equal only to the same text
+        return bool(sympy.srepr(g) == sympy.srepr(p))
+    if isinstance(g, sympy.Eq | sympy.Ne):
+        return _proportional(gd, pd, positive=False)
+    return _proportional(gd, pd, positive=True)
+
+
+def _proportional(a: Any, b: Any, *, positive: bool) -> bool:
+    if _zero(a - b):
+        return True
+    try:
+        ratio = sympy.simplify(a / b)
+    except (TypeError, ValueError, ZeroDivisionError, NotImplementedError):
+        return False
+    if ratio.free_symbols or not ratio.is_number or ratio == 0:
+        return False
+    return not positive or bool(ratio.is_positive)
+
+
+def _percent_variants(x: Parsed) -> list[Any]:
+    if not x.percent or not isinstance(x.value, sympy.Basic):
+        return [x.value]
+    return [x.value, x.value / 100]
+
+
+def equivalent(gold: Parsed, pred: Parsed, *, precision_digits: int = 6) -> bool:
+    """Whether ``pred`` answers the same as ``gold``, reading ``pred`` the way gold is written.
+
+    Args:
+        gold: the parsed gold answer.
+        pred: the parsed predicted answer.
+        precision_digits: declared precision (significant digits) for decimal answers.
+
+    Returns:
+        True when equivalent.
+    """
+    if gold.text == pred.text and not isinstance(gold.value, str):
+        return True  # the same normalised text
+    approx = gold.decimal or pred.decimal
+    for g in _percent_variants(gold):
+        for p in _percent_variants(pred):
+            if values_equal(g, p, digits=precision_digits, approx=approx):
+                return True
+    return False

@@ -1,0 +1,200 @@
+"""Check one math response against its task: extract, parse, compare, label the route.
+
+Example:
+    >>> from certd.domains.math.task import MathTask
+    >>> v = verify_math(MathTask(gold=r"\\frac{1}{2}"), r"So the answer is \\boxed{0.5}.")
+    >>> v.status.name, v.reward, v.family.label
+    ('CORRECT', 1.0, 'direct')
+    >>> v.detail
+    'gold 1/2 [\\\\frac{1}{2}]; pred 1/2 [\\\\frac{1}{2}] from boxed'
+
+This function does the bounded-by-caps work only; it runs inside a worker process of the
+math pool (``certd.authority.mathpool``), which adds the hard deadline and the memory cap.
+Verdicts: CORRECT, WRONG_ANSWER, UNPARSED (no answer, truncated, over a cap, does not
+parse). The pool adds TIME_LIMIT and MEMORY_LIMIT.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import sympy
+
+from certd.domains.verdict import Status, Verdict
+
+from .equiv import equivalent
+from .errors import MathUnparsedError
+from .extract import ExtractConfig, Extracted, all_boxed, extract_answer
+from .limits import MathLimits
+from .names import VERIFIER
+from .parse import Parsed, normalized, parse_answer
+from .route import kappa_route
+from .task import MathTask
+
+__all__ = ["MathShaping", "parse_gold", "verify_math"]
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_CHOICE = re.compile(r"^\s*\(?\s*(?:\\text\{\s*)?([A-J])\s*\}?\s*\)?\s*$")
+_GOLD_EXTRACT = ExtractConfig(priority=("boxed", "display", "inline", "plain"))
+
+
+@dataclass(frozen=True, slots=True)
+class MathShaping:
+    """Rewards per verdict."""
+
+    correct: float = 1.0
+    wrong_answer: float = 0.0
+    unparsed: float = 0.0
+
+
+def _form(p: Parsed) -> str:
+    v = p.value
+    shown = v if isinstance(v, str) else str(v)
+    return f"{shown[:200]}{'%' if p.percent else ''}"
+
+
+_INLINE_SEG = re.compile(r"\$+([^$]+)\$+|\\\((.+?)\\\)")
+_SEPARATORS = re.compile(r"^(?:\s|,|;|\.|and|or|\\quad|\\text\{\s*(?:and|or)\s*\})*$")
+
+
+def _joined(gold: str, spans: list[tuple[int, int]]) -> bool:
+    """Whether only "and"/"or"/commas (and math delimiters), or at most a few characters,
+    stand between the spans."""
+    gaps = [gold[a[1] : b[0]] for a, b in itertools.pairwise(spans)]
+    return all(len(g.strip()) <= 12 for g in gaps) or all(
+        _SEPARATORS.match(g.replace("$", "").replace("\\(", "").replace("\\)", "").strip())
+        for g in gaps
+    )
+
+
+def _gold_text(gold: str, limits: MathLimits) -> tuple[str, bool]:
+    """The gold answer text, and whether it is several answers: several boxes, or several
+    ``$…$``, joined only by "and"/"or"/commas."""
+    marks = [(m.start(), m.end() - 1) for m in _BOXED.finditer(gold)]
+    boxes = all_boxed(gold, limits)
+    if len(set(boxes)) > 1:
+        spans = [(a, b + len(box) + 2) for (a, b), box in zip(marks, boxes, strict=True)]
+        if _joined(gold, spans):
+            return ",".join(boxes), True
+        return boxes[-1], False
+    if boxes:
+        return boxes[-1], False
+    segments = list(_INLINE_SEG.finditer(gold))
+    if len(segments) > 1 and _joined(gold, [m.span() for m in segments]):
+        head, tail = gold[: segments[0].start()], gold[segments[-1].end() :]
+        if _SEPARATORS.match(head.strip()) and _SEPARATORS.match(tail.strip()):
+            return ",".join((m.group(1) or m.group(2)).strip() for m in segments), True
+    return extract_answer(gold, _GOLD_EXTRACT, limits).text, False
+
+
+def parse_gold(task: MathTask, limits: MathLimits) -> Parsed:
+    """Parse the task's gold answer (a letter A–J is kept as a choice).
+
+    Several boxed answers, or several ``$…$`` joined by "and"/"or"/commas, are one
+    multi-answer (a set).
+
+    Args:
+        task: the task.
+        limits: the caps.
+
+    Raises:
+        MathUnparsedError: the gold answer does not parse.
+
+    Returns:
+        The parsed gold answer.
+    """
+    text, multi = _gold_text(task.gold, limits)
+    m = _CHOICE.match(text.strip("$ "))
+    if m:
+        return Parsed(m.group(1), m.group(1))
+    return parse_answer(text, limits, numbers=not multi)
+
+
+def _multi(gold: Parsed) -> int:
+    v = gold.value
+    if isinstance(v, sympy.FiniteSet | sympy.Tuple) and len(v.args) > 1:
+        return len(v.args)
+    return 0
+
+
+def _pred_text(response: str, gold: Parsed, cfg: ExtractConfig, limits: MathLimits) -> Extracted:
+    """Read the prediction the way the gold is written: a multi-answer gold takes the last
+    boxes (one per answer) when the response boxes them separately."""
+    n = _multi(gold)
+    if n and "boxed" in cfg.priority and len(response) <= limits.max_response_chars:
+        boxes = all_boxed(response, limits)
+        if len(boxes) > 1:
+            return Extracted(",".join(boxes[-n:]), "boxed")
+    return extract_answer(response, cfg, limits)
+
+
+def verify_math(
+    task: MathTask,
+    response: str,
+    *,
+    limits: MathLimits | None = None,
+    extract: ExtractConfig | None = None,
+    shaping: MathShaping | None = None,
+) -> Verdict:
+    """Check a response; never raises for any response text.
+
+    Args:
+        task: the task (gold answer, declared precision).
+        response: the model text.
+        limits: caps (default ``MathLimits()``).
+        extract: extraction priority (default ``ExtractConfig()``).
+        shaping: rewards (default ``MathShaping()``).
+
+    Returns:
+        CORRECT, WRONG_ANSWER or UNPARSED, with the parsed forms in ``detail``, the
+        extracted answer in ``answer`` and the ``math.route.v1`` family.
+    """
+    lim = limits or MathLimits()
+    shp = shaping or MathShaping()
+    family = kappa_route(response[: lim.max_response_chars])
+    try:
+        gold = parse_gold(task, lim)
+    except MathUnparsedError as e:
+        return Verdict(
+            Status.INFRA_ERROR, 0.0, VERIFIER, family=family, detail=f"gold does not parse: {e}"
+        )
+    choices = isinstance(gold.value, str) and gold.text == gold.value and len(gold.value) == 1
+    numbers = not isinstance(gold.value, sympy.Set | sympy.Tuple)
+    answer = ""
+    try:
+        if choices:
+            found = extract_answer(response, extract, lim, choices=True)
+            pred = Parsed(found.text, found.text)
+        else:
+            found = _pred_text(response, gold, extract or ExtractConfig(), lim)
+            if isinstance(gold.value, str):  # a text answer: compared as text
+                pred = Parsed(found.text, found.text)
+            elif len(found.text) <= lim.max_answer_chars and normalized(
+                found.text, numbers=numbers
+            ) == (gold.text, gold.percent):
+                pred = gold  # the same normalised text: the same answer, nothing to parse
+            else:
+                pred = parse_answer(found.text, lim, numbers=numbers)
+        answer = found.text
+    except MathUnparsedError as e:
+        return Verdict(
+            Status.UNPARSED,
+            shp.unparsed,
+            VERIFIER,
+            family=family,
+            detail=f"gold {_form(gold)}; pred unparsed: {e}",
+            answer=answer[:1024],
+        )
+    same = equivalent(gold, pred, precision_digits=task.precision_digits)
+    detail = f"gold {_form(gold)} [{gold.text[:200]}]; pred {_form(pred)} [{pred.text[:200]}]"
+    detail += f" from {found.source}"
+    return Verdict(
+        Status.CORRECT if same else Status.WRONG_ANSWER,
+        shp.correct if same else shp.wrong_answer,
+        VERIFIER,
+        family=family,
+        detail=detail,
+        answer=answer[:1024],
+    )

@@ -1,0 +1,116 @@
+"""The math worker pool: bombs return a verdict at or before the deadline; the pool stays
+healthy (same worker count, correct answers afterwards); overrunning workers are replaced."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
+from certd.domains.math import MathTask
+from certd.domains.verdict import Status
+
+DEADLINE_S = 2.0
+# Not a performance bound: a hang detector. A check must come back at its deadline plus
+# the time to kill a process, far below this.
+HANG_S = DEADLINE_S + 10.0
+
+BOMBS = {
+    "power tower": r"\boxed{5^{5^{5^{5^5}}}}",
+    "power tower, plain": "the answer is 5^(5^(5^(5^5)))",
+    "1 MB of LaTeX": "$" + r"\frac{1}{2}+" * 90_000 + "1$",
+    "1 MB boxed": r"\boxed{" + "1+" * 500_000 + "1}",
+    "10,000 nested braces": "\\boxed" + "{" * 10_000 + "1" + "}" * 10_000,
+    "nested fractions": "\\boxed{" + "\\frac{1}{" * 30 + "2" + "}" * 30 + "}",
+    "many fractions": "\\boxed{" + "+".join(["\\frac{1}{2}"] * 40) + "}",
+    "huge factorial": r"\boxed{100000!}",
+    "unclosed box": r"\boxed{" + "{" * 5_000,
+}
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[MathPool]:
+    p = MathPool(MathWork(), workers=2, deadline_s=DEADLINE_S, memory_bytes=1 << 30)
+    yield p
+    p.close()
+
+
+def _healthy(pool: MathPool) -> None:
+    deadline = time.monotonic() + 30.0
+    while len(pool.worker_pids()) < pool.workers and time.monotonic() < deadline:
+        time.sleep(0.05)  # a replacement is starting
+    assert len(pool.worker_pids()) == pool.workers
+    got = pool.verify_many([(MathTask(gold=r"\frac{1}{2}"), r"\boxed{0.5}")] * 4)
+    assert [v.status for v in got] == [Status.CORRECT] * 4
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_bomb_returns_a_verdict_and_leaves_the_pool_healthy(pool: MathPool, name: str) -> None:
+    started = time.monotonic()
+    v = pool.verify(MathTask(gold="3"), BOMBS[name])
+    elapsed = time.monotonic() - started
+    assert v.status in {Status.UNPARSED, Status.TIME_LIMIT, Status.WRONG_ANSWER}, v.detail
+    assert v.status is not Status.CORRECT
+    assert elapsed < HANG_S
+    _healthy(pool)
+
+
+def test_overrun_is_killed_and_replaced(pool: MathPool) -> None:
+    before = set(pool.worker_pids())
+    replaced = pool.replaced
+    v = pool.verify(MathTask(gold="3"), BOMBS["nested fractions"])
+    assert v.status is Status.TIME_LIMIT
+    assert "killed and replaced" in v.detail and v.verifier == "math@1.0.0"
+    assert pool.replaced == replaced + 1
+    _healthy(pool)
+    assert set(pool.worker_pids()) != before
+
+
+def test_batch_mixes_bombs_and_answers_in_order(pool: MathPool) -> None:
+    task = MathTask(gold="7")
+    pairs = [(task, r"\boxed{7}"), (task, BOMBS["nested fractions"]), (task, r"\boxed{8}")]
+    pairs += [(task, r"\boxed{7}")] * 5
+    got = [v.status for v in pool.verify_many(pairs)]
+    want = [Status.CORRECT, Status.TIME_LIMIT, Status.WRONG_ANSWER] + [Status.CORRECT] * 5
+    assert got == want
+    _healthy(pool)
+
+
+def test_threads_share_the_pool(pool: MathPool) -> None:
+    results: list[Status] = []
+    lock = threading.Lock()
+
+    def check(i: int) -> None:
+        v = pool.verify(MathTask(gold=str(i)), f"\\boxed{{{i}}}")
+        with lock:
+            results.append(v.status)
+
+    threads = [threading.Thread(target=check, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [Status.CORRECT] * 8
+
+
+def test_memory_cap_is_set_in_each_worker(pool: MathPool) -> None:
+    for pid in pool.worker_pids():
+        limits = open(f"/proc/{pid}/limits").read().splitlines()
+        line = next(x for x in limits if x.startswith("Max address space"))
+        assert line.split()[3] == str(1 << 30)
+
+
+def test_closed_pool_refuses() -> None:
+    p = MathPool(MathWork(), workers=1, deadline_s=1.0, memory_bytes=1 << 30)
+    p.close()
+    assert p.worker_pids() == []
+    with pytest.raises(PoolClosedError):
+        p.verify(MathTask(gold="1"), "1")
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        MathPool(MathWork(), workers=0, deadline_s=1.0, memory_bytes=0)
