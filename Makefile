@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES :=
+APT_PACKAGES := redis-server
 
 .PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from certd.config import load_config
-from certd.errors import CertdError, InvalidInputError, StoreError
+from certd.config import CertdConfig, load_config
+from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
 
@@ -35,6 +35,18 @@ __all__ = ["main"]
 
 def _emit(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
     print(json.dumps(obj, sort_keys=True) if args.json else text, flush=True)
+
+
+def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
+    """``cfg`` with fields of its cluster section replaced (None values ignored)."""
+    from pydantic import ValidationError
+
+    cluster = cfg.cluster.model_dump()
+    cluster.update({k: v for k, v in fields.items() if v is not None})
+    try:
+        return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
+    except ValidationError as e:
+        raise ConfigError(f"invalid cluster settings: {e}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -46,6 +58,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     cfg = load_config(args.config, data_dir=args.data_dir, listen=args.listen)
+    if args.ledger is not None or args.redis_prefix is not None:
+        cfg = _with_cluster(cfg, ledger_url=args.ledger, redis_prefix=args.redis_prefix)
     server = CertdServer(cfg)
     port = server.start()
     done = threading.Event()
@@ -190,6 +204,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.server:
         state = args.state or _default_state(f"server:{args.server}")
         report = _remote_audit(args.server, keys, state)
+    elif args.ledger:
+        from certd.ledger.redis_store import RedisStore
+
+        prefix = args.redis_prefix or "certd"
+        state = args.state or _default_state(f"redis:{args.ledger}#{prefix}")
+        redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
+        try:
+            report = audit_store(redis_store, keys, state)
+        finally:
+            redis_store.close()
     else:
         from certd.ledger.sqlite import SQLiteStore
 
@@ -227,6 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", type=Path, default=None, help="default ./certd-data")
     s.add_argument("--listen", default=None, help="default 127.0.0.1:50051 (loopback only)")
     s.add_argument("--config", type=Path, default=None, help="JSON config file")
+    s.add_argument(
+        "--ledger",
+        default=None,
+        help="redis://HOST:PORT/DB: a replica of a cluster sharing this Redis ledger "
+        "(default: the embedded SQLite ledger in the data dir)",
+    )
+    s.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
     s.set_defaults(fn=_cmd_serve)
 
     k = sub.add_parser("keygen", help="create an Ed25519 log key (C2SP signed-note format)")
@@ -248,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--data-dir", type=Path)
     where.add_argument("--server")
+    where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
+    a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
     a.add_argument(
         "--trust",
         action="append",

@@ -23,6 +23,7 @@ from certd.errors import ConfigError
 
 __all__ = [
     "CertdConfig",
+    "ClusterConfig",
     "CountdownConfig",
     "LedgerConfig",
     "ServiceLimits",
@@ -62,6 +63,24 @@ class LedgerConfig(_Strict):
     max_entry_bytes: int = Field(1 << 20, ge=1024)
 
 
+class ClusterConfig(_Strict):
+    """A certd replica of a cluster: the shared Redis ledger, idempotency and rate limits.
+
+    With ``ledger_url`` unset certd runs embedded (SQLite in ``data_dir``) and the rest of
+    this section is unused. See ``docs/operating-a-cluster.md``.
+    """
+
+    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix)://")
+    redis_prefix: str = Field("certd", pattern="^[A-Za-z0-9_.-]+$")
+    redis_appendfsync: str = Field("always", pattern="^(always|everysec|no|any)$")
+    redis_timeout_s: float = Field(10.0, gt=0.0)
+    checkpoint_refresh_ms: float = Field(50.0, ge=0.0)
+    idempotency_ttl_s: int = Field(86_400, ge=1, description="how long a reply is kept")
+    idempotency_wait_s: float = Field(30.0, gt=0.0, description="wait for a concurrent twin")
+    rate_limit_per_s: float = Field(0.0, ge=0.0, description="per client; 0 disables")
+    rate_limit_burst: int = Field(100, ge=1)
+
+
 class ServiceLimits(_Strict):
     """Limits the gRPC layer enforces before any work starts."""
 
@@ -83,6 +102,7 @@ class CertdConfig(_Strict):
     countdown: CountdownConfig = CountdownConfig()
     ledger: LedgerConfig = LedgerConfig()
     limits: ServiceLimits = ServiceLimits()
+    cluster: ClusterConfig = ClusterConfig()
 
     @property
     def key_path(self) -> Path:

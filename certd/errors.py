@@ -5,6 +5,7 @@ The tree::
     CertdError
     ├── InvalidInputError          malformed request or task (gRPC INVALID_ARGUMENT)
     │   └── LimitExceededError     input over a configured limit (RESOURCE_EXHAUSTED)
+    │       └── RateLimitedError   a client over its rate limit (RESOURCE_EXHAUSTED)
     ├── CertificationRefusedError  a Certify request that policy refuses (FAILED_PRECONDITION)
     ├── NotFoundError              unknown certificate, entry or tree size (NOT_FOUND)
     ├── SigningError               bad key material or a signature that does not verify
@@ -13,6 +14,7 @@ The tree::
     │   ├── ConsistencyError       a checkpoint inconsistent with an earlier one
     │   └── StoreError             the storage backend failed
     ├── UnsupportedError           a domain or κ this server does not serve (UNIMPLEMENTED)
+    ├── InProgressError            a twin request (same idempotency key) still runs (ABORTED)
     └── ConfigError                invalid configuration
 
 Library code raises these; the CLI renders them and the service maps them to gRPC status
@@ -26,11 +28,13 @@ __all__ = [
     "CertificationRefusedError",
     "ConfigError",
     "ConsistencyError",
+    "InProgressError",
     "InvalidInputError",
     "LedgerError",
     "LimitExceededError",
     "NotFoundError",
     "ProofError",
+    "RateLimitedError",
     "SigningError",
     "StoreError",
     "UnsupportedError",
@@ -55,6 +59,22 @@ class InvalidInputError(CertdError):
 
 class LimitExceededError(InvalidInputError):
     """An input is over a configured limit (size, count, depth)."""
+
+
+class RateLimitedError(LimitExceededError):
+    """A client sent more requests than its rate limit allows (gRPC RESOURCE_EXHAUSTED).
+
+    Attributes:
+        retry_after_s: when a request would be accepted again.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class InProgressError(CertdError):
+    """A request with the same idempotency key is still running elsewhere (gRPC ABORTED)."""
 
 
 class CertificationRefusedError(CertdError):

@@ -67,6 +67,8 @@ class CertificateIndex:
         self._lock = threading.Lock()
         self._by_task: dict[str, dict[str, dict[str, _Slot]]] = {}
         self._by_id: dict[bytes, int] = {}
+        self._scan_lock = threading.Lock()
+        self._scanned = 0
         if ledger is not None:
             self._load(ledger)
 
@@ -76,12 +78,24 @@ class CertificateIndex:
         return f"feasibility/{task_digest}/{kappa}/{label}"
 
     def _load(self, ledger: Ledger) -> None:
-        size = ledger.size()
-        for start in range(0, size, _SCAN_CHUNK):
-            for offset, entry in enumerate(ledger.entries(start, min(size, start + _SCAN_CHUNK))):
-                cert = parse_feasibility_entry(start + offset, entry)
-                if cert is not None:
-                    self.add(cert)
+        with self._scan_lock:
+            size = ledger.size()
+            for start in range(self._scanned, size, _SCAN_CHUNK):
+                end = min(size, start + _SCAN_CHUNK)
+                for offset, entry in enumerate(ledger.entries(start, end)):
+                    cert = parse_feasibility_entry(start + offset, entry)
+                    if cert is not None:
+                        self.add(cert)
+            self._scanned = max(self._scanned, size)
+
+    def catch_up(self) -> None:
+        """Index certificates other replicas appended since the last scan (shared ledgers).
+
+        Raises:
+            StoreError: the ledger's store failed.
+        """
+        if self._ledger is not None:
+            self._load(self._ledger)
 
     def add(self, cert: IndexedCertificate) -> None:
         """Record a durable certificate."""

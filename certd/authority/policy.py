@@ -9,6 +9,11 @@ Example (see tests/integration for a running server)::
 A Certify for a (task, κ, label) certified before returns that certificate. A witness that is the
 same solution (same canonical form) as one certified under another label of the same task is
 refused as a pseudo-fork. Nothing is returned before its ledger entry is durable.
+
+Across replicas sharing one ledger: each decision first indexes what other replicas appended,
+and the ledger key ``feasibility/<task>/<κ>/<label>`` is unique in the store, so when two
+replicas certify the same (task, κ, label) at once, the store takes one entry and the other
+replica returns that certificate as ``existing``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from certd.authority.index import CertificateIndex, IndexedCertificate
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError, CertificationRefusedError
 from certd.ledger.log import Ledger
+from certd.ledger.store import DuplicateKeyError
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
@@ -65,7 +71,7 @@ class _Pending:
     """A certificate decided and submitted, waiting for its group commit."""
 
     cert: IndexedCertificate
-    future: Future[int]
+    future: Future[IndexedCertificate]
     existing: bool = False
 
 
@@ -133,6 +139,8 @@ class Authority:
             )
         key = (task.digest, kappa, label)
         cert = self._draft(task, kappa, label, witness, verdict)
+        if self._ledger.store.shared:
+            self._index.catch_up()
         with self._lock(task.digest):
             pending = self._pending.get(key)
             if pending is not None:
@@ -202,10 +210,11 @@ class Authority:
         if written is not None:
             error = written.exception()
             if error is None:
+                placed = pending.cert.with_index(written.result())
                 with self._lock(key[0]):
-                    self._index.add(pending.cert.with_index(written.result()))
+                    self._index.add(placed)
                     self._forget(key, pending)
-                pending.future.set_result(written.result())
+                pending.future.set_result(placed)
                 return
             pending.future.set_exception(error)
         with self._lock(key[0]):
@@ -216,8 +225,9 @@ class Authority:
         self._pending.pop(key, None)
         self._pending_canonical.pop((key[0], key[1], pending.cert.canonical_digest), None)
 
-    @staticmethod
-    def wait(outcome: _Pending | CertifyOutcome, timeout_s: float | None = None) -> CertifyOutcome:
+    def wait(
+        self, outcome: _Pending | CertifyOutcome, timeout_s: float | None = None
+    ) -> CertifyOutcome:
         """Wait until a submitted certificate is durable.
 
         Raises:
@@ -225,8 +235,20 @@ class Authority:
         """
         if isinstance(outcome, CertifyOutcome):
             return outcome
-        index = outcome.future.result(timeout=timeout_s)
-        return CertifyOutcome(certificate=outcome.cert.with_index(index), existing=outcome.existing)
+        try:
+            cert = outcome.future.result(timeout=timeout_s)
+        except DuplicateKeyError as e:
+            if e.index is None:
+                raise
+            # Another replica certified the same (task, κ, label) first: return its one.
+            self._ledger.cover(e.index)
+            stored = self._index.load(e.index)
+            if stored is None:
+                raise
+            self._index.add(stored)
+            return CertifyOutcome(certificate=stored, existing=True)
+        existing = outcome.existing or cert.envelope != outcome.cert.envelope
+        return CertifyOutcome(certificate=cert, existing=existing)
 
     def certify(self, task: CheckedTask, kappa: str, label: str, witness: str) -> CertifyOutcome:
         """Certify that ``label`` is a feasible family of ``task`` with ``witness``.

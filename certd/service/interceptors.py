@@ -19,6 +19,7 @@ from certd.errors import (
     CertdError,
     CertificationRefusedError,
     ConfigError,
+    InProgressError,
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
@@ -38,6 +39,7 @@ _CODES: tuple[tuple[type[CertdError], grpc.StatusCode], ...] = (
     (UnsupportedError, grpc.StatusCode.UNIMPLEMENTED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
+    (InProgressError, grpc.StatusCode.ABORTED),
 )
 
 

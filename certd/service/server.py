@@ -31,7 +31,7 @@ from certd.config import CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.store import StoreLimits
+from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.authority import AuthorityServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
@@ -50,6 +50,7 @@ __all__ = [
     "CertdServer",
     "SERVICE_NAMES",
     "ensure_key",
+    "open_store",
 ]
 
 log = logging.getLogger("certd.server")
@@ -82,27 +83,53 @@ def ensure_key(path: Path, name: str) -> SigningKey:
     return key
 
 
+def open_store(cfg: CertdConfig) -> LedgerStore:
+    """The ledger store the config names: Redis (``cluster.ledger_url``) or SQLite.
+
+    Raises:
+        ConfigError: the Redis policy or URL is not valid.
+        StoreError: the store cannot be opened.
+    """
+    limits = StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes)
+    if cfg.cluster.ledger_url is not None:
+        from certd.ledger.redis_store import RedisStore
+
+        return RedisStore(
+            cfg.cluster.ledger_url,
+            prefix=cfg.cluster.redis_prefix,
+            appendfsync=cfg.cluster.redis_appendfsync,
+            limits=limits,
+            socket_timeout_s=cfg.cluster.redis_timeout_s,
+        )
+    return SQLiteStore(cfg.ledger_path, synchronous=cfg.ledger.sqlite_synchronous, limits=limits)
+
+
 class CertdServer:
-    """A running certd: one process, the embedded SQLite ledger."""
+    """A running certd: the embedded SQLite ledger, or one replica of a Redis-backed cluster."""
 
     def __init__(self, cfg: CertdConfig) -> None:
         self.cfg = cfg
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         self.key = ensure_key(cfg.key_path, cfg.key_name)
-        self.store = SQLiteStore(
-            cfg.ledger_path,
-            synchronous=cfg.ledger.sqlite_synchronous,
-            limits=StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes),
-        )
-        self.ledger = Ledger(
-            self.store,
-            self.key,
-            cfg.ledger.origin,
-            config=GroupCommitConfig(
-                max_batch_entries=cfg.ledger.group_commit_max_entries,
-                max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
-            ),
-        )
+        self.store = open_store(cfg)
+        remembered = None
+        if self.store.shared:
+            remembered = cfg.data_dir / f"checkpoint-{cfg.cluster.redis_prefix}.note"
+        try:
+            self.ledger = Ledger(
+                self.store,
+                self.key,
+                cfg.ledger.origin,
+                config=GroupCommitConfig(
+                    max_batch_entries=cfg.ledger.group_commit_max_entries,
+                    max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
+                ),
+                checkpoint_file=remembered,
+                refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
+            )
+        except BaseException:
+            self.store.close()
+            raise
         self.checkers = Checkers(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
@@ -114,7 +141,7 @@ class CertdServer:
         self.health = health.HealthServicer(experimental_non_blocking=True)
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
-            interceptors=[ErrorInterceptor()],
+            interceptors=self._interceptors(),
             options=[
                 ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),
                 ("grpc.max_send_message_length", cfg.limits.max_message_bytes),
@@ -134,6 +161,18 @@ class CertdServer:
         )
         self.port = 0
         self._stopped = threading.Event()
+
+    def _interceptors(self) -> list[grpc.ServerInterceptor]:  # type: ignore[type-arg]  # stubs
+        chain: list[grpc.ServerInterceptor] = [ErrorInterceptor()]  # type: ignore[type-arg]
+        if self.store.shared:
+            from certd.ledger.redis_store import RedisStore
+            from certd.service.cluster import ClusterInterceptor
+
+            assert isinstance(self.store, RedisStore)
+            chain.append(
+                ClusterInterceptor(self.store.client, self.store.key_prefix, self.cfg.cluster)
+            )
+        return chain
 
     def start(self) -> int:
         """Bind and start serving; return the bound port.
