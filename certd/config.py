@@ -77,6 +77,9 @@ class ClusterConfig(_Strict):
     checkpoint_refresh_ms: float = Field(50.0, ge=0.0)
     idempotency_ttl_s: int = Field(86_400, ge=1, description="how long a reply is kept")
     idempotency_wait_s: float = Field(30.0, gt=0.0, description="wait for a concurrent twin")
+    idempotency_claim_s: float = Field(
+        10.0, gt=0.0, description="a running request's claim; renewed while it runs"
+    )
     rate_limit_per_s: float = Field(0.0, ge=0.0, description="per client; 0 disables")
     rate_limit_burst: int = Field(100, ge=1)
 

@@ -157,9 +157,37 @@ def map_rpc_error(error: grpc.RpcError) -> ForkgateError:
     return ServerError(f"{code.name}: {details}", request_id=rid)
 
 
+def channel_target(address: str | Sequence[str]) -> tuple[str, list[tuple[str, str]]]:
+    """The gRPC target and extra options for one address or several replicas.
+
+    Several ``IP:port`` addresses (a list, or one comma-separated string) become one
+    ``ipv4:``/``ipv6:`` target balanced ``round_robin``: a replica that dies is skipped and
+    the call retried on another.
+
+    Args:
+        address: ``host:port``, or several ``IP:port`` of certd replicas.
+
+    Returns:
+        (target, channel options).
+    """
+    parts = [a.strip() for a in ([address] if isinstance(address, str) else address)]
+    parts = [p for a in parts for p in a.split(",") if p]
+    if len(parts) == 1:
+        return parts[0], []
+    scheme = "ipv6" if all(p.startswith("[") for p in parts) else "ipv4"
+    return f"{scheme}:{','.join(parts)}", [("grpc.lb_policy_name", "round_robin")]
+
+
 def is_retryable(error: grpc.RpcError) -> bool:
     """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
     return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def is_retryable_with_key(error: grpc.RpcError) -> bool:
+    """With an idempotency key, ABORTED (a twin still running) is retried too."""
+    return is_retryable(error) or (
+        hasattr(error, "code") and error.code() == grpc.StatusCode.ABORTED
+    )
 
 
 def verify_requests(items: Iterable[VerifyLike]) -> list[verifier_pb2.VerifyRequest]:

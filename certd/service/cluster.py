@@ -9,8 +9,10 @@ Idempotency: a unary request that carries ``idempotency-key`` metadata is run on
 stores the serialized reply for ``idempotency_ttl_s``; a retry (to any replica) gets the
 stored reply; a retry while the first is still running waits up to ``idempotency_wait_s``,
 then gets ABORTED (retry later). A key reused with a different request is refused
-(INVALID_ARGUMENT). A request that fails is not stored: its retry runs again. A claim left by
-a replica that died expires after ``2 * idempotency_wait_s``.
+(INVALID_ARGUMENT). A request that fails is not stored: its retry runs again. The running
+replica renews its claim every third of ``idempotency_claim_s``; the claim of a replica that
+died expires after ``idempotency_claim_s`` and a retry then runs the request (a Certify twice
+yields the same certificate: the ledger key of (task, κ, label) is unique).
 
 Rate limits: a token bucket per client in Redis (``rate_limit_per_s`` tokens a second, at
 most ``rate_limit_burst``), one token per request, refilled by Redis's own clock so replicas
@@ -23,6 +25,8 @@ authenticated identities instead).
 from __future__ import annotations
 
 import hashlib
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -36,6 +40,8 @@ from certd.config import ClusterConfig
 from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
 
 __all__ = ["ClusterInterceptor", "client_of"]
+
+log = logging.getLogger("certd.cluster")
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 _MAX_KEY_CHARS = 256
@@ -199,7 +205,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         record = f"{self._prefix}:idem:{name}"
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         owner = uuid.uuid4().hex
-        claim_ms = int(2 * self._cfg.idempotency_wait_s * 1000)
+        claim_ms = int(self._cfg.idempotency_claim_s * 1000)
         deadline = time.monotonic() + self._cfg.idempotency_wait_s
         while True:
             try:
@@ -222,11 +228,24 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
                     f"a request with {IDEMPOTENCY_HEADER} {key!r} is still running; retry later"
                 )
             time.sleep(0.02)
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(self._cfg.idempotency_claim_s / 3):
+                try:
+                    self._r.pexpire(record, claim_ms)
+                except RedisError:
+                    log.warning("cannot renew the idempotency claim %s", record)
+
+        renewer = threading.Thread(target=renew, name="idempotency-renew", daemon=True)
+        renewer.start()
         try:
             response = inner(request, context)
         except BaseException:
+            done.set()
             self._settle(record, owner, b"")
             raise
+        done.set()
         self._settle(record, owner, serialize(response))
         return response
 
