@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from certd.errors import ConfigError
 
 __all__ = [
+    "AccessConfig",
     "CertdConfig",
     "ClusterConfig",
     "CountdownConfig",
@@ -84,6 +85,37 @@ class ClusterConfig(_Strict):
     rate_limit_burst: int = Field(100, ge=1)
 
 
+class AccessConfig(_Strict):
+    """TLS, mutual TLS, bearer tokens, roles and log-key rotation.
+
+    Unset (the default), certd serves plaintext and unauthenticated, which it allows on
+    loopback addresses only. Roles: ``verify`` (Verifier RPCs, EnumerateFamilies),
+    ``certify`` (Certify, CertifyBatch, GetCertificate, GetForkTree), ``audit`` (the
+    read-only Ledger service). See ``docs/operating-a-cluster.md``.
+    """
+
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    client_ca_file: Path | None = Field(None, description="mTLS: require client certs from it")
+    client_roles: dict[str, list[str]] = Field(
+        default_factory=dict, description="mTLS: client certificate common name -> roles"
+    )
+    tokens_file: Path | None = Field(
+        None, description='JSON {"tokens": [{"sha256", "principal", "roles"}]}'
+    )
+    allow_plaintext_remote: bool = Field(
+        False, description="serve without TLS or auth on a non-loopback address"
+    )
+    previous_log_keys: list[str] = Field(
+        default_factory=list, description="vkeys (or files) of log keys used before rotation"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests are authenticated."""
+        return self.tokens_file is not None or self.client_ca_file is not None
+
+
 class ServiceLimits(_Strict):
     """Limits the gRPC layer enforces before any work starts."""
 
@@ -106,6 +138,7 @@ class CertdConfig(_Strict):
     ledger: LedgerConfig = LedgerConfig()
     limits: ServiceLimits = ServiceLimits()
     cluster: ClusterConfig = ClusterConfig()
+    access: AccessConfig = AccessConfig()
 
     @property
     def key_path(self) -> Path:

@@ -15,6 +15,8 @@ The tree::
     │   └── StoreError             the storage backend failed
     ├── UnsupportedError           a domain or κ this server does not serve (UNIMPLEMENTED)
     ├── InProgressError            a twin request (same idempotency key) still runs (ABORTED)
+    ├── AuthenticationError        missing or invalid credentials (UNAUTHENTICATED)
+    ├── PermissionDeniedError      the principal lacks the RPC's role (PERMISSION_DENIED)
     └── ConfigError                invalid configuration
 
 Library code raises these; the CLI renders them and the service maps them to gRPC status
@@ -24,6 +26,7 @@ codes in one interceptor.
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "CertdError",
     "CertificationRefusedError",
     "ConfigError",
@@ -33,6 +36,7 @@ __all__ = [
     "LedgerError",
     "LimitExceededError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ProofError",
     "RateLimitedError",
     "SigningError",
@@ -71,6 +75,14 @@ class RateLimitedError(LimitExceededError):
     def __init__(self, message: str, *, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AuthenticationError(CertdError):
+    """A request without valid credentials where they are required (gRPC UNAUTHENTICATED)."""
+
+
+class PermissionDeniedError(CertdError):
+    """An authenticated principal without the role an RPC needs (gRPC PERMISSION_DENIED)."""
 
 
 class InProgressError(CertdError):

@@ -178,6 +178,43 @@ def channel_target(address: str | Sequence[str]) -> tuple[str, list[tuple[str, s
     return f"{scheme}:{','.join(parts)}", [("grpc.lb_policy_name", "round_robin")]
 
 
+def channel_credentials(
+    tls_ca: str | Path | None = None,
+    tls_cert: str | Path | None = None,
+    tls_key: str | Path | None = None,
+    token: str | None = None,
+) -> grpc.ChannelCredentials | None:
+    """Credentials for a TLS channel: server CA, optional client cert (mTLS), bearer token.
+
+    Args:
+        tls_ca: PEM file of the CA that signed certd's certificate; None with no other
+            argument means plaintext (loopback).
+        tls_cert: PEM client certificate for mutual TLS.
+        tls_key: its PEM private key.
+        token: a bearer token, sent as ``authorization: Bearer <token>`` (TLS only).
+
+    Raises:
+        ValueError: only one of ``tls_cert``/``tls_key``, or a token without TLS.
+
+    Returns:
+        The channel credentials, or None for a plaintext channel.
+    """
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("expected both tls_cert and tls_key, or neither")
+    if tls_ca is None and tls_cert is None:
+        if token is not None:
+            raise ValueError("a bearer token needs TLS (tls_ca)")
+        return None
+    ssl = grpc.ssl_channel_credentials(
+        root_certificates=Path(tls_ca).read_bytes() if tls_ca is not None else None,
+        private_key=Path(tls_key).read_bytes() if tls_key is not None else None,
+        certificate_chain=Path(tls_cert).read_bytes() if tls_cert is not None else None,
+    )
+    if token is None:
+        return ssl
+    return grpc.composite_channel_credentials(ssl, grpc.access_token_call_credentials(token))
+
+
 def is_retryable(error: grpc.RpcError) -> bool:
     """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
     return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE

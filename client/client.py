@@ -39,6 +39,7 @@ from ._base import (
     VerifyItem,
     VerifyLike,
     certify_request,
+    channel_credentials,
     channel_target,
     check_batch,
     check_certificate,
@@ -66,6 +67,10 @@ class CertdClient:
         trusted_keys: log keys to check receipts and certificates against (vkey strings,
             files holding one, VerifierKeys or a KeyRing); None skips offline checks.
         settings: deadlines, retries, batch size.
+        tls_ca: CA file of certd's TLS certificate (TLS on); None for plaintext (loopback).
+        tls_cert: client certificate file for mutual TLS, with ``tls_key``.
+        tls_key: the client certificate's private key file.
+        token: a bearer token (needs TLS).
     """
 
     def __init__(
@@ -74,12 +79,20 @@ class CertdClient:
         *,
         trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
         settings: ClientSettings | None = None,
+        tls_ca: str | Path | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+        token: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
         target, extra = channel_target(address)
         options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
-        self._channel = grpc.insecure_channel(target, options=options)
+        creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
+        if creds is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.secure_channel(target, creds, options=options)
         self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
         self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
         self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)

@@ -67,7 +67,7 @@ from certd.ledger.merkle import (
     verify_consistency,
 )
 from certd.ledger.store import AppendConflictError, DuplicateKeyError, Entry, LedgerStore
-from certd.signing.keys import SigningKey
+from certd.signing.keys import SigningKey, VerifierKey
 
 __all__ = ["GroupCommitConfig", "Ledger"]
 
@@ -123,6 +123,7 @@ class Ledger:
         config: GroupCommitConfig | None = None,
         checkpoint_file: Path | None = None,
         refresh_interval_s: float = 0.05,
+        previous_keys: Sequence[VerifierKey] = (),
     ) -> None:
         """Open the ledger, check the store against its latest checkpoint, start committing.
 
@@ -140,6 +141,8 @@ class Ledger:
                 shared store), or None.
             refresh_interval_s: for a shared store, how often readers look for a newer
                 checkpoint stored by another replica.
+            previous_keys: log keys used before a key rotation; checkpoints stored under
+                them are accepted (new ones are signed with ``signer``).
 
         Raises:
             SigningError: the latest stored checkpoint does not verify with ``signer``.
@@ -151,6 +154,7 @@ class Ledger:
         self._store = store
         self._node_cache: dict[tuple[int, int], bytes] = {}
         self._signer = signer
+        self._verifiers = [signer.verifier(), *previous_keys]
         self._origin = origin
         self._config = config or GroupCommitConfig()
         self._queue: queue.Queue[object] = queue.Queue(self._config.max_pending_requests)
@@ -424,7 +428,7 @@ class Ledger:
     # -- checkpoints ----------------------------------------------------------------------------
 
     def _open(self, size: int, note: str) -> SignedCheckpoint:
-        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
         if checkpoint.size != size:
             raise ConsistencyError(
                 f"expected the checkpoint stored at size {size} to have that size, "
@@ -441,7 +445,7 @@ class Ledger:
             note = path.read_text(encoding="utf-8")
         except OSError as e:
             raise LedgerError(f"cannot read the remembered checkpoint {path}: {e}") from e
-        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
         return SignedCheckpoint(note, checkpoint)
 
     def _remember(self, signed: SignedCheckpoint) -> None:
@@ -633,7 +637,7 @@ class Ledger:
             The signed note and its parsed checkpoint.
         """
         note = self._store.checkpoint_at(size)
-        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
         if checkpoint.size != size:
             raise LedgerError(
                 f"expected the checkpoint stored at size {size} to have that size, "

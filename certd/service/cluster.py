@@ -18,8 +18,8 @@ Rate limits: a token bucket per client in Redis (``rate_limit_per_s`` tokens a s
 most ``rate_limit_burst``), one token per request, refilled by Redis's own clock so replicas
 agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to retry.
 
-The client is the peer's address without its port (``principal`` can map requests to
-authenticated identities instead).
+The client is the authenticated principal (``certd.service.access``) when access control is
+on, else the peer's address without its port.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from redis.exceptions import RedisError
 
 from certd.config import ClusterConfig
 from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
+from certd.service.access import current_principal
 
 __all__ = ["ClusterInterceptor", "client_of"]
 
@@ -91,7 +92,7 @@ return {ok, wait_ms}
 
 
 def client_of(context: grpc.ServicerContext) -> str:
-    """The client a request counts against: its peer address without the port.
+    """The client a request counts against: its authenticated principal, else its peer host.
 
     Args:
         context: the RPC context.
@@ -99,6 +100,9 @@ def client_of(context: grpc.ServicerContext) -> str:
     Returns:
         A client identifier.
     """
+    principal = current_principal()
+    if principal is not None:
+        return f"principal:{principal.name}"
     peer = context.peer()  # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
     host = peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
     return f"peer:{host}"

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from certd.errors import (
+    AuthenticationError,
     CertdError,
     CertificationRefusedError,
     ConfigError,
@@ -23,6 +24,7 @@ from certd.errors import (
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
+    PermissionDeniedError,
     StoreError,
     UnsupportedError,
 )
@@ -40,6 +42,8 @@ _CODES: tuple[tuple[type[CertdError], grpc.StatusCode], ...] = (
     (StoreError, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
     (InProgressError, grpc.StatusCode.ABORTED),
+    (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
 )
 
 

@@ -32,11 +32,12 @@ from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
+from certd.service.access import AccessInterceptor, check_listen, server_credentials
 from certd.service.authority import AuthorityServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
 from certd.service.verifier import VerifierServicer
-from certd.signing.keys import SigningKey, load_signing_key, save_signing_key
+from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
@@ -83,6 +84,16 @@ def ensure_key(path: Path, name: str) -> SigningKey:
     return key
 
 
+def _vkey(source: str) -> VerifierKey:
+    """A verifier key from a vkey string or a file holding one."""
+    path = Path(source)
+    try:
+        text = path.read_text().strip() if path.is_file() else source.strip()
+    except OSError as e:
+        raise ConfigError(f"cannot read the log key {source}: {e}") from e
+    return VerifierKey.from_vkey(text)
+
+
 def open_store(cfg: CertdConfig) -> LedgerStore:
     """The ledger store the config names: Redis (``cluster.ledger_url``) or SQLite.
 
@@ -125,6 +136,7 @@ class CertdServer:
                     max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
                 ),
                 checkpoint_file=remembered,
+                previous_keys=[_vkey(v) for v in cfg.access.previous_log_keys],
                 refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
             )
         except BaseException:
@@ -164,6 +176,8 @@ class CertdServer:
 
     def _interceptors(self) -> list[grpc.ServerInterceptor]:  # type: ignore[type-arg]  # stubs
         chain: list[grpc.ServerInterceptor] = [ErrorInterceptor()]  # type: ignore[type-arg]
+        if self.cfg.access.enabled:
+            chain.append(AccessInterceptor(self.cfg.access))
         if self.store.shared:
             from certd.ledger.redis_store import RedisStore
             from certd.service.cluster import ClusterInterceptor
@@ -180,8 +194,13 @@ class CertdServer:
         Raises:
             ConfigError: the listen address cannot be bound.
         """
+        check_listen(self.cfg.listen, self.cfg.access)
+        creds = server_credentials(self.cfg.access)
         try:
-            self.port = self._server.add_insecure_port(self.cfg.listen)
+            if creds is None:
+                self.port = self._server.add_insecure_port(self.cfg.listen)
+            else:
+                self.port = self._server.add_secure_port(self.cfg.listen, creds)
         except RuntimeError as e:
             raise ConfigError(f"cannot listen on {self.cfg.listen}: {e}") from e
         if self.port == 0:
