@@ -292,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.set_defaults(fn=_cmd_audit)
 
+    from certd.witness_cli import add_parser as add_witness_parser
+
+    add_witness_parser(sub)
+
     for cmd in (s, k, a):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p
