@@ -60,6 +60,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, data_dir=args.data_dir, listen=args.listen)
     if args.ledger is not None or args.redis_prefix is not None:
         cfg = _with_cluster(cfg, ledger_url=args.ledger, redis_prefix=args.redis_prefix)
+    if cfg.observability.log_format == "json":
+        from certd.service.observability import JsonFormatter
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
     server = CertdServer(cfg)
     port = server.start()
     done = threading.Event()
@@ -78,6 +83,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "data_dir": str(cfg.data_dir),
             "vkey": server.key.verifier().to_vkey(),
             "pid": os.getpid(),
+            "metrics_port": server.metrics_port or None,
         },
         f"certd serving on {host}:{port} (data dir {cfg.data_dir}); "
         f"log key {server.key.verifier().to_vkey()}",

@@ -27,6 +27,7 @@ __all__ = [
     "ClusterConfig",
     "CountdownConfig",
     "LedgerConfig",
+    "ObservabilityConfig",
     "ServiceLimits",
     "load_config",
 ]
@@ -116,6 +117,16 @@ class AccessConfig(_Strict):
         return self.tokens_file is not None or self.client_ca_file is not None
 
 
+class ObservabilityConfig(_Strict):
+    """Prometheus metrics, log format and health checks."""
+
+    metrics_listen: str | None = Field(
+        None, description="host:port of the Prometheus /metrics endpoint (loopback), or None"
+    )
+    log_format: str = Field("text", pattern="^(text|json)$")
+    health_interval_s: float = Field(2.0, gt=0.0, description="ledger and pool checks")
+
+
 class ServiceLimits(_Strict):
     """Limits the gRPC layer enforces before any work starts."""
 
@@ -139,6 +150,7 @@ class CertdConfig(_Strict):
     limits: ServiceLimits = ServiceLimits()
     cluster: ClusterConfig = ClusterConfig()
     access: AccessConfig = AccessConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @property
     def key_path(self) -> Path:

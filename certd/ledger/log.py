@@ -168,6 +168,7 @@ class Ledger:
         self._refresh_lock = threading.Lock()
         self._refreshed_at = 0.0
         self._latest: SignedCheckpoint | None = None
+        self._latest_at = time.time()
         remembered = self._load_file()
         self._latest = remembered
         with self._commit_lock:
@@ -454,6 +455,7 @@ class Ledger:
         if current is not None and current.checkpoint.size >= signed.checkpoint.size:
             return
         self._latest = signed
+        self._latest_at = time.time()
         path = self._checkpoint_file
         if path is not None:
             tmp = path.with_name(path.name + ".tmp")
@@ -575,6 +577,35 @@ class Ledger:
         latest = self._latest
         assert latest is not None  # set in __init__
         return latest
+
+    @property
+    def pending_requests(self) -> int:
+        """Append requests queued for the committer (a queue depth)."""
+        return self._queue.qsize()
+
+    @property
+    def checkpoint_time(self) -> float:
+        """POSIX time this ledger signed or adopted its latest checkpoint."""
+        return self._latest_at
+
+    def health(self) -> str | None:
+        """Why the ledger cannot take appends, or None when it can.
+
+        Returns:
+            A reason (fail-stop after a consistency failure, a dead committer, a store
+            that does not answer), or None.
+        """
+        if self._failed is not None:
+            return f"ledger stopped: {self._failed}"
+        if self._closed:
+            return "ledger closed"
+        if not self._thread.is_alive():
+            return "ledger committer thread is not running"
+        try:
+            self._store.size()
+        except CertdError as e:
+            return f"ledger store: {e}"
+        return None
 
     def cover(self, index: int) -> SignedCheckpoint:
         """Return a signed checkpoint that covers an entry, signing one if needed.

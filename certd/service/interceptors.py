@@ -28,6 +28,7 @@ from certd.errors import (
     StoreError,
     UnsupportedError,
 )
+from certd.service.observability import current_request_id
 
 __all__ = ["ErrorInterceptor", "status_for"]
 
@@ -56,7 +57,7 @@ def status_for(error: CertdError) -> grpc.StatusCode:
 
 
 def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> None:
-    request_id = uuid.uuid4().hex[:16]
+    request_id = current_request_id() or uuid.uuid4().hex[:16]
     meta: list[tuple[str, str]] = [("certd-request-id", request_id)]
     if isinstance(error, CertdError):
         code = status_for(error)

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from certd.authority.checker import Checkers
@@ -36,6 +37,12 @@ from certd.service.access import AccessInterceptor, check_listen, server_credent
 from certd.service.authority import AuthorityServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
+from certd.service.observability import (
+    HealthMonitor,
+    Metrics,
+    MetricsInterceptor,
+    serve_metrics,
+)
 from certd.service.verifier import VerifierServicer
 from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
 from certd.v1 import (
@@ -151,6 +158,19 @@ class CertdServer:
             min_batch=cfg.countdown.verify_pool_min_batch,
         )
         self.health = health.HealthServicer(experimental_non_blocking=True)
+        self.metrics = Metrics()
+        self.metrics.bind(self.ledger, self.pool, cfg.countdown.verify_workers)
+        self.monitor = HealthMonitor(
+            self.health,
+            SERVICE_NAMES,
+            self.ledger,
+            self.pool,
+            cfg.countdown.verify_workers,
+            self.metrics,
+            cfg.observability.health_interval_s,
+        )
+        self.metrics_port = 0
+        self._stop_metrics: Callable[[], None] | None = None
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
             interceptors=self._interceptors(),
@@ -175,7 +195,10 @@ class CertdServer:
         self._stopped = threading.Event()
 
     def _interceptors(self) -> list[grpc.ServerInterceptor]:  # type: ignore[type-arg]  # stubs
-        chain: list[grpc.ServerInterceptor] = [ErrorInterceptor()]  # type: ignore[type-arg]
+        chain: list[grpc.ServerInterceptor] = [  # type: ignore[type-arg]  # generic in stubs
+            MetricsInterceptor(self.metrics),
+            ErrorInterceptor(),
+        ]
         if self.cfg.access.enabled:
             chain.append(AccessInterceptor(self.cfg.access))
         if self.store.shared:
@@ -205,9 +228,11 @@ class CertdServer:
             raise ConfigError(f"cannot listen on {self.cfg.listen}: {e}") from e
         if self.port == 0:
             raise ConfigError(f"cannot listen on {self.cfg.listen}")
+        if self.cfg.observability.metrics_listen is not None:
+            self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
+            self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]
         self._server.start()
-        for name in ("", *SERVICE_NAMES):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.monitor.start()  # SERVING while the ledger and the pool are healthy
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
 
@@ -216,11 +241,14 @@ class CertdServer:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self.monitor.stop()
         self.health.enter_graceful_shutdown()
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
         self.pool.close()
         self.ledger.close()  # commits what is queued, then closes the store
+        if self._stop_metrics is not None:
+            self._stop_metrics()
         log.info("certd stopped")
 
     def wait(self) -> None:
