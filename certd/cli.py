@@ -298,9 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.set_defaults(fn=_cmd_audit)
 
-    from certd.witness_cli import add_parser as add_witness_parser
+    from certd.ops_cli import add_parsers as add_ops_parsers
 
-    add_witness_parser(sub)
+    add_ops_parsers(sub)
 
     for cmd in (s, k, a):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")

@@ -1,4 +1,7 @@
-"""``certd witness``: follow a log over gRPC, cosign its checkpoints, serve them over HTTP.
+"""Operator commands: ``certd witness`` (follow a log and cosign it) and ``certd health``.
+
+``certd health --server HOST:PORT`` asks the gRPC health service and exits 0 when certd is
+SERVING, 1 otherwise (for container and Kubernetes probes; TLS flags as for ``witness``).
 
 Example::
 
@@ -32,7 +35,7 @@ from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
 from certd.ledger.witness import Witness
 from certd.signing.keys import VerifierKey, load_signing_key
 
-__all__ = ["WitnessFollower", "add_parser", "log_channel"]
+__all__ = ["WitnessFollower", "add_parsers", "log_channel"]
 
 log = logging.getLogger("certd.witness")
 
@@ -43,6 +46,7 @@ def log_channel(
     token: str | None = None,
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
+    server_name: str | None = None,
 ) -> grpc.Channel:
     """A channel to a certd (plaintext, TLS, mTLS, with an optional bearer token).
 
@@ -52,6 +56,8 @@ def log_channel(
         token: a bearer token (TLS only).
         tls_cert: client certificate for mTLS.
         tls_key: its key.
+        server_name: the name to check certd's certificate against, when it differs from
+            the host in ``address``.
 
     Raises:
         ConfigError: a token or client certificate without TLS.
@@ -59,7 +65,9 @@ def log_channel(
     Returns:
         The channel.
     """
-    options = [("grpc.max_receive_message_length", 64 << 20)]
+    options: list[tuple[str, int | str]] = [("grpc.max_receive_message_length", 64 << 20)]
+    if server_name is not None:
+        options.append(("grpc.ssl_target_name_override", server_name))
     if tls_ca is None:
         if token is not None or tls_cert is not None:
             raise ConfigError("--token and --tls-cert need --tls-ca")
@@ -168,7 +176,9 @@ def _cmd_witness(args: argparse.Namespace) -> int:
         raise InvalidInputError("--log-key: name the log's key", field="log_key")
     key = load_signing_key(args.key)
     witness = Witness(key, _vkeys(args.log_key), args.origin, args.state)
-    channel = log_channel(args.log, args.tls_ca, args.token, args.tls_cert, args.tls_key)
+    channel = log_channel(
+        args.log, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
+    )
     follower = WitnessFollower(witness, channel, args.log)
     if args.once:
         note = follower.step()
@@ -194,7 +204,46 @@ def _cmd_witness(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def _cmd_health(args: argparse.Namespace) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    channel = log_channel(
+        args.server, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
+    )
+    try:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
+        )
+        status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    except grpc.RpcError as e:
+        status = f"{e.code().name}: {e.details()}"
+    finally:
+        channel.close()
+    print(json.dumps({"server": args.server, "status": status}) if args.json else status)
+    return 0 if status == "SERVING" else 1
+
+
+def _tls_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls-ca", type=Path, default=None, help="CA of certd's certificate")
+    p.add_argument("--tls-cert", type=Path, default=None, help="client certificate (mTLS)")
+    p.add_argument("--tls-key", type=Path, default=None, help="client key (mTLS)")
+    p.add_argument("--tls-server-name", default=None, help="name in certd's certificate")
+    p.add_argument("--token", default=None, help="bearer token")
+
+
+def add_parsers(sub: Any) -> None:
+    """Add the ``witness`` and ``health`` subcommands to ``certd``'s parser."""
+    h: argparse.ArgumentParser = sub.add_parser("health", help="probe a certd's health (exit 0)")
+    h.add_argument("--server", required=True, help="host:port")
+    h.add_argument("--service", default="", help="a service name, or '' for the server")
+    h.add_argument("--timeout", type=float, default=5.0)
+    _tls_flags(h)
+    h.add_argument("--json", action="store_true", help="machine-readable output")
+    h.set_defaults(fn=_cmd_health)
+    _add_witness(sub)
+
+
+def _add_witness(sub: Any) -> argparse.ArgumentParser:
     """Add the ``witness`` subcommand to ``certd``'s parser."""
     w: argparse.ArgumentParser = sub.add_parser(
         "witness", help="follow a log and cosign its checkpoints (C2SP)"
@@ -207,10 +256,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     w.add_argument("--listen", default="127.0.0.1:0", help="HTTP address for /checkpoint")
     w.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
     w.add_argument("--once", action="store_true", help="cosign the current checkpoint and exit")
-    w.add_argument("--tls-ca", type=Path, default=None)
-    w.add_argument("--tls-cert", type=Path, default=None)
-    w.add_argument("--tls-key", type=Path, default=None)
-    w.add_argument("--token", default=None, help="bearer token with the audit role")
+    _tls_flags(w)
     w.add_argument("--json", action="store_true", help="machine-readable output")
     w.set_defaults(fn=_cmd_witness)
     return w
