@@ -19,6 +19,7 @@ BENCHES = (
     "bench_certify",
     "bench_ledger",
     "bench_advantages",
+    "bench_cluster",
 )
 
 

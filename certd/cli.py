@@ -171,13 +171,16 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     return keys
 
 
-def _remote_audit(address: str, keys: list[VerifierKey], state: Path) -> AuditReport:
+def _remote_audit(
+    address: str, keys: list[VerifierKey], state: Path, args: argparse.Namespace
+) -> AuditReport:
     import grpc
 
+    from certd.ops_cli import log_channel
     from certd.v1 import ledger_pb2, ledger_pb2_grpc
 
-    channel = grpc.insecure_channel(
-        address, options=[("grpc.max_receive_message_length", 64 << 20)]
+    channel = log_channel(
+        address, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
     )
     stub = ledger_pb2_grpc.LedgerStub(channel)
 
@@ -209,7 +212,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
         state = args.state or _default_state(f"server:{args.server}")
-        report = _remote_audit(args.server, keys, state)
+        report = _remote_audit(args.server, keys, state, args)
     elif args.ledger:
         from certd.ledger.redis_store import RedisStore
 
@@ -287,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--server")
     where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
     a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
+    a.add_argument("--tls-ca", type=Path, default=None, help="--server: CA of certd's cert")
+    a.add_argument("--tls-cert", type=Path, default=None, help="--server: client cert (mTLS)")
+    a.add_argument("--tls-key", type=Path, default=None, help="--server: client key (mTLS)")
+    a.add_argument("--tls-server-name", default=None, help="--server: name in certd's cert")
+    a.add_argument("--token", default=None, help="--server: bearer token with the audit role")
     a.add_argument(
         "--trust",
         action="append",

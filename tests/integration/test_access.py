@@ -147,6 +147,13 @@ def test_tokens_and_roles_over_tls(tls_server: CertdServer, pki: Path) -> None:
     with CertdClient(address, tls_ca=ca) as c:
         with pytest.raises(ForkgateError, match=r"expected a bearer token"):
             c.verify(TASK, "<answer>1</answer>")
+    # The auditor reads the ledger over TLS with an audit token; a certify token is refused.
+    from certd.cli import main as certd_main
+
+    state = pki.parent / f"audit-{tls_server.port}.json"
+    base = ["audit", "--server", address, "--trust", vkey, "--tls-ca", str(ca), "--json"]
+    assert certd_main([*base, "--token", "a-token", "--state", str(state)]) == 0
+    assert certd_main([*base, "--token", "c-token", "--state", str(state)]) == 2
     # Health needs no credentials (probes), but still TLS.
     creds = grpc.ssl_channel_credentials(ca.read_bytes())
     with grpc.secure_channel(address, creds) as ch:
