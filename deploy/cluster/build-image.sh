@@ -18,23 +18,40 @@ WORK=${WORK:-$(mktemp -d /tmp/forkgate-image.XXXXXX)}
 ROOT=$WORK/rootfs
 CACHE=${CACHE:-/var/cache/forkgate-debootstrap}
 
-echo "[1/4] wheelhouse for forkgate[server] (host, PyPI)"
-"$PIP" wheel --quiet --wheel-dir "$WORK/wheelhouse" "$REPO[server]"
-
-echo "[2/4] Debian $SUITE root (host, $MIRROR)"
+echo "[1/4] Debian $SUITE root (host, $MIRROR)"
 mkdir -p "$CACHE"
-debootstrap --variant=minbase --cache-dir="$CACHE" \
-  --include=python3,python3-venv,redis-server,nginx-core,ca-certificates \
-  "$SUITE" "$ROOT" "$MIRROR"
+if [ ! -x "$ROOT/usr/bin/python3" ]; then   # a WORK dir kept from a failed run is reused
+  debootstrap --variant=minbase --cache-dir="$CACHE" \
+    --include=python3,python3-venv,redis-server,nginx-core,ca-certificates \
+    "$SUITE" "$ROOT" "$MIRROR"
+fi
+PYVER=$(chroot "$ROOT" python3 -c 'import platform; print(platform.python_version())')
+
+echo "[2/4] wheelhouse for forkgate[server] on Python $PYVER (host, PyPI)"
+rm -rf "$WORK/wheelhouse"
+"$PIP" wheel --quiet --no-deps --wheel-dir "$WORK/wheelhouse" "$REPO"
+DEPS=$("$REPO/.venv/bin/python" - "$REPO/pyproject.toml" <<'PY'
+import sys, tomllib
+p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(p["dependencies"] + p["optional-dependencies"]["server"]))
+PY
+)
+mapfile -t DEPS <<<"$DEPS"
+"$PIP" download --quiet --dest "$WORK/wheelhouse" --only-binary=:all: \
+  --python-version "$PYVER" --implementation cp \
+  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 \
+  "${DEPS[@]}"
 
 echo "[3/4] install offline inside the root"
-cp -r "$WORK/wheelhouse" "$ROOT/tmp/wheelhouse"
+rm -rf "$ROOT/tmp/wheelhouse" && cp -r "$WORK/wheelhouse" "$ROOT/tmp/wheelhouse"
 chroot "$ROOT" python3 -m venv /opt/certd
 chroot "$ROOT" /opt/certd/bin/pip install --quiet --no-index --find-links /tmp/wheelhouse \
   'forkgate[server]'
 chroot "$ROOT" /opt/certd/bin/certd --help >/dev/null
 rm -rf "$ROOT/tmp/wheelhouse" "$ROOT/var/cache/apt/archives"/*.deb "$ROOT/var/lib/apt/lists"/*
-chroot "$ROOT" useradd --system --uid 10001 --home-dir /var/lib/certd --create-home certd
+chroot "$ROOT" id -u certd >/dev/null 2>&1 ||
+  chroot "$ROOT" useradd --system --uid 10001 --home-dir /var/lib/certd --create-home certd
 mkdir -p "$ROOT/data" && chown 10001:10001 "$ROOT/data"
 
 echo "[4/4] docker import -> $TAG"
