@@ -37,6 +37,9 @@ print("\n".join(p["dependencies"] + p["optional-dependencies"]["server"]))
 PY
 )
 mapfile -t DEPS <<<"$DEPS"
+# pip evaluates python_full_version markers with the host's interpreter, not --python-version:
+# name what the image's 3.11.2 needs that a newer host would skip (redis -> async-timeout).
+DEPS+=("async-timeout>=4.0.3")
 "$PIP" download --quiet --dest "$WORK/wheelhouse" --only-binary=:all: \
   --python-version "$PYVER" --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
