@@ -65,7 +65,13 @@ def log_channel(
     Returns:
         The channel.
     """
-    options: list[tuple[str, int | str]] = [("grpc.max_receive_message_length", 64 << 20)]
+    options: list[tuple[str, int | str]] = [
+        ("grpc.max_receive_message_length", 64 << 20),
+        # A follower must notice a log that comes back within seconds, not minutes.
+        ("grpc.initial_reconnect_backoff_ms", 500),
+        ("grpc.min_reconnect_backoff_ms", 500),
+        ("grpc.max_reconnect_backoff_ms", 5000),
+    ]
     if server_name is not None:
         options.append(("grpc.ssl_target_name_override", server_name))
     if tls_ca is None:
