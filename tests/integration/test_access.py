@@ -147,6 +147,16 @@ def test_tokens_and_roles_over_tls(tls_server: CertdServer, pki: Path) -> None:
     with CertdClient(address, tls_ca=ca) as c:
         with pytest.raises(ForkgateError, match=r"expected a bearer token"):
             c.verify(TASK, "<answer>1</answer>")
+    # The asyncio client speaks TLS with a token too.
+    import asyncio
+
+    from forkgate import AsyncCertdClient
+
+    async def verify_async() -> int:
+        async with AsyncCertdClient(address, tls_ca=ca, token="v-token") as ac:
+            return int((await ac.verify(TASK, "<answer>(25-5)*4+3</answer>")).status)
+
+    assert asyncio.run(verify_async()) > 0
     # The auditor reads the ledger over TLS with an audit token; a certify token is refused.
     from certd.cli import main as certd_main
 
