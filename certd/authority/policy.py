@@ -13,7 +13,10 @@ refused as a pseudo-fork. Nothing is returned before its ledger entry is durable
 Across replicas sharing one ledger: each decision first indexes what other replicas appended,
 and the ledger key ``feasibility/<task>/<κ>/<label>`` is unique in the store, so when two
 replicas certify the same (task, κ, label) at once, the store takes one entry and the other
-replica returns that certificate as ``existing``.
+replica returns that certificate as ``existing``. The pseudo-fork rule holds across replicas
+through a ``CanonicalRegistry`` (in Redis for a cluster): a replica reserves (task, κ,
+canonical solution) for its label before writing, so two replicas cannot certify one
+solution under two labels at once.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Protocol
 
 from certd.authority.checker import Checkers, DomainTask
 from certd.authority.index import CertificateIndex, IndexedCertificate
@@ -36,7 +40,28 @@ from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
 from certd.v1 import tasks_pb2
 
-__all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
+__all__ = [
+    "Authority",
+    "CanonicalRegistry",
+    "CertifyOutcome",
+    "CheckedTask",
+    "Refusal",
+    "refuse",
+]
+
+
+class CanonicalRegistry(Protocol):
+    """Cluster-wide reservations of canonical solutions (task, κ, canonical) → label."""
+
+    def reserve(self, task_digest: str, kappa: str, canonical: str, label: str) -> str | None:
+        """Reserve a canonical solution for a label.
+
+        Returns:
+            None when reserved (or already reserved for this label), else the other label.
+        """
+
+    def release(self, task_digest: str, kappa: str, canonical: str, label: str) -> None:
+        """Drop this label's reservation after its ledger write failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +121,10 @@ class Authority:
         signer: SigningKey,
         *,
         clock: Callable[[], float] = time.time,
+        canonicals: CanonicalRegistry | None = None,
     ) -> None:
         self._checkers = checkers
+        self._canonicals = canonicals
         self._ledger = ledger
         self._signer = signer
         self._clock = clock
@@ -152,6 +179,8 @@ class Authority:
             clash = clash or self._pending_canonical.get(
                 (task.digest, kappa, cert.canonical_digest)
             )
+            if clash is None and self._canonicals is not None:
+                clash = self._canonicals.reserve(task.digest, kappa, cert.canonical_digest, label)
             if clash is not None:
                 return _refusal(
                     "PSEUDO_FORK",
@@ -167,7 +196,7 @@ class Authority:
             written = self._ledger.submit(CertificateIndex.key(*key), cert.envelope)
         except CertdError as e:
             pending.future.set_exception(e)
-            self._settle(key, pending)
+            self._settle(key, pending, failed=True)
             raise
         written.add_done_callback(lambda f: self._settle(key, pending, f))
         return pending
@@ -204,7 +233,11 @@ class Authority:
         )
 
     def _settle(
-        self, key: tuple[str, str, str], pending: _Pending, written: Future[int] | None = None
+        self,
+        key: tuple[str, str, str],
+        pending: _Pending,
+        written: Future[int] | None = None,
+        failed: bool = False,
     ) -> None:
         """Move a pending certificate into the index once its write settled (or failed)."""
         if written is not None:
@@ -217,6 +250,12 @@ class Authority:
                 pending.future.set_result(placed)
                 return
             pending.future.set_exception(error)
+            failed = not isinstance(error, DuplicateKeyError)
+        if failed and self._canonicals is not None:
+            try:
+                self._canonicals.release(key[0], key[1], pending.cert.canonical_digest, key[2])
+            except CertdError:
+                pass  # a stale reservation expires (see CanonicalRegistry implementations)
         with self._lock(key[0]):
             self._forget(key, pending)
 

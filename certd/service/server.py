@@ -150,7 +150,14 @@ class CertdServer:
             self.store.close()
             raise
         self.checkers = Checkers(cfg)
-        self.authority = Authority(self.checkers, self.ledger, self.key)
+        canonicals = None
+        if self.store.shared:
+            from certd.ledger.redis_store import RedisStore
+            from certd.service.cluster import RedisCanonicals
+
+            assert isinstance(self.store, RedisStore)
+            canonicals = RedisCanonicals(self.store.client, self.store.key_prefix)
+        self.authority = Authority(self.checkers, self.ledger, self.key, canonicals=canonicals)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
         self.pool = VerifyPool(
             self.checkers.countdown,

@@ -256,3 +256,34 @@ def test_certificates_verify_against_the_task(cluster: Cluster) -> None:
         cert, KeyRing([VerifierKey.from_vkey(cluster.vkey)]), task=make_task("countdown", task)
     )
     assert claim.label == label
+
+
+def test_pseudo_fork_rule_holds_across_replicas(cluster: Cluster) -> None:
+    """One solution written two ways, certified under two labels at two replicas at once:
+    one certificate, the other request refused as PSEUDO_FORK."""
+    task = {"numbers": [25, 5, 4, 3], "target": 83}
+    claims = [("25,-", "(25-5)*4+3"), ("3,+", "3+4*(25-5)")]  # commuted: the same solution
+    outcomes: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def one(address: str, label: str, witness: str) -> None:
+        with CertdClient(address) as c:
+            c.enumerate_families(task)  # connect first, so both calls start together
+            barrier.wait()
+            try:
+                outcomes.append(c.certify(task, label, witness))
+            except CertificationRefusedError as e:
+                outcomes.append(e)
+
+    threads = [
+        threading.Thread(target=one, args=(a, label, w))
+        for a, (label, w) in zip(cluster.addresses[:2], claims, strict=True)
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    refused = [o for o in outcomes if isinstance(o, CertificationRefusedError)]
+    assert len(outcomes) == 2 and len(refused) == 1, outcomes
+    assert refused[0].reason == "PSEUDO_FORK"
+    assert audit(cluster)["size"] == 1
