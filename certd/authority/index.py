@@ -69,6 +69,7 @@ class CertificateIndex:
         self._by_id: dict[bytes, int] = {}
         self._scan_lock = threading.Lock()
         self._scanned = 0
+        self._ahead: set[int] = set()  # indexes added past the scan (ours), not parsed again
         if ledger is not None:
             self._load(ledger)
 
@@ -82,11 +83,19 @@ class CertificateIndex:
             size = ledger.size()
             for start in range(self._scanned, size, _SCAN_CHUNK):
                 end = min(size, start + _SCAN_CHUNK)
+                with self._lock:
+                    known = {i for i in self._ahead if start <= i < end}
+                if len(known) == end - start:
+                    continue
                 for offset, entry in enumerate(ledger.entries(start, end)):
+                    if start + offset in known:
+                        continue
                     cert = parse_feasibility_entry(start + offset, entry)
                     if cert is not None:
                         self.add(cert)
-            self._scanned = max(self._scanned, size)
+            with self._lock:
+                self._scanned = max(self._scanned, size)
+                self._ahead = {i for i in self._ahead if i >= self._scanned}
 
     def catch_up(self) -> None:
         """Index certificates other replicas appended since the last scan (shared ledgers).
@@ -103,6 +112,8 @@ class CertificateIndex:
             labels = self._by_task.setdefault(cert.task_digest, {}).setdefault(cert.kappa, {})
             labels[cert.label] = _Slot(cert.index, cert.label_fields, cert.canonical_digest)
             self._by_id[bytes.fromhex(cert.certificate_id)] = cert.index
+            if cert.index >= self._scanned:
+                self._ahead.add(cert.index)
 
     def _slot(self, task_digest: str, kappa: str, label: str) -> _Slot | None:
         with self._lock:
