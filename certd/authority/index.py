@@ -78,6 +78,11 @@ class CertificateIndex:
         """The ledger lookup key of a feasibility certificate."""
         return f"feasibility/{task_digest}/{kappa}/{label}"
 
+    @staticmethod
+    def canonical_key(task_digest: str, kappa: str, canonical_digest: str) -> str:
+        """The ledger key a certificate claims for its canonical solution (shared stores)."""
+        return f"canonical/{task_digest}/{kappa}/{canonical_digest}"
+
     def _load(self, ledger: Ledger) -> None:
         with self._scan_lock:
             size = ledger.size()

@@ -13,10 +13,10 @@ refused as a pseudo-fork. Nothing is returned before its ledger entry is durable
 Across replicas sharing one ledger: each decision first indexes what other replicas appended,
 and the ledger key ``feasibility/<task>/<κ>/<label>`` is unique in the store, so when two
 replicas certify the same (task, κ, label) at once, the store takes one entry and the other
-replica returns that certificate as ``existing``. The pseudo-fork rule holds across replicas
-through a ``CanonicalRegistry`` (in Redis for a cluster): a replica reserves (task, κ,
-canonical solution) for its label before writing, so two replicas cannot certify one
-solution under two labels at once.
+replica returns that certificate as ``existing``. On a shared store the entry also claims the
+key ``canonical/<task>/<κ>/<canonical digest>`` in the same atomic append, so two replicas
+cannot certify one solution under two labels at once: the loser's request is refused as a
+pseudo-fork.
 """
 
 from __future__ import annotations
@@ -26,42 +26,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Protocol
 
 from certd.authority.checker import Checkers, DomainTask
 from certd.authority.index import CertificateIndex, IndexedCertificate
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError, CertificationRefusedError
 from certd.ledger.log import Ledger
-from certd.ledger.store import DuplicateKeyError
+from certd.ledger.store import KEY_SEPARATOR, DuplicateKeyError
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
 from certd.v1 import tasks_pb2
 
-__all__ = [
-    "Authority",
-    "CanonicalRegistry",
-    "CertifyOutcome",
-    "CheckedTask",
-    "Refusal",
-    "refuse",
-]
-
-
-class CanonicalRegistry(Protocol):
-    """Cluster-wide reservations of canonical solutions (task, κ, canonical) → label."""
-
-    def reserve(self, task_digest: str, kappa: str, canonical: str, label: str) -> str | None:
-        """Reserve a canonical solution for a label.
-
-        Returns:
-            None when reserved (or already reserved for this label), else the other label.
-        """
-
-    def release(self, task_digest: str, kappa: str, canonical: str, label: str) -> None:
-        """Drop this label's reservation after its ledger write failed."""
+__all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +99,8 @@ class Authority:
         signer: SigningKey,
         *,
         clock: Callable[[], float] = time.time,
-        canonicals: CanonicalRegistry | None = None,
     ) -> None:
         self._checkers = checkers
-        self._canonicals = canonicals
         self._ledger = ledger
         self._signer = signer
         self._clock = clock
@@ -179,8 +155,6 @@ class Authority:
             clash = clash or self._pending_canonical.get(
                 (task.digest, kappa, cert.canonical_digest)
             )
-            if clash is None and self._canonicals is not None:
-                clash = self._canonicals.reserve(task.digest, kappa, cert.canonical_digest, label)
             if clash is not None:
                 return _refusal(
                     "PSEUDO_FORK",
@@ -192,11 +166,16 @@ class Authority:
             self._pending[key] = pending
             self._pending_canonical[(task.digest, kappa, cert.canonical_digest)] = label
         # The ledger write happens outside the lock: a full group-commit queue may block here.
+        ledger_key = CertificateIndex.key(*key)
+        if self._ledger.store.shared:  # one atomic append claims the canonical solution too
+            ledger_key += KEY_SEPARATOR + CertificateIndex.canonical_key(
+                task.digest, kappa, cert.canonical_digest
+            )
         try:
-            written = self._ledger.submit(CertificateIndex.key(*key), cert.envelope)
+            written = self._ledger.submit(ledger_key, cert.envelope)
         except CertdError as e:
             pending.future.set_exception(e)
-            self._settle(key, pending, failed=True)
+            self._settle(key, pending)
             raise
         written.add_done_callback(lambda f: self._settle(key, pending, f))
         return pending
@@ -233,11 +212,7 @@ class Authority:
         )
 
     def _settle(
-        self,
-        key: tuple[str, str, str],
-        pending: _Pending,
-        written: Future[int] | None = None,
-        failed: bool = False,
+        self, key: tuple[str, str, str], pending: _Pending, written: Future[int] | None = None
     ) -> None:
         """Move a pending certificate into the index once its write settled (or failed)."""
         if written is not None:
@@ -250,12 +225,6 @@ class Authority:
                 pending.future.set_result(placed)
                 return
             pending.future.set_exception(error)
-            failed = not isinstance(error, DuplicateKeyError)
-        if failed and self._canonicals is not None:
-            try:
-                self._canonicals.release(key[0], key[1], pending.cert.canonical_digest, key[2])
-            except CertdError:
-                pass  # a stale reservation expires (see CanonicalRegistry implementations)
         with self._lock(key[0]):
             self._forget(key, pending)
 
@@ -279,13 +248,26 @@ class Authority:
         except DuplicateKeyError as e:
             if e.index is None:
                 raise
-            # Another replica certified the same (task, κ, label) first: return its one.
+            # Another replica got there first: the same (task, κ, label) -> return its
+            # certificate; the same solution under another label -> a pseudo-fork.
             self._ledger.cover(e.index)
             stored = self._index.load(e.index)
-            if stored is None:
+            mine = outcome.cert
+            if stored is None or (stored.task_digest, stored.kappa) != (
+                mine.task_digest,
+                mine.kappa,
+            ):
                 raise
             self._index.add(stored)
-            return CertifyOutcome(certificate=stored, existing=True)
+            if stored.label == mine.label:
+                return CertifyOutcome(certificate=stored, existing=True)
+            if stored.canonical_digest == mine.canonical_digest:
+                return _refusal(
+                    "PSEUDO_FORK",
+                    f"the witness is the same solution as the one certified for label "
+                    f"{stored.label!r} (commuted or re-associated); not a new family",
+                )
+            raise
         existing = outcome.existing or cert.envelope != outcome.cert.envelope
         return CertifyOutcome(certificate=cert, existing=existing)
 

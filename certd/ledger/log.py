@@ -387,12 +387,15 @@ class Ledger:
                 return accepted, self._store.append(items)
             except AppendConflictError:
                 time.sleep(random.uniform(0, 0.0005 * min(attempt + 1, 20)))
-            except DuplicateKeyError:
-                if not self._store.shared:
+            except DuplicateKeyError as e:
+                if not self._store.shared or e.index is None:
                     raise
+                before = len(accepted)
                 accepted = self._reject_duplicate_keys(accepted)  # another replica took a key
                 if not accepted:
                     return [], 0
+                if len(accepted) == before:
+                    raise  # a key no request owns up to: fail the batch rather than spin
         raise self._fail(f"append lost {_MAX_CONFLICT_RETRIES} races to other writers in a row")
 
     def _reject_duplicate_keys(self, requests: list[_Request]) -> list[_Request]:

@@ -19,7 +19,8 @@ Keys (``P`` is the prefix; the ``{P}`` hash tag keeps them in one Redis Cluster 
 
 Sequencing: an append is one Lua script, run atomically by Redis. It compares the stored
 size with the size the replica built its Merkle nodes on (compare-and-set), refuses a key
-that is already stored, then writes the entries, their keys, every complete node they
+that is already stored (an entry may claim several keys joined by ``KEY_SEPARATOR``; each
+must be new), then writes the entries, their keys, every complete node they
 create (one ``SETRANGE`` per level) and the new size. A replica that lost the race gets
 ``AppendConflictError`` and nothing was written, so indexes have no gaps and no duplicates
 however many replicas append at once. Complete nodes never change once written, so any
@@ -47,6 +48,7 @@ from redis.exceptions import RedisError
 from certd.errors import ConfigError, StoreError
 from certd.ledger.merkle import HASH_SIZE
 from certd.ledger.store import (
+    KEY_SEPARATOR,
     AppendConflictError,
     DuplicateKeyError,
     Entry,
@@ -55,7 +57,7 @@ from certd.ledger.store import (
     StoreLimits,
 )
 
-__all__ = ["APPENDFSYNC_POLICIES", "RedisStore", "SCHEMA_VERSION", "redis_url_ok"]
+__all__ = ["APPENDFSYNC_POLICIES", "KEY_SEPARATOR", "RedisStore", "SCHEMA_VERSION", "redis_url_ok"]
 
 SCHEMA_VERSION = 1
 """Version of the key layout, stored in ``{P}:meta``."""
@@ -70,18 +72,21 @@ local nl = tonumber(ARGV[3])
 local size = tonumber(redis.call('GET', KEYS[1]) or '0')
 if size ~= first then return {'CONFLICT', tostring(size)} end
 local base = 4
+local seen = {}
 for i = 0, n - 1 do
-  local k = ARGV[base + 2 * i]
-  if k ~= '' then
-    local at = redis.call('HGET', KEYS[3], k)
-    if at then return {'DUPLICATE', k, at} end
+  for part in string.gmatch(ARGV[base + 2 * i], '[^\\30]+') do
+    local at = redis.call('HGET', KEYS[3], part)
+    if at then return {'DUPLICATE', part, at} end
+    if seen[part] then return {'DUPLICATE_IN_APPEND', part} end
+    seen[part] = true
   end
 end
 for i = 0, n - 1 do
-  local k = ARGV[base + 2 * i]
   local idx = tostring(first + i)
   redis.call('HSET', KEYS[2], idx, ARGV[base + 2 * i + 1])
-  if k ~= '' then redis.call('HSET', KEYS[3], k, idx) end
+  for part in string.gmatch(ARGV[base + 2 * i], '[^\\30]+') do
+    redis.call('HSET', KEYS[3], part, idx)
+  end
 end
 local lb = base + 2 * n
 for j = 0, nl - 1 do
@@ -272,11 +277,19 @@ class RedisStore(LedgerStore):
         self._check_open()
         if not keys:
             return {}
+        parts = [[p for p in k.split(KEY_SEPARATOR) if p] for k in keys]
+        flat = [p for ps in parts for p in ps]
         try:
-            got = self._r.hmget(self._k_keys, list(keys))
+            got = self._r.hmget(self._k_keys, flat)
         except RedisError as e:
             raise StoreError(f"cannot look up keys: {e}") from e
-        return {k: int(v) for k, v in zip(keys, got, strict=True) if v is not None}
+        at = dict(zip(flat, got, strict=True))
+        found: dict[str, int] = {}
+        for key, ps in zip(keys, parts, strict=True):
+            hit = next((at[p] for p in ps if at[p] is not None), None)
+            if hit is not None:
+                found[key] = int(hit)
+        return found
 
     def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
         self._check_open()
@@ -303,6 +316,8 @@ class RedisStore(LedgerStore):
             raise AppendConflictError(first, int(result[1]))
         if status == "DUPLICATE":
             raise DuplicateKeyError(_text(result[1]), int(result[2]))
+        if status == "DUPLICATE_IN_APPEND":
+            raise DuplicateKeyError(_text(result[1]), None)
         if status != "OK":
             raise StoreError(f"append of {len(entries)} entries at {first}: got {result!r}")
 

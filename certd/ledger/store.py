@@ -37,6 +37,7 @@ __all__ = [
     "AppendConflictError",
     "DuplicateKeyError",
     "Entry",
+    "KEY_SEPARATOR",
     "LedgerStore",
     "Node",
     "StoreLimits",
@@ -79,6 +80,10 @@ class AppendConflictError(StoreError):
         super().__init__(f"expected tree size {expected} at commit, got {size}: another writer")
         self.size = size
 
+
+KEY_SEPARATOR = "\x1e"
+"""Joins several unique keys of one entry in a shared store (``RedisStore``): each part is
+then unique and findable on its own. The embedded SQLite store treats a key as one string."""
 
 _T = TypeVar("_T")
 _DUMMY = bytes(HASH_SIZE)

@@ -40,7 +40,7 @@ from certd.config import ClusterConfig
 from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
 from certd.service.access import current_principal
 
-__all__ = ["ClusterInterceptor", "RedisCanonicals", "client_of"]
+__all__ = ["ClusterInterceptor", "client_of"]
 
 log = logging.getLogger("certd.cluster")
 
@@ -89,84 +89,6 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {ok, wait_ms}
 """
-
-
-_RESERVE = """
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if v then
-  local tab = string.find(v, '\t', 1, true)
-  local label = string.sub(v, 1, tab - 1)
-  local ts = tonumber(string.sub(v, tab + 1))
-  if label == ARGV[2] then return false end
-  if redis.call('HEXISTS', KEYS[2], ARGV[3] .. label) == 1 then return label end
-  if now - ts < tonumber(ARGV[4]) then return label end
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '\t' .. now)
-return false
-"""
-
-_RELEASE = """
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if v and string.sub(v, 1, string.len(ARGV[2]) + 1) == ARGV[2] .. '\t' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 0
-"""
-
-
-class RedisCanonicals:
-    """The pseudo-fork rule across replicas: (task, κ, canonical solution) → label, in Redis.
-
-    A reservation by another label blocks while that label's certificate is in the ledger, or
-    while the reservation is younger than ``stale_s`` (its replica may still be writing); an
-    older one whose certificate never landed (the replica died) is taken over.
-    """
-
-    def __init__(self, client: redis.Redis, prefix: str, stale_s: float = 60.0) -> None:
-        """Set up.
-
-        Args:
-            client: the Redis client (the ledger store's).
-            prefix: the hash-tagged key prefix, e.g. ``{certd}``.
-            stale_s: when a reservation without a certificate may be taken over.
-        """
-        self._k_canonical = f"{prefix}:canonical"
-        self._k_keys = f"{prefix}:keys"
-        self._stale_ms = int(stale_s * 1000)
-        self._reserve = client.register_script(_RESERVE)
-        self._release = client.register_script(_RELEASE)
-
-    def reserve(self, task_digest: str, kappa: str, canonical: str, label: str) -> str | None:
-        """See ``certd.authority.policy.CanonicalRegistry``.
-
-        Raises:
-            StoreError: Redis failed.
-        """
-        field = f"{task_digest}/{kappa}/{canonical}"
-        key_prefix = f"feasibility/{task_digest}/{kappa}/"
-        try:
-            got = self._reserve(
-                keys=[self._k_canonical, self._k_keys],
-                args=[field, label, key_prefix, self._stale_ms],
-            )
-        except RedisError as e:
-            raise StoreError(f"canonical reservation: {e}") from e
-        return None if got is None else _text(got)
-
-    def release(self, task_digest: str, kappa: str, canonical: str, label: str) -> None:
-        """See ``certd.authority.policy.CanonicalRegistry``.
-
-        Raises:
-            StoreError: Redis failed.
-        """
-        try:
-            self._release(
-                keys=[self._k_canonical], args=[f"{task_digest}/{kappa}/{canonical}", label]
-            )
-        except RedisError as e:
-            raise StoreError(f"canonical reservation: {e}") from e
 
 
 def client_of(context: grpc.ServicerContext) -> str:

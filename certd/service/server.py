@@ -150,14 +150,7 @@ class CertdServer:
             self.store.close()
             raise
         self.checkers = Checkers(cfg)
-        canonicals = None
-        if self.store.shared:
-            from certd.ledger.redis_store import RedisStore
-            from certd.service.cluster import RedisCanonicals
-
-            assert isinstance(self.store, RedisStore)
-            canonicals = RedisCanonicals(self.store.client, self.store.key_prefix)
-        self.authority = Authority(self.checkers, self.ledger, self.key, canonicals=canonicals)
+        self.authority = Authority(self.checkers, self.ledger, self.key)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
         self.pool = VerifyPool(
             self.checkers.countdown,

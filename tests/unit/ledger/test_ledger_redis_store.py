@@ -160,3 +160,21 @@ def test_persistence_policy_is_checked(tmp_path: Path) -> None:
         RedisStore(server.url, prefix="a:b", appendfsync="any")
     with pytest.raises(StoreError, match="cannot open"):
         RedisStore(server.url, prefix="p", appendfsync="any", socket_timeout_s=1)
+
+
+def test_an_entry_can_claim_several_unique_keys(store: RedisStore) -> None:
+    from certd.ledger.store import KEY_SEPARATOR as SEP
+
+    assert store.append([(f"label/a{SEP}canon/x", b"1"), (f"label/b{SEP}canon/y", b"2")]) == 0
+    assert store.find("label/a") == 0 and store.find("canon/y") == 1
+    assert store.find_many([f"label/c{SEP}canon/x"]) == {f"label/c{SEP}canon/x": 0}
+    with pytest.raises(DuplicateKeyError) as info:  # a new label, a solution already claimed
+        store.append([(f"label/c{SEP}canon/x", b"3")])
+    assert info.value.index == 0  # found by the pre-check, or by the script under a race
+    with pytest.raises(DuplicateKeyError) as info:  # the script itself, as under a race
+        store._write_batch(2, [(f"label/c{SEP}canon/x", b"3")], [])
+    assert (info.value.key, info.value.index) == ("canon/x", 0)
+    with pytest.raises(DuplicateKeyError) as info:  # two entries of one append claim one key
+        store.append([(f"label/d{SEP}canon/z", b"4"), (f"label/e{SEP}canon/z", b"5")])
+    assert (info.value.key, info.value.index) == ("canon/z", None)
+    assert store.size() == 2 and store.find("label/d") is None
