@@ -357,7 +357,7 @@ class Ledger:
         if not accepted:
             return
         try:
-            with self._commit_lock:
+            with self._commit_lock, self._store.writer_lock():
                 accepted, first = self._append_with_retries(accepted)
                 if not accepted:
                     return

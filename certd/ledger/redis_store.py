@@ -38,7 +38,10 @@ second of acknowledged entries and checkpoints, which clients may already hold: 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -112,7 +115,14 @@ if not latest then return false end
 return {latest, redis.call('HGET', KEYS[1], latest)}
 """
 
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
 _NODE_LEVELS = 64
+_LOCK_TTL_MS = 10_000
+_LOCK_WAIT_S = 30.0
 
 
 def redis_url_ok(url: str) -> bool:
@@ -176,6 +186,7 @@ class RedisStore(LedgerStore):
         self._k_nodes = [f"{p}:nodes:{level}" for level in range(_NODE_LEVELS)]
         self._k_checkpoints = f"{p}:checkpoints"
         self._k_latest = f"{p}:checkpoint:latest"
+        self._k_lock = f"{p}:writer"
         self._closed = False
         self._lock = threading.Lock()
         try:
@@ -185,6 +196,7 @@ class RedisStore(LedgerStore):
             self._append = self._r.register_script(_APPEND)
             self._put_cp = self._r.register_script(_PUT_CHECKPOINT)
             self._latest_cp = self._r.register_script(_LATEST_CHECKPOINT)
+            self._unlock = self._r.register_script(_UNLOCK)
             self._check_policy(appendfsync)
             self._r.hsetnx(self._k_meta, "schema_version", SCHEMA_VERSION)
             version = self._r.hget(self._k_meta, "schema_version")
@@ -344,6 +356,35 @@ class RedisStore(LedgerStore):
         except RedisError as e:
             raise StoreError(f"cannot read checkpoints: {e}") from e
         return None if note is None else (size, _text(note))
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """A Redis lock (SET NX PX, released by its owner only) around one replica's commit.
+
+        Replicas then queue for the append instead of redoing lost compare-and-set races.
+        It is an optimisation: appends stay compare-and-set, so a lock that expires (a replica
+        stalled over ``10 s``) or cannot be had within ``30 s`` costs retries, not correctness.
+        """
+        token = uuid.uuid4().hex
+        held = False
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        delay = 0.0002
+        try:
+            while not (held := bool(self._r.set(self._k_lock, token, nx=True, px=_LOCK_TTL_MS))):
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(delay)
+                delay = min(delay * 2, 0.005)
+        except RedisError as e:
+            raise StoreError(f"cannot take the writer lock: {e}") from e
+        try:
+            yield
+        finally:
+            if held:
+                try:
+                    self._unlock(keys=[self._k_lock], args=[token])
+                except RedisError:
+                    pass  # it expires after _LOCK_TTL_MS
 
     def ping(self) -> None:
         """Check that Redis answers.

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -168,6 +169,17 @@ class LedgerStore(ABC):
     @abstractmethod
     def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
         """Return the checkpoint for ``size``, or the largest one when ``size`` is None."""
+
+    def writer_lock(self) -> AbstractContextManager[None]:
+        """Serialise commits with other processes sharing the backend (a no-op here).
+
+        Correctness never depends on it (appends are compare-and-set); a shared backend
+        uses it so replicas queue for the append instead of redoing lost races.
+
+        Returns:
+            A context manager held around one commit.
+        """
+        return nullcontext()
 
     @abstractmethod
     def close(self) -> None:
