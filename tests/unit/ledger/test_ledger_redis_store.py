@@ -178,3 +178,26 @@ def test_an_entry_can_claim_several_unique_keys(store: RedisStore) -> None:
         store.append([(f"label/d{SEP}canon/z", b"4"), (f"label/e{SEP}canon/z", b"5")])
     assert (info.value.key, info.value.index) == ("canon/z", None)
     assert store.size() == 2 and store.find("label/d") is None
+
+
+def test_writer_lock_excludes_other_replicas(redis_server: object, redis_prefix: str) -> None:
+    url = redis_server.url  # type: ignore[attr-defined]
+    a, b = RedisStore(url, prefix=redis_prefix), RedisStore(url, prefix=redis_prefix)
+    order: list[str] = []
+    inside = threading.Event()
+
+    def other() -> None:
+        inside.wait()
+        with b.writer_lock():
+            order.append("b")
+
+    t = threading.Thread(target=other)
+    t.start()
+    with a.writer_lock():
+        inside.set()
+        t.join(timeout=0.3)  # b must still be waiting for the lock
+        order.append("a")
+    t.join()
+    assert order == ["a", "b"]
+    a.close()
+    b.close()
