@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io debootstrap chromium
+APT_PACKAGES := bubblewrap docker.io debootstrap chromium redis-server
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 

@@ -22,6 +22,7 @@ BENCHES = (
     "bench_code",
     "bench_math",
     "bench_ratchet_groups",
+    "bench_cluster",
 )
 
 

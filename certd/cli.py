@@ -27,8 +27,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from certd.config import load_config
-from certd.errors import CertdError, InvalidInputError, StoreError
+from certd.config import CertdConfig, load_config
+from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
 
@@ -37,6 +37,18 @@ __all__ = ["main"]
 
 def _emit(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
     print(json.dumps(obj, sort_keys=True) if args.json else text, flush=True)
+
+
+def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
+    """``cfg`` with fields of its cluster section replaced (None values ignored)."""
+    from pydantic import ValidationError
+
+    cluster = cfg.cluster.model_dump()
+    cluster.update({k: v for k, v in fields.items() if v is not None})
+    try:
+        return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
+    except ValidationError as e:
+        raise ConfigError(f"invalid cluster settings: {e}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -48,6 +60,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     cfg = load_config(args.config, data_dir=args.data_dir, listen=args.listen)
+    if args.ledger is not None or args.redis_prefix is not None:
+        cfg = _with_cluster(cfg, ledger_url=args.ledger, redis_prefix=args.redis_prefix)
+    if cfg.observability.log_format == "json":
+        from certd.service.observability import JsonFormatter
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
     server = CertdServer(cfg)
     port = server.start()
     done = threading.Event()
@@ -66,6 +85,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "data_dir": str(cfg.data_dir),
             "vkey": server.key.verifier().to_vkey(),
             "pid": os.getpid(),
+            "metrics_port": server.metrics_port or None,
         },
         f"certd serving on {host}:{port} (data dir {cfg.data_dir}); "
         f"log key {server.key.verifier().to_vkey()}",
@@ -184,13 +204,16 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     return keys
 
 
-def _remote_audit(address: str, keys: list[VerifierKey], state: Path) -> AuditReport:
+def _remote_audit(
+    address: str, keys: list[VerifierKey], state: Path, args: argparse.Namespace
+) -> AuditReport:
     import grpc
 
+    from certd.ops_cli import log_channel
     from certd.v1 import ledger_pb2, ledger_pb2_grpc
 
-    channel = grpc.insecure_channel(
-        address, options=[("grpc.max_receive_message_length", 64 << 20)]
+    channel = log_channel(
+        address, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
     )
     stub = ledger_pb2_grpc.LedgerStub(channel)
 
@@ -222,7 +245,17 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
         state = args.state or _default_state(f"server:{args.server}")
-        report = _remote_audit(args.server, keys, state)
+        report = _remote_audit(args.server, keys, state, args)
+    elif args.ledger:
+        from certd.ledger.redis_store import RedisStore
+
+        prefix = args.redis_prefix or "certd"
+        state = args.state or _default_state(f"redis:{args.ledger}#{prefix}")
+        redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
+        try:
+            report = audit_store(redis_store, keys, state)
+        finally:
+            redis_store.close()
     else:
         from certd.ledger.sqlite import SQLiteStore
 
@@ -288,6 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", type=Path, default=None, help="default ./certd-data")
     s.add_argument("--listen", default=None, help="default 127.0.0.1:50051 (loopback only)")
     s.add_argument("--config", type=Path, default=None, help="JSON config file")
+    s.add_argument(
+        "--ledger",
+        default=None,
+        help="redis://HOST:PORT/DB: a replica of a cluster sharing this Redis ledger "
+        "(default: the embedded SQLite ledger in the data dir)",
+    )
+    s.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
     s.set_defaults(fn=_cmd_serve)
 
     k = sub.add_parser("keygen", help="create an Ed25519 log key (C2SP signed-note format)")
@@ -309,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--data-dir", type=Path)
     where.add_argument("--server")
+    where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
+    a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
+    a.add_argument("--tls-ca", type=Path, default=None, help="--server: CA of certd's cert")
+    a.add_argument("--tls-cert", type=Path, default=None, help="--server: client cert (mTLS)")
+    a.add_argument("--tls-key", type=Path, default=None, help="--server: client key (mTLS)")
+    a.add_argument("--tls-server-name", default=None, help="--server: name in certd's cert")
+    a.add_argument("--token", default=None, help="--server: bearer token with the audit role")
     a.add_argument(
         "--trust",
         action="append",
@@ -325,7 +372,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--docker", action="store_true", help="also check the Docker backend")
     d.set_defaults(fn=_cmd_doctor)
 
-
     r = sub.add_parser(
         "kappa-report",
         help="is a κ decisive? within- vs between-family variance of downstream success",
@@ -333,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--in", dest="input", required=True, help="JSONL of verified rollouts")
     r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
     r.set_defaults(fn=_cmd_kappa_report)
+
+    from certd.ops_cli import add_parsers as add_ops_parsers
+
+    add_ops_parsers(sub)
 
     for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")

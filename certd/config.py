@@ -23,11 +23,14 @@ from certd.errors import ConfigError
 
 __all__ = [
     "AcceptanceConfig",
+    "AccessConfig",
     "CertdConfig",
+    "ClusterConfig",
     "CodeConfig",
     "CountdownConfig",
     "LedgerConfig",
     "MathConfig",
+    "ObservabilityConfig",
     "ServiceLimits",
     "TaskSetConfig",
     "load_config",
@@ -93,6 +96,68 @@ class LedgerConfig(_Strict):
     max_entry_bytes: int = Field(1 << 20, ge=1024)
 
 
+class ClusterConfig(_Strict):
+    """A certd replica of a cluster: the shared Redis ledger, idempotency and rate limits.
+
+    With ``ledger_url`` unset certd runs embedded (SQLite in ``data_dir``) and the rest of
+    this section is unused. See ``docs/operating-a-cluster.md``.
+    """
+
+    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix)://")
+    redis_prefix: str = Field("certd", pattern="^[A-Za-z0-9_.-]+$")
+    redis_appendfsync: str = Field("always", pattern="^(always|everysec|no|any)$")
+    redis_timeout_s: float = Field(10.0, gt=0.0)
+    checkpoint_refresh_ms: float = Field(50.0, ge=0.0)
+    idempotency_ttl_s: int = Field(86_400, ge=1, description="how long a reply is kept")
+    idempotency_wait_s: float = Field(30.0, gt=0.0, description="wait for a concurrent twin")
+    idempotency_claim_s: float = Field(
+        10.0, gt=0.0, description="a running request's claim; renewed while it runs"
+    )
+    rate_limit_per_s: float = Field(0.0, ge=0.0, description="per client; 0 disables")
+    rate_limit_burst: int = Field(100, ge=1)
+
+
+class AccessConfig(_Strict):
+    """TLS, mutual TLS, bearer tokens, roles and log-key rotation.
+
+    Unset (the default), certd serves plaintext and unauthenticated, which it allows on
+    loopback addresses only. Roles: ``verify`` (Verifier RPCs, EnumerateFamilies),
+    ``certify`` (Certify, CertifyBatch, GetCertificate, GetForkTree), ``audit`` (the
+    read-only Ledger service). See ``docs/operating-a-cluster.md``.
+    """
+
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    client_ca_file: Path | None = Field(None, description="mTLS: require client certs from it")
+    client_roles: dict[str, list[str]] = Field(
+        default_factory=dict, description="mTLS: client certificate common name -> roles"
+    )
+    tokens_file: Path | None = Field(
+        None, description='JSON {"tokens": [{"sha256", "principal", "roles"}]}'
+    )
+    allow_plaintext_remote: bool = Field(
+        False, description="serve without TLS or auth on a non-loopback address"
+    )
+    previous_log_keys: list[str] = Field(
+        default_factory=list, description="vkeys (or files) of log keys used before rotation"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests are authenticated."""
+        return self.tokens_file is not None or self.client_ca_file is not None
+
+
+class ObservabilityConfig(_Strict):
+    """Prometheus metrics, log format and health checks."""
+
+    metrics_listen: str | None = Field(
+        None, description="host:port of the Prometheus /metrics endpoint (loopback), or None"
+    )
+    log_format: str = Field("text", pattern="^(text|json)$")
+    health_interval_s: float = Field(2.0, gt=0.0, description="ledger and pool checks")
+
+
 class ServiceLimits(_Strict):
     """Limits the gRPC layer enforces before any work starts."""
 
@@ -136,6 +201,8 @@ class CodeConfig(_Strict):
     reward_correct: float = 1.0
     reward_wrong: float = 0.0
     partial_reward: bool = Field(False, description="stdin/stdout: reward = pass fraction")
+
+
 class TaskSetConfig(_Strict):
     """A capability registered at start-up (see ``Authority.RegisterTaskSet`` for the RPC).
 
@@ -184,6 +251,9 @@ class CertdConfig(_Strict):
     limits: ServiceLimits = ServiceLimits()
     code: CodeConfig = CodeConfig()
     acceptance: AcceptanceConfig = AcceptanceConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    access: AccessConfig = AccessConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @property
     def key_path(self) -> Path:

@@ -5,6 +5,7 @@ The tree::
     CertdError
     ├── InvalidInputError          malformed request or task (gRPC INVALID_ARGUMENT)
     │   └── LimitExceededError     input over a configured limit (RESOURCE_EXHAUSTED)
+    │       └── RateLimitedError   a client over its rate limit (RESOURCE_EXHAUSTED)
     ├── CertificationRefusedError  a Certify request that policy refuses (FAILED_PRECONDITION)
     ├── NotFoundError              unknown certificate, entry or tree size (NOT_FOUND)
     ├── SigningError               bad key material or a signature that does not verify
@@ -13,6 +14,9 @@ The tree::
     │   ├── ConsistencyError       a checkpoint inconsistent with an earlier one
     │   └── StoreError             the storage backend failed
     ├── UnsupportedError           a domain or κ this server does not serve (UNIMPLEMENTED)
+    ├── InProgressError            a twin request (same idempotency key) still runs (ABORTED)
+    ├── AuthenticationError        missing or invalid credentials (UNAUTHENTICATED)
+    ├── PermissionDeniedError      the principal lacks the RPC's role (PERMISSION_DENIED)
     └── ConfigError                invalid configuration
 
 Library code raises these; the CLI renders them and the service maps them to gRPC status
@@ -22,15 +26,19 @@ codes in one interceptor.
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "CertdError",
     "CertificationRefusedError",
     "ConfigError",
     "ConsistencyError",
+    "InProgressError",
     "InvalidInputError",
     "LedgerError",
     "LimitExceededError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ProofError",
+    "RateLimitedError",
     "SigningError",
     "StoreError",
     "UnsupportedError",
@@ -55,6 +63,30 @@ class InvalidInputError(CertdError):
 
 class LimitExceededError(InvalidInputError):
     """An input is over a configured limit (size, count, depth)."""
+
+
+class RateLimitedError(LimitExceededError):
+    """A client sent more requests than its rate limit allows (gRPC RESOURCE_EXHAUSTED).
+
+    Attributes:
+        retry_after_s: when a request would be accepted again.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class AuthenticationError(CertdError):
+    """A request without valid credentials where they are required (gRPC UNAUTHENTICATED)."""
+
+
+class PermissionDeniedError(CertdError):
+    """An authenticated principal without the role an RPC needs (gRPC PERMISSION_DENIED)."""
+
+
+class InProgressError(CertdError):
+    """A request with the same idempotency key is still running elsewhere (gRPC ABORTED)."""
 
 
 class CertificationRefusedError(CertdError):

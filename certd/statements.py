@@ -266,9 +266,23 @@ def verify_inclusion(
     return cp.size
 
 
+def _claimed_time(payload: bytes) -> int | None:
+    """The predicate's ``issued_at`` read before verification, to pick keys by validity window.
+
+    The signature is then checked with the keys valid at that time, so a rotated-out key
+    verifies only what it signed inside its window.
+    """
+    try:
+        st = json.loads(payload)
+        at = st["predicate"]["issued_at"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return at if isinstance(at, int) and not isinstance(at, bool) else None
+
+
 def _open_statement(envelope: bytes, keys: KeyRing, predicate_type: str) -> dict[str, Any]:
     env = Envelope.from_json(envelope)
-    payload = verify_envelope(env, keys)
+    payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
     st = parse_statement(payload)
     if st.predicate_type != predicate_type:
         raise SigningError(f"predicate type: expected {predicate_type}, got {st.predicate_type}")

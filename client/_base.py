@@ -157,9 +157,74 @@ def map_rpc_error(error: grpc.RpcError) -> ForkgateError:
     return ServerError(f"{code.name}: {details}", request_id=rid)
 
 
+def channel_target(address: str | Sequence[str]) -> tuple[str, list[tuple[str, str]]]:
+    """The gRPC target and extra options for one address or several replicas.
+
+    Several ``IP:port`` addresses (a list, or one comma-separated string) become one
+    ``ipv4:``/``ipv6:`` target balanced ``round_robin``: a replica that dies is skipped and
+    the call retried on another.
+
+    Args:
+        address: ``host:port``, or several ``IP:port`` of certd replicas.
+
+    Returns:
+        (target, channel options).
+    """
+    parts = [a.strip() for a in ([address] if isinstance(address, str) else address)]
+    parts = [p for a in parts for p in a.split(",") if p]
+    if len(parts) == 1:
+        return parts[0], []
+    scheme = "ipv6" if all(p.startswith("[") for p in parts) else "ipv4"
+    return f"{scheme}:{','.join(parts)}", [("grpc.lb_policy_name", "round_robin")]
+
+
+def channel_credentials(
+    tls_ca: str | Path | None = None,
+    tls_cert: str | Path | None = None,
+    tls_key: str | Path | None = None,
+    token: str | None = None,
+) -> grpc.ChannelCredentials | None:
+    """Credentials for a TLS channel: server CA, optional client cert (mTLS), bearer token.
+
+    Args:
+        tls_ca: PEM file of the CA that signed certd's certificate; None with no other
+            argument means plaintext (loopback).
+        tls_cert: PEM client certificate for mutual TLS.
+        tls_key: its PEM private key.
+        token: a bearer token, sent as ``authorization: Bearer <token>`` (TLS only).
+
+    Raises:
+        ValueError: only one of ``tls_cert``/``tls_key``, or a token without TLS.
+
+    Returns:
+        The channel credentials, or None for a plaintext channel.
+    """
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("expected both tls_cert and tls_key, or neither")
+    if tls_ca is None and tls_cert is None:
+        if token is not None:
+            raise ValueError("a bearer token needs TLS (tls_ca)")
+        return None
+    ssl = grpc.ssl_channel_credentials(
+        root_certificates=Path(tls_ca).read_bytes() if tls_ca is not None else None,
+        private_key=Path(tls_key).read_bytes() if tls_key is not None else None,
+        certificate_chain=Path(tls_cert).read_bytes() if tls_cert is not None else None,
+    )
+    if token is None:
+        return ssl
+    return grpc.composite_channel_credentials(ssl, grpc.access_token_call_credentials(token))
+
+
 def is_retryable(error: grpc.RpcError) -> bool:
     """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
     return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def is_retryable_with_key(error: grpc.RpcError) -> bool:
+    """With an idempotency key, ABORTED (a twin still running) is retried too."""
+    return is_retryable(error) or (
+        hasattr(error, "code") and error.code() == grpc.StatusCode.ABORTED
+    )
 
 
 def verify_requests(items: Iterable[VerifyLike]) -> list[verifier_pb2.VerifyRequest]:

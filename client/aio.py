@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,10 +34,13 @@ from ._base import (
     VerifyItem,
     VerifyLike,
     certify_request,
+    channel_credentials,
+    channel_target,
     check_batch,
     check_certificate,
     chunks,
     is_retryable,
+    is_retryable_with_key,
     load_keyring,
     map_rpc_error,
     verify_requests,
@@ -54,14 +58,24 @@ class AsyncCertdClient:
 
     def __init__(
         self,
-        address: str = "127.0.0.1:50051",
+        address: str | Sequence[str] = "127.0.0.1:50051",
         *,
         trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
         settings: ClientSettings | None = None,
+        tls_ca: str | Path | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+        token: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
-        self._channel = grpc.aio.insecure_channel(address, options=self.settings.channel_options())
+        target, extra = channel_target(address)
+        options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
+        creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
+        if creds is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, creds, options=options)
         self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
         self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
         self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
@@ -76,13 +90,17 @@ class AsyncCertdClient:
         """Close the channel."""
         await self._channel.close(None)
 
-    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
+    async def _call(
+        self, fn: Callable[..., Awaitable[T]], request: Any, idempotent: bool = False
+    ) -> T:
         backoffs = self.settings.backoffs()
+        metadata = (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
+        retryable = is_retryable_with_key if idempotent else is_retryable
         while True:
             try:
-                return await fn(request, timeout=self.settings.timeout_s)
+                return await fn(request, timeout=self.settings.timeout_s, metadata=metadata)
             except grpc.RpcError as e:
-                delay = next(backoffs, None) if is_retryable(e) else None
+                delay = next(backoffs, None) if retryable(e) else None
                 if delay is None:
                     raise map_rpc_error(e) from e
                 await asyncio.sleep(delay)
@@ -103,7 +121,9 @@ class AsyncCertdClient:
         out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = await self._call(
-                self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
+                self._verifier.VerifyBatch,
+                verifier_pb2.VerifyBatchRequest(items=chunk),
+                idempotent=True,
             )
             out.extend((v, reply.receipt) for v in check_batch(chunk, reply, self.keys))
         return out
@@ -141,7 +161,9 @@ class AsyncCertdClient:
         for start in range(0, len(requests), self.settings.batch_size):
             chunk = requests[start : start + self.settings.batch_size]
             reply = await self._call(
-                self._authority.CertifyBatch, authority_pb2.CertifyBatchRequest(items=chunk)
+                self._authority.CertifyBatch,
+                authority_pb2.CertifyBatchRequest(items=chunk),
+                idempotent=True,
             )
             for req, result in zip(chunk, reply.results, strict=True):
                 if result.HasField("refusal"):

@@ -15,6 +15,7 @@ returned; a mismatch raises ``VerificationError``.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -38,10 +39,13 @@ from ._base import (
     VerifyItem,
     VerifyLike,
     certify_request,
+    channel_credentials,
+    channel_target,
     check_batch,
     check_certificate,
     chunks,
     is_retryable,
+    is_retryable_with_key,
     load_keyring,
     map_rpc_error,
     verify_requests,
@@ -58,22 +62,37 @@ class CertdClient:
     """A blocking client for certd's Verifier, Authority and Ledger services.
 
     Args:
-        address: ``host:port`` of certd.
+        address: ``host:port`` of certd, or the ``IP:port`` of several replicas (a list or
+            a comma-separated string), balanced round-robin with failover.
         trusted_keys: log keys to check receipts and certificates against (vkey strings,
             files holding one, VerifierKeys or a KeyRing); None skips offline checks.
         settings: deadlines, retries, batch size.
+        tls_ca: CA file of certd's TLS certificate (TLS on); None for plaintext (loopback).
+        tls_cert: client certificate file for mutual TLS, with ``tls_key``.
+        tls_key: the client certificate's private key file.
+        token: a bearer token (needs TLS).
     """
 
     def __init__(
         self,
-        address: str = "127.0.0.1:50051",
+        address: str | Sequence[str] = "127.0.0.1:50051",
         *,
         trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
         settings: ClientSettings | None = None,
+        tls_ca: str | Path | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+        token: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
-        self._channel = grpc.insecure_channel(address, options=self.settings.channel_options())
+        target, extra = channel_target(address)
+        options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
+        creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
+        if creds is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.secure_channel(target, creds, options=options)
         self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
         self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
         self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
@@ -88,13 +107,16 @@ class CertdClient:
         """Close the channel."""
         self._channel.close()
 
-    def _call(self, fn: Callable[..., T], request: object) -> T:
+    def _call(self, fn: Callable[..., T], request: object, idempotent: bool = False) -> T:
+        """Call with retries; ``idempotent`` sends one idempotency key for every attempt."""
         backoffs = self.settings.backoffs()
+        metadata = (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
+        retryable = is_retryable_with_key if idempotent else is_retryable
         while True:
             try:
-                return fn(request, timeout=self.settings.timeout_s)
+                return fn(request, timeout=self.settings.timeout_s, metadata=metadata)
             except grpc.RpcError as e:
-                delay = next(backoffs, None) if is_retryable(e) else None
+                delay = next(backoffs, None) if retryable(e) else None
                 if delay is None:
                     raise map_rpc_error(e) from e
                 time.sleep(delay)
@@ -135,7 +157,9 @@ class CertdClient:
         out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = self._call(
-                self._verifier.VerifyBatch, verifier_pb2.VerifyBatchRequest(items=chunk)
+                self._verifier.VerifyBatch,
+                verifier_pb2.VerifyBatchRequest(items=chunk),
+                idempotent=True,
             )
             out.extend((v, reply.receipt) for v in check_batch(chunk, reply, self.keys))
         return out
@@ -192,7 +216,9 @@ class CertdClient:
         for start in range(0, len(requests), self.settings.batch_size):
             chunk = requests[start : start + self.settings.batch_size]
             reply = self._call(
-                self._authority.CertifyBatch, authority_pb2.CertifyBatchRequest(items=chunk)
+                self._authority.CertifyBatch,
+                authority_pb2.CertifyBatchRequest(items=chunk),
+                idempotent=True,
             )
             for req, result in zip(chunk, reply.results, strict=True):
                 if result.HasField("refusal"):

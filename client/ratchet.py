@@ -44,6 +44,10 @@ training unit keyed by (question, family): ``{"task": {…}, "family": "25,-", "
 for this task and response (``REPLAYED``, ``TAMPERED_WITNESS``, ``BAD_PROOF``) and carry the
 group's family under a configured κ (``WRONG_SUBJECT``, ``WRONG_KAPPA``); a rollout is admitted
 in one group only (``REPLAYED``).
+With ``witness_quorum`` > 0 the ratchet also requires witnesses: every certificate's
+checkpoint must be covered by the latest checkpoint fed to ``witness()`` that at least
+``witness_quorum`` trusted witnesses cosigned (same size and root, or an older size proven
+a prefix of it); otherwise ``UNWITNESSED_CHECKPOINT``. See ``forkgate.witness``.
 """
 
 from __future__ import annotations
@@ -77,8 +81,9 @@ from certd.statements import (
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 from ._base import load_keyring
-from .errors import ForkgateError
+from .errors import ForkgateError, VerificationError
 from .tasks import as_task
+from .witness import load_witness_keys, open_witnessed
 
 __all__ = [
     "Admission",
@@ -110,6 +115,7 @@ class Reason(enum.StrEnum):
     WRONG_CHECKPOINT = "WRONG_CHECKPOINT"
     WRONG_RUN = "WRONG_RUN"
     BROKEN_CHAIN = "BROKEN_CHAIN"
+    UNWITNESSED_CHECKPOINT = "UNWITNESSED_CHECKPOINT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,8 @@ class Ratchet:
             certificates proven at the trusted checkpoint (or the first one seen).
         trusted: a checkpoint to start from; None trusts the first valid one (TOFU).
         origin: the log origin the checkpoints must carry, or None for any.
+        witness_keys: trusted witnesses' cosigner keys.
+        witness_quorum: cosignatures required on a checkpoint (0: no witness needed).
     """
 
     def __init__(
@@ -166,6 +174,8 @@ class Ratchet:
         consistency: ConsistencySource | None = None,
         trusted: TrustedCheckpoint | None = None,
         origin: str | None = None,
+        witness_keys: Iterable[str | Path | VerifierKey] = (),
+        witness_quorum: int = 0,
     ) -> None:
         keys = load_keyring(trusted_keys)
         assert keys is not None
@@ -177,6 +187,64 @@ class Ratchet:
         self.coverage: dict[str, frozenset[str]] = {}
         # (receipt envelope hash, index in its batch) -> the group it was admitted in
         self._rollouts: dict[tuple[bytes, int], bytes] = {}
+        self.witness_keys = load_witness_keys(witness_keys)
+        self.witness_quorum = witness_quorum
+        if witness_quorum > len(self.witness_keys):
+            raise VerificationError(
+                f"witness quorum {witness_quorum} exceeds the {len(self.witness_keys)} "
+                "trusted witness keys"
+            )
+        self.witnessed: TrustedCheckpoint | None = None
+
+    def witness(self, note: str) -> TrustedCheckpoint:
+        """Accept a checkpoint cosigned by a quorum of witnesses as the witnessed one.
+
+        Args:
+            note: the log's checkpoint with witness cosignature lines
+                (``forkgate.witness.witnessed_checkpoint``).
+
+        Raises:
+            VerificationError: too few cosignatures, a bad signature, or the checkpoint is
+                not consistent with the one witnessed before.
+
+        Returns:
+            The witnessed checkpoint.
+        """
+        cp = open_witnessed(note, self.keys, self.witness_keys, self.witness_quorum, self.origin)
+        old = self.witnessed
+        if old is not None and cp.size < old.size:
+            return old
+        if old is not None:
+            try:
+                if cp.size == old.size:
+                    if cp.root_hash != old.root_hash:
+                        raise _Refused(Reason.INCONSISTENT_CHECKPOINT, "two witnessed roots")
+                else:
+                    self._prove(old.size, old.root_hash, cp.size, cp.root_hash)
+            except _Refused as e:
+                raise VerificationError(f"witnessed checkpoint: {e.detail}") from e
+        self.witnessed = TrustedCheckpoint(cp.size, cp.root_hash)
+        return self.witnessed
+
+    def _check_witnessed(self, cp: Checkpoint) -> None:
+        if self.witness_quorum <= 0:
+            return
+        w = self.witnessed
+        if w is None or cp.size > w.size:
+            raise _Refused(
+                Reason.UNWITNESSED_CHECKPOINT,
+                f"checkpoint at size {cp.size} is not covered by a checkpoint cosigned by "
+                f"{self.witness_quorum} witnesses"
+                + ("" if w is None else f" (witnessed size {w.size})"),
+            )
+        if cp.size == w.size:
+            if cp.root_hash != w.root_hash:
+                raise _Refused(Reason.INCONSISTENT_CHECKPOINT, "root differs from the witnessed")
+            return
+        try:
+            self._prove(cp.size, cp.root_hash, w.size, w.root_hash)
+        except _Refused as e:
+            raise _Refused(Reason.UNWITNESSED_CHECKPOINT, e.detail) from e
 
     def admit(self, record: Mapping[str, Any]) -> Admission:
         """Admit a fork-tree record or a stratified group whole, or refuse it with every reason.
@@ -387,6 +455,23 @@ class Ratchet:
         if p.get("witness_digest") != sha256_hex(fam.witness.encode()):
             raise _Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
         return self._proven(cert.envelope, cert.inclusion)
+        proof = cert.inclusion
+        try:
+            cp = open_checkpoint(proof.checkpoint.note, [t.key for t in self.keys], self.origin)
+            if cp.size != proof.tree_size:
+                raise _Refused(Reason.BAD_PROOF, "proof and checkpoint sizes differ")
+            merkle.verify_inclusion(
+                merkle.leaf_hash(cert.envelope),
+                proof.leaf_index,
+                proof.tree_size,
+                list(proof.hashes),
+                cp.root_hash,
+            )
+        except CertdError as e:
+            raise _Refused(Reason.BAD_PROOF, str(e)) from e
+        self._check_witnessed(cp)
+        self._compare(cp)
+        return cp
 
     def _compare(self, cp: Checkpoint) -> None:
         """Refuse a checkpoint that forks from the trusted one, or is older and unprovable."""

@@ -33,3 +33,27 @@ def address(certd_server: object) -> str:
 @pytest.fixture()
 def vkey(certd_server: object) -> str:
     return str(certd_server.key.verifier().to_vkey())  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One real redis-server for the session (AOF, appendfsync always, a free loopback port).
+
+    Tests share it under distinct key prefixes (``redis_prefix``); tests that restart or
+    kill Redis start their own ``RedisProcess``.
+    """
+    from redis_helpers import RedisProcess
+
+    server = RedisProcess(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture()
+def redis_prefix() -> str:
+    """A key prefix no other test uses."""
+    import uuid
+
+    return f"t{uuid.uuid4().hex[:12]}"

@@ -67,6 +67,9 @@ class CertificateIndex:
         self._lock = threading.Lock()
         self._by_task: dict[str, dict[str, dict[str, _Slot]]] = {}
         self._by_id: dict[bytes, int] = {}
+        self._scan_lock = threading.Lock()
+        self._scanned = 0
+        self._ahead: set[int] = set()  # indexes added past the scan (ours), not parsed again
         if ledger is not None:
             self._load(ledger)
 
@@ -75,13 +78,38 @@ class CertificateIndex:
         """The ledger lookup key of a feasibility certificate."""
         return f"feasibility/{task_digest}/{kappa}/{label}"
 
+    @staticmethod
+    def canonical_key(task_digest: str, kappa: str, canonical_digest: str) -> str:
+        """The ledger key a certificate claims for its canonical solution (shared stores)."""
+        return f"canonical/{task_digest}/{kappa}/{canonical_digest}"
+
     def _load(self, ledger: Ledger) -> None:
-        size = ledger.size()
-        for start in range(0, size, _SCAN_CHUNK):
-            for offset, entry in enumerate(ledger.entries(start, min(size, start + _SCAN_CHUNK))):
-                cert = parse_feasibility_entry(start + offset, entry)
-                if cert is not None:
-                    self.add(cert)
+        with self._scan_lock:
+            size = ledger.size()
+            for start in range(self._scanned, size, _SCAN_CHUNK):
+                end = min(size, start + _SCAN_CHUNK)
+                with self._lock:
+                    known = {i for i in self._ahead if start <= i < end}
+                if len(known) == end - start:
+                    continue
+                for offset, entry in enumerate(ledger.entries(start, end)):
+                    if start + offset in known:
+                        continue
+                    cert = parse_feasibility_entry(start + offset, entry)
+                    if cert is not None:
+                        self.add(cert)
+            with self._lock:
+                self._scanned = max(self._scanned, size)
+                self._ahead = {i for i in self._ahead if i >= self._scanned}
+
+    def catch_up(self) -> None:
+        """Index certificates other replicas appended since the last scan (shared ledgers).
+
+        Raises:
+            StoreError: the ledger's store failed.
+        """
+        if self._ledger is not None:
+            self._load(self._ledger)
 
     def add(self, cert: IndexedCertificate) -> None:
         """Record a durable certificate."""
@@ -89,6 +117,8 @@ class CertificateIndex:
             labels = self._by_task.setdefault(cert.task_digest, {}).setdefault(cert.kappa, {})
             labels[cert.label] = _Slot(cert.index, cert.label_fields, cert.canonical_digest)
             self._by_id[bytes.fromhex(cert.certificate_id)] = cert.index
+            if cert.index >= self._scanned:
+                self._ahead.add(cert.index)
 
     def _slot(self, task_digest: str, kappa: str, label: str) -> _Slot | None:
         with self._lock:

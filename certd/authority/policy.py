@@ -9,6 +9,14 @@ Example (see tests/integration for a running server)::
 A Certify for a (task, κ, label) certified before returns that certificate. A witness that is the
 same solution (same canonical form) as one certified under another label of the same task is
 refused as a pseudo-fork. Nothing is returned before its ledger entry is durable.
+
+Across replicas sharing one ledger: each decision first indexes what other replicas appended,
+and the ledger key ``feasibility/<task>/<κ>/<label>`` is unique in the store, so when two
+replicas certify the same (task, κ, label) at once, the store takes one entry and the other
+replica returns that certificate as ``existing``. On a shared store the entry also claims the
+key ``canonical/<task>/<κ>/<canonical digest>`` in the same atomic append, so two replicas
+cannot certify one solution under two labels at once: the loser's request is refused as a
+pseudo-fork.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from certd.authority.index import CertificateIndex, IndexedCertificate
 from certd.domains.verdict import Family, Status, Verdict
 from certd.errors import CertdError, CertificationRefusedError
 from certd.ledger.log import Ledger
+from certd.ledger.store import KEY_SEPARATOR, DuplicateKeyError
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
@@ -66,7 +75,7 @@ class _Pending:
     """A certificate decided and submitted, waiting for its group commit."""
 
     cert: IndexedCertificate
-    future: Future[int]
+    future: Future[IndexedCertificate]
     existing: bool = False
 
 
@@ -137,6 +146,8 @@ class Authority:
             )
         key = (task.digest, kappa, label)
         cert = self._draft(task, kappa, label, witness, verdict, family)
+        if self._ledger.store.shared:
+            self._index.catch_up()
         with self._lock(task.digest):
             pending = self._pending.get(key)
             if pending is not None:
@@ -159,8 +170,13 @@ class Authority:
             self._pending[key] = pending
             self._pending_canonical[(task.digest, kappa, cert.canonical_digest)] = label
         # The ledger write happens outside the lock: a full group-commit queue may block here.
+        ledger_key = CertificateIndex.key(*key)
+        if self._ledger.store.shared:  # one atomic append claims the canonical solution too
+            ledger_key += KEY_SEPARATOR + CertificateIndex.canonical_key(
+                task.digest, kappa, cert.canonical_digest
+            )
         try:
-            written = self._ledger.submit(CertificateIndex.key(*key), cert.envelope)
+            written = self._ledger.submit(ledger_key, cert.envelope)
         except CertdError as e:
             pending.future.set_exception(e)
             self._settle(key, pending)
@@ -212,10 +228,11 @@ class Authority:
         if written is not None:
             error = written.exception()
             if error is None:
+                placed = pending.cert.with_index(written.result())
                 with self._lock(key[0]):
-                    self._index.add(pending.cert.with_index(written.result()))
+                    self._index.add(placed)
                     self._forget(key, pending)
-                pending.future.set_result(written.result())
+                pending.future.set_result(placed)
                 return
             pending.future.set_exception(error)
         with self._lock(key[0]):
@@ -226,8 +243,9 @@ class Authority:
         self._pending.pop(key, None)
         self._pending_canonical.pop((key[0], key[1], pending.cert.canonical_digest), None)
 
-    @staticmethod
-    def wait(outcome: _Pending | CertifyOutcome, timeout_s: float | None = None) -> CertifyOutcome:
+    def wait(
+        self, outcome: _Pending | CertifyOutcome, timeout_s: float | None = None
+    ) -> CertifyOutcome:
         """Wait until a submitted certificate is durable.
 
         Raises:
@@ -235,8 +253,33 @@ class Authority:
         """
         if isinstance(outcome, CertifyOutcome):
             return outcome
-        index = outcome.future.result(timeout=timeout_s)
-        return CertifyOutcome(certificate=outcome.cert.with_index(index), existing=outcome.existing)
+        try:
+            cert = outcome.future.result(timeout=timeout_s)
+        except DuplicateKeyError as e:
+            if e.index is None:
+                raise
+            # Another replica got there first: the same (task, κ, label) -> return its
+            # certificate; the same solution under another label -> a pseudo-fork.
+            self._ledger.cover(e.index)
+            stored = self._index.load(e.index)
+            mine = outcome.cert
+            if stored is None or (stored.task_digest, stored.kappa) != (
+                mine.task_digest,
+                mine.kappa,
+            ):
+                raise
+            self._index.add(stored)
+            if stored.label == mine.label:
+                return CertifyOutcome(certificate=stored, existing=True)
+            if stored.canonical_digest == mine.canonical_digest:
+                return _refusal(
+                    "PSEUDO_FORK",
+                    f"the witness is the same solution as the one certified for label "
+                    f"{stored.label!r} (commuted or re-associated); not a new family",
+                )
+            raise
+        existing = outcome.existing or cert.envelope != outcome.cert.envelope
+        return CertifyOutcome(certificate=cert, existing=existing)
 
     def certify(self, task: CheckedTask, kappa: str, label: str, witness: str) -> CertifyOutcome:
         """Certify that ``label`` is a feasible family of ``task`` with ``witness``.

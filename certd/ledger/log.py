@@ -23,17 +23,32 @@ A log must never sign a checkpoint inconsistent with one it signed before
 still has the latest checkpoint's root; after it, that a consistency proof built from the
 store links the latest checkpoint to the new root. On failure it raises ConsistencyError,
 signs nothing, and refuses further appends (fail-stop); reads keep working.
+
+Shared stores (``LedgerStore.shared``, e.g. Redis behind several replicas): before each
+commit the ledger adopts the largest checkpoint any replica stored, after checking its
+signature, that the store still has its root, and a consistency proof from the checkpoint
+it held before; an append that lost the race to another replica (``AppendConflictError``)
+is retried from the new size, and keys another replica took meanwhile fail only their own
+requests. Readers adopt newer checkpoints at most every ``refresh_interval_s``. With a
+``checkpoint_file`` the ledger also remembers the latest checkpoint it signed or adopted on
+local disk, and refuses at start-up a store that does not extend it (e.g. a Redis that came
+back from an older snapshot), so a restarted replica never signs a fork either.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import queue
+import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from certd.errors import (
     CertdError,
@@ -46,14 +61,20 @@ from certd.errors import (
 from certd.ledger.checkpoint import Checkpoint, SignedCheckpoint, open_checkpoint, sign_checkpoint
 from certd.ledger.merkle import (
     EMPTY_ROOT,
+    NodeFn,
     consistency_proof,
     inclusion_proof,
     verify_consistency,
 )
-from certd.ledger.store import DuplicateKeyError, Entry, LedgerStore
-from certd.signing.keys import SigningKey
+from certd.ledger.store import AppendConflictError, DuplicateKeyError, Entry, LedgerStore
+from certd.signing.keys import SigningKey, VerifierKey
 
 __all__ = ["GroupCommitConfig", "Ledger"]
+
+log = logging.getLogger("certd.ledger")
+
+_MAX_CONFLICT_RETRIES = 1000
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -100,6 +121,9 @@ class Ledger:
         origin: str,
         *,
         config: GroupCommitConfig | None = None,
+        checkpoint_file: Path | None = None,
+        refresh_interval_s: float = 0.05,
+        previous_keys: Sequence[VerifierKey] = (),
     ) -> None:
         """Open the ledger, check the store against its latest checkpoint, start committing.
 
@@ -113,6 +137,12 @@ class Ledger:
             signer: the log key that signs checkpoints.
             origin: the checkpoint origin line (usually the key name).
             config: group-commit settings, or None for the defaults.
+            checkpoint_file: where to remember the latest checkpoint on local disk (for a
+                shared store), or None.
+            refresh_interval_s: for a shared store, how often readers look for a newer
+                checkpoint stored by another replica.
+            previous_keys: log keys used before a key rotation; checkpoints stored under
+                them are accepted (new ones are signed with ``signer``).
 
         Raises:
             SigningError: the latest stored checkpoint does not verify with ``signer``.
@@ -124,6 +154,7 @@ class Ledger:
         self._store = store
         self._node_cache: dict[tuple[int, int], bytes] = {}
         self._signer = signer
+        self._verifiers = [signer.verifier(), *previous_keys]
         self._origin = origin
         self._config = config or GroupCommitConfig()
         self._queue: queue.Queue[object] = queue.Queue(self._config.max_pending_requests)
@@ -132,8 +163,16 @@ class Ledger:
         self._closed = False
         self._failed: LedgerError | None = None
         self._inflight: list[_Request] = []
-        self._latest = self._load_latest()
+        self._checkpoint_file = checkpoint_file
+        self._refresh_interval_s = refresh_interval_s
+        self._refresh_lock = threading.Lock()
+        self._refreshed_at = 0.0
+        self._latest: SignedCheckpoint | None = None
+        self._latest_at = time.time()
+        remembered = self._load_file()
+        self._latest = remembered
         with self._commit_lock:
+            self._refresh_latest(verified=remembered is None)
             self._check_store_matches_latest()
             self._sign_up_to(self._store.size())
         self._thread = threading.Thread(target=self._run, name="ledger-committer", daemon=True)
@@ -317,12 +356,12 @@ class Ledger:
         accepted = self._reject_duplicate_keys(live)
         if not accepted:
             return
-        items = [item for r in accepted for item in r.items]
         try:
-            with self._commit_lock:
-                self._check_store_matches_latest()
-                first = self._store.append(items)
-                self._sign_up_to(first + len(items))
+            with self._commit_lock, self._store.writer_lock():
+                accepted, first = self._append_with_retries(accepted)
+                if not accepted:
+                    return
+                self._sign_up_to(first + sum(len(r.items) for r in accepted))
         except CertdError as e:
             for r in accepted:
                 r.future.set_exception(e)
@@ -331,6 +370,33 @@ class Ledger:
         for r in accepted:
             r.future.set_result(list(range(position, position + len(r.items))))
             position += len(r.items)
+
+    def _append_with_retries(self, accepted: list[_Request]) -> tuple[list[_Request], int]:
+        """Append the accepted requests' entries; on a shared store, retry lost races.
+
+        Returns:
+            (the requests appended, the index of their first entry); requests whose keys
+            another writer took meanwhile are failed and left out.
+        """
+        for attempt in range(_MAX_CONFLICT_RETRIES):
+            if self._store.shared:
+                self._refresh_latest()
+            self._check_store_matches_latest()
+            items = [item for r in accepted for item in r.items]
+            try:
+                return accepted, self._store.append(items)
+            except AppendConflictError:
+                time.sleep(random.uniform(0, 0.0005 * min(attempt + 1, 20)))
+            except DuplicateKeyError as e:
+                if not self._store.shared or e.index is None:
+                    raise
+                before = len(accepted)
+                accepted = self._reject_duplicate_keys(accepted)  # another replica took a key
+                if not accepted:
+                    return [], 0
+                if len(accepted) == before:
+                    raise  # a key no request owns up to: fail the batch rather than spin
+        raise self._fail(f"append lost {_MAX_CONFLICT_RETRIES} races to other writers in a row")
 
     def _reject_duplicate_keys(self, requests: list[_Request]) -> list[_Request]:
         """Fail requests whose keys are stored already or taken earlier in the batch."""
@@ -365,18 +431,82 @@ class Ledger:
 
     # -- checkpoints ----------------------------------------------------------------------------
 
-    def _load_latest(self) -> SignedCheckpoint | None:
-        found = self._store.latest_checkpoint()
-        if found is None:
-            return None
-        size, note = found
-        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+    def _open(self, size: int, note: str) -> SignedCheckpoint:
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
         if checkpoint.size != size:
             raise ConsistencyError(
                 f"expected the checkpoint stored at size {size} to have that size, "
                 f"got {checkpoint.size}"
             )
         return SignedCheckpoint(note, checkpoint)
+
+    def _load_file(self) -> SignedCheckpoint | None:
+        """The checkpoint remembered in ``checkpoint_file``, if any."""
+        path = self._checkpoint_file
+        if path is None or not path.exists():
+            return None
+        try:
+            note = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise LedgerError(f"cannot read the remembered checkpoint {path}: {e}") from e
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
+        return SignedCheckpoint(note, checkpoint)
+
+    def _remember(self, signed: SignedCheckpoint) -> None:
+        """Make ``signed`` the latest checkpoint (never a smaller one) and record it on disk."""
+        current = self._latest
+        if current is not None and current.checkpoint.size >= signed.checkpoint.size:
+            return
+        self._latest = signed
+        self._latest_at = time.time()
+        path = self._checkpoint_file
+        if path is not None:
+            tmp = path.with_name(path.name + ".tmp")
+            try:
+                tmp.write_text(signed.note, encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError as e:
+                raise LedgerError(f"cannot record the checkpoint in {path}: {e}") from e
+
+    def _refresh_latest(self, verified: bool = False) -> None:
+        """Adopt the store's latest checkpoint if it is larger than the one held.
+
+        Args:
+            verified: trust a stored checkpoint without a predecessor as is (at start-up);
+                the caller then checks the store against it.
+        """
+        with self._refresh_lock:
+            self._refreshed_at = time.monotonic()
+            found = self._store.latest_checkpoint()
+            current = self._latest
+            if found is None or (current is not None and found[0] <= current.checkpoint.size):
+                return
+            signed = self._open(*found)
+            new = signed.checkpoint
+            if current is not None or not verified:
+                try:
+                    root = self._store.root(new.size)
+                except CertdError as e:
+                    raise self._fail(f"cannot recompute the root at size {new.size}: {e}", e) from e
+                if root != new.root_hash:
+                    raise self._fail(
+                        f"expected the stored root at size {new.size} to be "
+                        f"{new.root_hash.hex()} (stored checkpoint), got {root.hex()}"
+                    )
+            if current is not None and current.checkpoint.size > 0:
+                old = current.checkpoint
+                try:
+                    proof = self._store.batched(
+                        lambda node_fn: consistency_proof(old.size, new.size, node_fn)
+                    )
+                    verify_consistency(old.size, new.size, proof, old.root_hash, new.root_hash)
+                except ProofError as e:
+                    raise self._fail(
+                        f"the stored checkpoint at size {new.size} is not consistent with the "
+                        f"one at size {old.size}: {e}",
+                        e,
+                    ) from e
+            self._remember(signed)
 
     def _fail(self, message: str, cause: BaseException | None = None) -> ConsistencyError:
         error = ConsistencyError(message)
@@ -407,14 +537,17 @@ class Ledger:
 
     def _sign_up_to(self, size: int) -> None:
         """Sign and store a checkpoint for ``size`` after proving it extends the latest one."""
-        if self._latest is not None and self._latest.checkpoint.size == size:
-            return
+        current = self._latest
+        if current is not None and current.checkpoint.size >= size:
+            return  # covered by a checkpoint already checked (another replica's, or ours)
         root = self._store.root(size)
         # Every tree extends the empty one, so a size-0 checkpoint needs no proof.
-        if self._latest is not None and self._latest.checkpoint.size > 0:
-            old = self._latest.checkpoint
+        if current is not None and current.checkpoint.size > 0:
+            old = current.checkpoint
             try:
-                proof = consistency_proof(old.size, size, self._store.node)
+                proof = self._store.batched(
+                    lambda node_fn: consistency_proof(old.size, size, node_fn)
+                )
                 verify_consistency(old.size, size, proof, old.root_hash, root)
             except ProofError as e:
                 raise self._fail(
@@ -425,7 +558,7 @@ class Ledger:
         checkpoint = Checkpoint(self._origin, size, root)
         note = sign_checkpoint(checkpoint, self._signer)
         self._store.put_checkpoint(size, note)
-        self._latest = SignedCheckpoint(note, checkpoint)
+        self._remember(SignedCheckpoint(note, checkpoint))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -435,9 +568,79 @@ class Ledger:
         Returns:
             The signed note and its parsed checkpoint.
         """
+        if (
+            self._store.shared
+            and time.monotonic() - self._refreshed_at >= self._refresh_interval_s
+            and self._failed is None
+        ):
+            try:
+                self._refresh_latest()
+            except CertdError as e:  # serve the checkpoint held; appends fail-stop if needed
+                log.warning("cannot adopt a newer checkpoint: %s", e)
         latest = self._latest
         assert latest is not None  # set in __init__
         return latest
+
+    @property
+    def pending_requests(self) -> int:
+        """Append requests queued for the committer (a queue depth)."""
+        return self._queue.qsize()
+
+    @property
+    def checkpoint_time(self) -> float:
+        """POSIX time this ledger signed or adopted its latest checkpoint."""
+        return self._latest_at
+
+    def health(self) -> str | None:
+        """Why the ledger cannot take appends, or None when it can.
+
+        Returns:
+            A reason (fail-stop after a consistency failure, a dead committer, a store
+            that does not answer), or None.
+        """
+        if self._failed is not None:
+            return f"ledger stopped: {self._failed}"
+        if self._closed:
+            return "ledger closed"
+        if not self._thread.is_alive():
+            return "ledger committer thread is not running"
+        try:
+            self._store.size()
+        except CertdError as e:
+            return f"ledger store: {e}"
+        return None
+
+    def cover(self, index: int) -> SignedCheckpoint:
+        """Return a signed checkpoint that covers an entry, signing one if needed.
+
+        On a shared store another replica may have appended ``index`` and not yet signed a
+        checkpoint for it; this signs one (after the usual consistency checks).
+
+        Args:
+            index: the entry index.
+
+        Raises:
+            NotFoundError: the entry is not stored.
+            ConsistencyError: the store is inconsistent with the latest checkpoint.
+            StoreError: the store failed.
+
+        Returns:
+            A checkpoint whose size is above ``index``.
+        """
+        latest = self.checkpoint()
+        if index < latest.checkpoint.size:
+            return latest
+        with self._commit_lock:
+            if self._failed is not None:
+                raise self._failed
+            if self._store.shared:
+                self._refresh_latest()
+            self._check_store_matches_latest()
+            size = self._store.size()
+            if not 0 <= index < size:
+                raise NotFoundError(f"expected an entry index below {size}, got {index}")
+            self._sign_up_to(size)
+        return self.checkpoint()
 
     def size(self) -> int:
         """Return the tree size of the latest signed checkpoint.
@@ -468,7 +671,7 @@ class Ledger:
             The signed note and its parsed checkpoint.
         """
         note = self._store.checkpoint_at(size)
-        checkpoint = open_checkpoint(note, [self._signer.verifier()], origin=self._origin)
+        checkpoint = open_checkpoint(note, self._verifiers, origin=self._origin)
         if checkpoint.size != size:
             raise LedgerError(
                 f"expected the checkpoint stored at size {size} to have that size, "
@@ -485,20 +688,35 @@ class Ledger:
 
     _NODE_CACHE_MAX = 1 << 17
 
-    def _served_node(self, level: int, index: int) -> bytes:
-        """A complete node for proofs that certd serves, through a bounded cache.
+    def _served(self, compute: Callable[[NodeFn], _T]) -> _T:
+        """Run a proof computation for serving, its nodes through a bounded cache.
 
         Complete nodes never change once written, so caching them is safe for serving; the
-        integrity checks before signing read the store directly.
+        integrity checks before signing read the store directly. Nodes missing from the
+        cache are fetched in one store call.
         """
-        key = (level, index)
-        hit = self._node_cache.get(key)
-        if hit is None:
-            hit = self._store.node(level, index)
-            if len(self._node_cache) >= self._NODE_CACHE_MAX:
-                self._node_cache.clear()
-            self._node_cache[key] = hit
-        return hit
+        cache = self._node_cache
+        wanted: list[tuple[int, int]] = []
+
+        def record(level: int, index: int) -> bytes:
+            if (level, index) not in cache:
+                wanted.append((level, index))
+            return EMPTY_ROOT
+
+        compute(record)
+        table: dict[tuple[int, int], bytes] = {}
+        if wanted:
+            unique = list(dict.fromkeys(wanted))
+            table = dict(zip(unique, self._store.nodes_at(unique), strict=True))
+            if len(cache) + len(table) > self._NODE_CACHE_MAX:
+                cache.clear()
+            cache.update(table)
+
+        def node(level: int, index: int) -> bytes:
+            hit = table.get((level, index))
+            return hit if hit is not None else cache[(level, index)]
+
+        return compute(node)
 
     def inclusion_proof(self, index: int, tree_size: int) -> list[bytes]:
         """Build the inclusion proof of an entry in a signed tree size.
@@ -516,7 +734,7 @@ class Ledger:
             The audit path.
         """
         self._check_signed_size(tree_size)
-        return inclusion_proof(index, tree_size, self._served_node)
+        return self._served(lambda node_fn: inclusion_proof(index, tree_size, node_fn))
 
     def prove(self, index: int) -> tuple[SignedCheckpoint, list[bytes]]:
         """Prove an entry's inclusion in the latest signed checkpoint.
@@ -532,7 +750,8 @@ class Ledger:
             (the checkpoint, the audit path to its root).
         """
         latest = self.checkpoint()
-        return latest, inclusion_proof(index, latest.checkpoint.size, self._served_node)
+        size = latest.checkpoint.size
+        return latest, self._served(lambda node_fn: inclusion_proof(index, size, node_fn))
 
     def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         """Build the consistency proof between two signed tree sizes.
@@ -550,7 +769,7 @@ class Ledger:
             The proof hashes.
         """
         self._check_signed_size(size2)
-        return consistency_proof(size1, size2, self._served_node)
+        return self._served(lambda node_fn: consistency_proof(size1, size2, node_fn))
 
     def entries(self, start: int, end: int) -> list[bytes]:
         """Read entries ``[start, end)`` (see ``LedgerStore.entries``).

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import TypeVar
 
 from certd.errors import (
     InvalidInputError,
@@ -30,11 +32,13 @@ from certd.errors import (
     NotFoundError,
     StoreError,
 )
-from certd.ledger.merkle import CompactRange, leaf_hash, tree_root
+from certd.ledger.merkle import HASH_SIZE, CompactRange, NodeFn, leaf_hash, tree_root
 
 __all__ = [
+    "AppendConflictError",
     "DuplicateKeyError",
     "Entry",
+    "KEY_SEPARATOR",
     "LedgerStore",
     "Node",
     "StoreLimits",
@@ -63,6 +67,29 @@ class DuplicateKeyError(LedgerError):
         self.index = index
 
 
+class AppendConflictError(StoreError):
+    """Another writer appended first: the stored size is no longer the one the append read.
+
+    Nothing was written; a retry starts from the new size. Only stores shared by several
+    processes (``LedgerStore.shared``) raise it.
+
+    Attributes:
+        size: the stored size the append found.
+    """
+
+    def __init__(self, expected: int, size: int) -> None:
+        super().__init__(f"expected tree size {expected} at commit, got {size}: another writer")
+        self.size = size
+
+
+KEY_SEPARATOR = "\x1e"
+"""Joins several unique keys of one entry in a shared store (``RedisStore``): each part is
+then unique and findable on its own. The embedded SQLite store treats a key as one string."""
+
+_T = TypeVar("_T")
+_DUMMY = bytes(HASH_SIZE)
+
+
 @dataclass(frozen=True)
 class StoreLimits:
     """Limits a store enforces.
@@ -86,8 +113,12 @@ class LedgerStore(ABC):
     Subclasses implement the ``_read_*``/``_write_*`` hooks and ``close``; they must be
     safe to call from several threads. Appends through one store object are serialized
     here; a backend shared by several processes must make ``_write_batch`` fail when the
-    stored size is no longer ``first`` (compare-and-set).
+    stored size is no longer ``first`` (compare-and-set), and sets ``shared``.
     """
+
+    shared: bool = False
+    """True when other processes may append to the same backend (the Ledger then re-reads
+    the latest checkpoint before each commit and retries appends that lost a race)."""
 
     def __init__(self, limits: StoreLimits | None = None) -> None:
         """Set the limits.
@@ -112,6 +143,13 @@ class LedgerStore(ABC):
     def _read_nodes(self, level: int, start: int, end: int) -> list[bytes | None]:
         """Return nodes ``(level, start..end-1)``, None for any that is missing."""
 
+    def _read_node_set(self, coords: Sequence[tuple[int, int]]) -> list[bytes | None]:
+        """Return the nodes at ``(level, index)`` coordinates, None for any that is missing.
+
+        The default reads them one by one; a networked backend overrides it with one round trip.
+        """
+        return [self._read_nodes(level, index, index + 1)[0] for level, index in coords]
+
     @abstractmethod
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         """Return the index of each of ``keys`` that is stored."""
@@ -131,6 +169,17 @@ class LedgerStore(ABC):
     @abstractmethod
     def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
         """Return the checkpoint for ``size``, or the largest one when ``size`` is None."""
+
+    def writer_lock(self) -> AbstractContextManager[None]:
+        """Serialise commits with other processes sharing the backend (a no-op here).
+
+        Correctness never depends on it (appends are compare-and-set); a shared backend
+        uses it so replicas queue for the append instead of redoing lost races.
+
+        Returns:
+            A context manager held around one commit.
+        """
+        return nullcontext()
 
     @abstractmethod
     def close(self) -> None:
@@ -204,7 +253,8 @@ class LedgerStore(ABC):
                     key = next(k for k in keys if k in stored)
                     raise DuplicateKeyError(key, stored[key])
             first = self._read_size()
-            frontier = CompactRange.from_node_fn(first, self.node)
+            ids = CompactRange.frontier_ids(first)
+            frontier = CompactRange(first, self.nodes_at(ids))
             nodes: list[Node] = []
             for _, data in entries:
                 nodes.extend(frontier.append(leaf_hash(data)))
@@ -353,6 +403,62 @@ class LedgerStore(ABC):
             raise StoreError(f"expected node ({level}, {index}) in the store, got none")
         return h
 
+    def nodes_at(self, coords: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Read complete nodes at arbitrary coordinates in one backend call.
+
+        Args:
+            coords: ``(level, index)`` pairs, each complete in the current tree.
+
+        Raises:
+            NotFoundError: a node is not complete in the current tree.
+            StoreError: a node is missing (corrupt store) or the backend failed.
+
+        Returns:
+            The hashes, in the order of ``coords``.
+        """
+        size = self._read_size()
+        for level, index in coords:
+            if level < 0 or not 0 <= index < size >> level:
+                raise NotFoundError(
+                    f"expected a node within [0, {size >> max(level, 0)}) at level {level}, "
+                    f"got {index}"
+                )
+        found = self._read_node_set(coords)
+        out: list[bytes] = []
+        for (level, index), h in zip(coords, found, strict=True):
+            if h is None:
+                raise StoreError(f"expected node ({level}, {index}) in the store, got none")
+            out.append(h)
+        return out
+
+    def batched(self, compute: Callable[[NodeFn], _T]) -> _T:
+        """Run a Merkle computation whose node reads are fetched in one backend call.
+
+        ``compute`` runs twice: once with placeholder hashes to learn which nodes it reads
+        (the proof and root algorithms read nodes by tree shape only), then with the real
+        ones.
+
+        Args:
+            compute: a function of a ``merkle.NodeFn`` (``tree_root``, a proof builder).
+
+        Raises:
+            NotFoundError: a node it reads is not complete.
+            StoreError: a node is missing or the backend failed.
+
+        Returns:
+            What ``compute`` returns with the stored nodes.
+        """
+        wanted: list[tuple[int, int]] = []
+
+        def record(level: int, index: int) -> bytes:
+            wanted.append((level, index))
+            return _DUMMY
+
+        compute(record)
+        unique = list(dict.fromkeys(wanted))
+        table = dict(zip(unique, self.nodes_at(unique), strict=True))
+        return compute(lambda level, index: table[(level, index)])
+
     def root(self, size: int) -> bytes:
         """Compute the root of the first ``size`` entries from stored nodes.
 
@@ -369,7 +475,7 @@ class LedgerStore(ABC):
         current = self._read_size()
         if not 0 <= size <= current:
             raise NotFoundError(f"expected a tree size in [0, {current}], got {size}")
-        return tree_root(size, self.node)
+        return self.batched(lambda node_fn: tree_root(size, node_fn))
 
     def find(self, key: str) -> int | None:
         """Look up the entry appended with a key.

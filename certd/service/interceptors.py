@@ -16,15 +16,19 @@ from typing import Any
 import grpc
 
 from certd.errors import (
+    AuthenticationError,
     CertdError,
     CertificationRefusedError,
     ConfigError,
+    InProgressError,
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
+    PermissionDeniedError,
     StoreError,
     UnsupportedError,
 )
+from certd.service.observability import current_request_id
 
 __all__ = ["ErrorInterceptor", "status_for"]
 
@@ -38,6 +42,9 @@ _CODES: tuple[tuple[type[CertdError], grpc.StatusCode], ...] = (
     (UnsupportedError, grpc.StatusCode.UNIMPLEMENTED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
+    (InProgressError, grpc.StatusCode.ABORTED),
+    (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
 )
 
 
@@ -50,7 +57,7 @@ def status_for(error: CertdError) -> grpc.StatusCode:
 
 
 def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> None:
-    request_id = uuid.uuid4().hex[:16]
+    request_id = current_request_id() or uuid.uuid4().hex[:16]
     meta: list[tuple[str, str]] = [("certd-request-id", request_id)]
     if isinstance(error, CertdError):
         code = status_for(error)

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from certd.authority.acceptance import Acceptances
@@ -33,13 +34,20 @@ from certd.config import CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.store import StoreLimits
+from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
+from certd.service.access import AccessInterceptor, check_listen, server_credentials
 from certd.service.authority import AuthorityServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
+from certd.service.observability import (
+    HealthMonitor,
+    Metrics,
+    MetricsInterceptor,
+    serve_metrics,
+)
 from certd.service.verifier import VerifierServicer
-from certd.signing.keys import SigningKey, load_signing_key, save_signing_key
+from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
@@ -53,6 +61,7 @@ __all__ = [
     "CertdServer",
     "SERVICE_NAMES",
     "ensure_key",
+    "open_store",
 ]
 
 log = logging.getLogger("certd.server")
@@ -85,27 +94,64 @@ def ensure_key(path: Path, name: str) -> SigningKey:
     return key
 
 
+def _vkey(source: str) -> VerifierKey:
+    """A verifier key from a vkey string or a file holding one."""
+    path = Path(source)
+    try:
+        text = path.read_text().strip() if path.is_file() else source.strip()
+    except OSError as e:
+        raise ConfigError(f"cannot read the log key {source}: {e}") from e
+    return VerifierKey.from_vkey(text)
+
+
+def open_store(cfg: CertdConfig) -> LedgerStore:
+    """The ledger store the config names: Redis (``cluster.ledger_url``) or SQLite.
+
+    Raises:
+        ConfigError: the Redis policy or URL is not valid.
+        StoreError: the store cannot be opened.
+    """
+    limits = StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes)
+    if cfg.cluster.ledger_url is not None:
+        from certd.ledger.redis_store import RedisStore
+
+        return RedisStore(
+            cfg.cluster.ledger_url,
+            prefix=cfg.cluster.redis_prefix,
+            appendfsync=cfg.cluster.redis_appendfsync,
+            limits=limits,
+            socket_timeout_s=cfg.cluster.redis_timeout_s,
+        )
+    return SQLiteStore(cfg.ledger_path, synchronous=cfg.ledger.sqlite_synchronous, limits=limits)
+
+
 class CertdServer:
-    """A running certd: one process, the embedded SQLite ledger."""
+    """A running certd: the embedded SQLite ledger, or one replica of a Redis-backed cluster."""
 
     def __init__(self, cfg: CertdConfig) -> None:
         self.cfg = cfg
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         self.key = ensure_key(cfg.key_path, cfg.key_name)
-        self.store = SQLiteStore(
-            cfg.ledger_path,
-            synchronous=cfg.ledger.sqlite_synchronous,
-            limits=StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes),
-        )
-        self.ledger = Ledger(
-            self.store,
-            self.key,
-            cfg.ledger.origin,
-            config=GroupCommitConfig(
-                max_batch_entries=cfg.ledger.group_commit_max_entries,
-                max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
-            ),
-        )
+        self.store = open_store(cfg)
+        remembered = None
+        if self.store.shared:
+            remembered = cfg.data_dir / f"checkpoint-{cfg.cluster.redis_prefix}.note"
+        try:
+            self.ledger = Ledger(
+                self.store,
+                self.key,
+                cfg.ledger.origin,
+                config=GroupCommitConfig(
+                    max_batch_entries=cfg.ledger.group_commit_max_entries,
+                    max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
+                ),
+                checkpoint_file=remembered,
+                previous_keys=[_vkey(v) for v in cfg.access.previous_log_keys],
+                refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
+            )
+        except BaseException:
+            self.store.close()
+            raise
         self.checkers = Checkers(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key)
         self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
@@ -117,9 +163,22 @@ class CertdServer:
             min_batch=cfg.countdown.verify_pool_min_batch,
         )
         self.health = health.HealthServicer(experimental_non_blocking=True)
+        self.metrics = Metrics()
+        self.metrics.bind(self.ledger, self.pool, cfg.countdown.verify_workers)
+        self.monitor = HealthMonitor(
+            self.health,
+            SERVICE_NAMES,
+            self.ledger,
+            self.pool,
+            cfg.countdown.verify_workers,
+            self.metrics,
+            cfg.observability.health_interval_s,
+        )
+        self.metrics_port = 0
+        self._stop_metrics: Callable[[], None] | None = None
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
-            interceptors=[ErrorInterceptor()],
+            interceptors=self._interceptors(),
             options=[
                 ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),
                 ("grpc.max_send_message_length", cfg.limits.max_message_bytes),
@@ -142,21 +201,45 @@ class CertdServer:
         self.port = 0
         self._stopped = threading.Event()
 
+    def _interceptors(self) -> list[grpc.ServerInterceptor]:  # type: ignore[type-arg]  # stubs
+        chain: list[grpc.ServerInterceptor] = [  # type: ignore[type-arg]  # generic in stubs
+            MetricsInterceptor(self.metrics),
+            ErrorInterceptor(),
+        ]
+        if self.cfg.access.enabled:
+            chain.append(AccessInterceptor(self.cfg.access))
+        if self.store.shared:
+            from certd.ledger.redis_store import RedisStore
+            from certd.service.cluster import ClusterInterceptor
+
+            assert isinstance(self.store, RedisStore)
+            chain.append(
+                ClusterInterceptor(self.store.client, self.store.key_prefix, self.cfg.cluster)
+            )
+        return chain
+
     def start(self) -> int:
         """Bind and start serving; return the bound port.
 
         Raises:
             ConfigError: the listen address cannot be bound.
         """
+        check_listen(self.cfg.listen, self.cfg.access)
+        creds = server_credentials(self.cfg.access)
         try:
-            self.port = self._server.add_insecure_port(self.cfg.listen)
+            if creds is None:
+                self.port = self._server.add_insecure_port(self.cfg.listen)
+            else:
+                self.port = self._server.add_secure_port(self.cfg.listen, creds)
         except RuntimeError as e:
             raise ConfigError(f"cannot listen on {self.cfg.listen}: {e}") from e
         if self.port == 0:
             raise ConfigError(f"cannot listen on {self.cfg.listen}")
+        if self.cfg.observability.metrics_listen is not None:
+            self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
+            self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]
         self._server.start()
-        for name in ("", *SERVICE_NAMES):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.monitor.start()  # SERVING while the ledger and the pool are healthy
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
 
@@ -165,12 +248,15 @@ class CertdServer:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self.monitor.stop()
         self.health.enter_graceful_shutdown()
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
         self.pool.close()
         self.checkers.close()
         self.ledger.close()  # commits what is queued, then closes the store
+        if self._stop_metrics is not None:
+            self._stop_metrics()
         log.info("certd stopped")
 
     def wait(self) -> None:

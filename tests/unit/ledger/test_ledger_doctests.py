@@ -15,6 +15,7 @@ MODULES = [
     "certd.ledger.merkle",
     "certd.ledger.sqlite",
     "certd.ledger.store",
+    "certd.ledger.witness",
 ]
 
 

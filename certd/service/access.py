@@ -1,0 +1,291 @@
+"""Access control: TLS server credentials, bearer tokens, mTLS identities and roles per RPC.
+
+Example (a tokens file; only SHA-256 digests of tokens are stored)::
+
+    {"tokens": [{"sha256": "<hex sha256 of the token>", "principal": "trainer-1",
+                 "roles": ["verify", "certify"]}]}
+
+A request is authenticated by ``authorization: Bearer <token>`` metadata (matched by the
+token's SHA-256 in constant time) or, with mutual TLS, by the common name of its verified
+client certificate (``client_roles``). The interceptor then requires the RPC's role:
+
+    verify    Verifier/*, Authority/EnumerateFamilies
+    certify   Authority/Certify, CertifyBatch, GetCertificate, GetForkTree
+    audit     Ledger/*
+
+Health checks and reflection need no role. With access control off (no tokens file and no
+client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import hmac
+import ipaddress
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from certd.config import AccessConfig
+from certd.errors import AuthenticationError, ConfigError, PermissionDeniedError
+
+__all__ = [
+    "AccessInterceptor",
+    "Principal",
+    "ROLES",
+    "check_listen",
+    "current_principal",
+    "load_tokens",
+    "required_role",
+    "server_credentials",
+]
+
+ROLES = ("audit", "certify", "verify")
+"""The roles a principal can hold."""
+
+_RULES = (
+    ("/certd.v1.Verifier/", "verify"),
+    ("/certd.v1.Authority/EnumerateFamilies", "verify"),
+    ("/certd.v1.Authority/", "certify"),
+    ("/certd.v1.Ledger/", "audit"),
+)
+_OPEN = ("/grpc.health.", "/grpc.reflection.")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller.
+
+    Attributes:
+        name: the token's principal or the client certificate's common name.
+        roles: the roles it holds.
+        via: ``token`` or ``mtls``.
+    """
+
+    name: str
+    roles: frozenset[str]
+    via: str
+
+
+_current: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "certd_principal", default=None
+)
+
+
+def current_principal() -> Principal | None:
+    """The principal of the request this thread is serving, or None.
+
+    Returns:
+        The principal set by ``AccessInterceptor``.
+    """
+    return _current.get()
+
+
+def required_role(method: str) -> str | None:
+    """The role an RPC needs.
+
+    Args:
+        method: the full method name, ``/package.Service/Method``.
+
+    Returns:
+        The role, or None for open methods (health, reflection).
+
+    Raises:
+        PermissionDeniedError: the method is unknown (denied by default).
+    """
+    if method.startswith(_OPEN):
+        return None
+    for prefix, role in _RULES:
+        if method.startswith(prefix):
+            return role
+    raise PermissionDeniedError(f"no role grants {method}")
+
+
+def load_tokens(path: Path) -> dict[bytes, Principal]:
+    """Read a tokens file.
+
+    Args:
+        path: the JSON file (see the module docstring).
+
+    Raises:
+        ConfigError: the file is unreadable or malformed, or names an unknown role.
+
+    Returns:
+        SHA-256 digest → principal.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out: dict[bytes, Principal] = {}
+        for t in data["tokens"]:
+            digest = bytes.fromhex(str(t["sha256"]))
+            roles = frozenset(str(r) for r in t["roles"])
+            if len(digest) != 32 or not roles <= set(ROLES):
+                raise ValueError(f"bad digest or roles {sorted(roles)} (known: {ROLES})")
+            out[digest] = Principal(str(t["principal"]), roles, "token")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"tokens file {path}: {e}") from e
+    return out
+
+
+def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
+    """TLS (and mTLS) server credentials, or None for plaintext.
+
+    Args:
+        cfg: the access settings.
+
+    Raises:
+        ConfigError: only one of cert/key is set, a file cannot be read, or a client CA is
+            set without TLS.
+
+    Returns:
+        The credentials.
+    """
+    if (cfg.tls_cert_file is None) != (cfg.tls_key_file is None):
+        raise ConfigError("access: expected both tls_cert_file and tls_key_file, or neither")
+    if cfg.tls_cert_file is None or cfg.tls_key_file is None:
+        if cfg.client_ca_file is not None:
+            raise ConfigError("access: client_ca_file (mTLS) needs tls_cert_file and tls_key_file")
+        return None
+    try:
+        cert = cfg.tls_cert_file.read_bytes()
+        key = cfg.tls_key_file.read_bytes()
+        ca = cfg.client_ca_file.read_bytes() if cfg.client_ca_file is not None else None
+    except OSError as e:
+        raise ConfigError(f"access: cannot read TLS material: {e}") from e
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
+    )
+
+
+def check_listen(listen: str, cfg: AccessConfig) -> None:
+    """Refuse plaintext, unauthenticated serving on a non-loopback address.
+
+    Args:
+        listen: the ``host:port`` to bind.
+        cfg: the access settings.
+
+    Raises:
+        ConfigError: the address is not loopback and TLS or authentication is off (unless
+            ``allow_plaintext_remote``).
+    """
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    secure = cfg.tls_cert_file is not None and cfg.enabled
+    if not loopback and not secure and not cfg.allow_plaintext_remote:
+        raise ConfigError(
+            f"listen {listen}: serving beyond loopback needs TLS and authentication "
+            "(access.tls_cert_file and access.tokens_file or access.client_ca_file), "
+            "or access.allow_plaintext_remote"
+        )
+
+
+class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
+    """Authenticates every RPC and enforces its role."""
+
+    def __init__(self, cfg: AccessConfig) -> None:
+        """Load the tokens.
+
+        Args:
+            cfg: the access settings.
+
+        Raises:
+            ConfigError: the tokens file or a role in ``client_roles`` is invalid.
+        """
+        self._tokens = load_tokens(cfg.tokens_file) if cfg.tokens_file is not None else {}
+        self._mtls: dict[str, Principal] = {}
+        for name, roles in cfg.client_roles.items():
+            if not set(roles) <= set(ROLES):
+                raise ConfigError(f"access.client_roles[{name!r}]: unknown roles {roles}")
+            self._mtls[name] = Principal(name, frozenset(roles), "mtls")
+
+    def authenticate(self, context: grpc.ServicerContext) -> Principal:
+        """Find the caller's principal.
+
+        Args:
+            context: the RPC context.
+
+        Raises:
+            AuthenticationError: no valid token or client certificate.
+
+        Returns:
+            The principal.
+        """
+        for key, value in context.invocation_metadata():
+            if key == "authorization":
+                scheme, _, token = str(value).partition(" ")
+                if scheme.lower() != "bearer" or not token:
+                    raise AuthenticationError("authorization: expected 'Bearer <token>'")
+                digest = hashlib.sha256(token.encode()).digest()
+                for known, principal in self._tokens.items():
+                    if hmac.compare_digest(known, digest):
+                        return principal
+                raise AuthenticationError("authorization: unknown bearer token")
+        auth = context.auth_context()
+        for cn in auth.get("x509_common_name", []):
+            name = cn.decode() if isinstance(cn, bytes) else str(cn)
+            if name in self._mtls:
+                return self._mtls[name]
+            raise AuthenticationError(f"client certificate {name!r} has no roles")
+        raise AuthenticationError("expected a bearer token or a client certificate, got none")
+
+    def _check(self, method: str, context: grpc.ServicerContext) -> Principal | None:
+        role = required_role(method)
+        if role is None:
+            return None
+        principal = self.authenticate(context)
+        if role not in principal.roles:
+            raise PermissionDeniedError(
+                f"{principal.name} ({principal.via}) lacks role {role!r} for {method}"
+            )
+        return principal
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        ser = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+
+        def unary(fn: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[..., Any]:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                token = _current.set(self._check(method, context))
+                try:
+                    return fn(request, context)
+                finally:
+                    _current.reset(token)
+
+            return call
+
+        def stream(fn: Callable[[Any, grpc.ServicerContext], Iterator[Any]]) -> Callable[..., Any]:
+            def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                self._check(method, context)
+                yield from fn(request, context)
+
+            return call
+
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **ser)
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), **ser)
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **ser)
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream), **ser)
+        return handler

@@ -1,0 +1,266 @@
+"""Cluster-wide request handling kept in Redis: idempotency keys and per-client rate limits.
+
+Example (what a retrying client sends)::
+
+    stub.CertifyBatch(request, metadata=[("idempotency-key", "run-7/batch-0012")])
+
+Idempotency: a unary request that carries ``idempotency-key`` metadata is run once per
+(client, method, key) across every replica. The first replica to claim the key runs it and
+stores the serialized reply for ``idempotency_ttl_s``; a retry (to any replica) gets the
+stored reply; a retry while the first is still running waits up to ``idempotency_wait_s``,
+then gets ABORTED (retry later). A key reused with a different request is refused
+(INVALID_ARGUMENT). A request that fails is not stored: its retry runs again. The running
+replica renews its claim every third of ``idempotency_claim_s``; the claim of a replica that
+died expires after ``idempotency_claim_s`` and a retry then runs the request (a Certify twice
+yields the same certificate: the ledger key of (task, κ, label) is unique).
+
+Rate limits: a token bucket per client in Redis (``rate_limit_per_s`` tokens a second, at
+most ``rate_limit_burst``), one token per request, refilled by Redis's own clock so replicas
+agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to retry.
+
+The client is the authenticated principal (``certd.service.access``) when access control is
+on, else the peer's address without its port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import redis
+from redis.exceptions import RedisError
+
+from certd.config import ClusterConfig
+from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
+from certd.service.access import current_principal
+
+__all__ = ["ClusterInterceptor", "client_of"]
+
+log = logging.getLogger("certd.cluster")
+
+IDEMPOTENCY_HEADER = "idempotency-key"
+_MAX_KEY_CHARS = 256
+
+_CLAIM = """
+local got = redis.call('HMGET', KEYS[1], 'state', 'req', 'resp')
+if not got[1] then
+  redis.call('HSET', KEYS[1], 'state', 'pending', 'req', ARGV[1], 'owner', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {'NEW'}
+end
+return {got[1], got[2], got[3] or ''}
+"""
+
+_FINISH = """
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 'state', 'done', 'resp', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"""
+
+_TAKE = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local got = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(got[1]) or burst
+local ts = tonumber(got[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
+local ok = 0
+local wait_ms = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  ok = 1
+else
+  wait_ms = math.ceil((1 - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return {ok, wait_ms}
+"""
+
+
+def client_of(context: grpc.ServicerContext) -> str:
+    """The client a request counts against: its authenticated principal, else its peer host.
+
+    Args:
+        context: the RPC context.
+
+    Returns:
+        A client identifier.
+    """
+    principal = current_principal()
+    if principal is not None:
+        return f"principal:{principal.name}"
+    peer = context.peer()  # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
+    host = peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    return f"peer:{host}"
+
+
+class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
+    """Idempotency keys and per-client rate limits for every unary RPC, state in Redis."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        cfg: ClusterConfig,
+        *,
+        principal: Callable[[grpc.ServicerContext], str] = client_of,
+    ) -> None:
+        """Set up.
+
+        Args:
+            client: the Redis client (the ledger store's).
+            prefix: the hash-tagged key prefix, e.g. ``{certd}``.
+            cfg: the cluster settings.
+            principal: maps a request to its client identifier.
+        """
+        self._r = client
+        self._prefix = prefix
+        self._cfg = cfg
+        self._principal = principal
+        self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
+        self._take = client.register_script(_TAKE)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method = handler_call_details.method
+        if method.startswith("/grpc.health.") or method.startswith("/grpc.reflection."):
+            return handler
+        inner = handler.unary_unary
+        serialize = handler.response_serializer
+        if serialize is None:
+            return handler
+
+        def call(request: Any, context: grpc.ServicerContext) -> Any:
+            client = self._principal(context)
+            self.check_rate(client)
+            key = dict(context.invocation_metadata()).get(IDEMPOTENCY_HEADER)
+            if key is None:
+                return inner(request, context)
+            return self._once(client, method, str(key), request, context, inner, serialize)
+
+        return grpc.unary_unary_rpc_method_handler(
+            call,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=lambda r: r if isinstance(r, bytes) else serialize(r),
+        )
+
+    def check_rate(self, client: str) -> None:
+        """Take one token from the client's bucket.
+
+        Args:
+            client: the client identifier.
+
+        Raises:
+            RateLimitedError: the bucket is empty.
+            StoreError: Redis failed.
+        """
+        rate = self._cfg.rate_limit_per_s
+        if rate <= 0:
+            return
+        bucket = f"{self._prefix}:rate:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
+        try:
+            ok, wait_ms = self._take(keys=[bucket], args=[rate, self._cfg.rate_limit_burst])
+        except RedisError as e:
+            raise StoreError(f"rate limiter: {e}") from e
+        if not int(ok):
+            raise RateLimitedError(
+                f"rate limit: at most {rate:g} requests/s (burst {self._cfg.rate_limit_burst}) "
+                f"per client; retry in {int(wait_ms)} ms",
+                retry_after_s=int(wait_ms) / 1e3,
+            )
+
+    def _once(
+        self,
+        client: str,
+        method: str,
+        key: str,
+        request: Any,
+        context: grpc.ServicerContext,
+        inner: Callable[[Any, grpc.ServicerContext], Any],
+        serialize: Callable[[Any], bytes],
+    ) -> Any:
+        if not key or len(key) > _MAX_KEY_CHARS:
+            raise InvalidInputError(
+                f"{IDEMPOTENCY_HEADER}: expected 1 to {_MAX_KEY_CHARS} characters, got {len(key)}",
+                field=IDEMPOTENCY_HEADER,
+            )
+        name = hashlib.sha256(f"{client}\n{method}\n{key}".encode()).hexdigest()
+        record = f"{self._prefix}:idem:{name}"
+        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        owner = uuid.uuid4().hex
+        claim_ms = int(self._cfg.idempotency_claim_s * 1000)
+        deadline = time.monotonic() + self._cfg.idempotency_wait_s
+        while True:
+            try:
+                got = self._claim(keys=[record], args=[digest, owner, claim_ms])
+            except RedisError as e:
+                raise StoreError(f"idempotency record: {e}") from e
+            state = _text(got[0])
+            if state == "NEW":
+                break
+            if _text(got[1]) != digest:
+                raise InvalidInputError(
+                    f"{IDEMPOTENCY_HEADER} {key!r} was used for a different request",
+                    field=IDEMPOTENCY_HEADER,
+                )
+            if state == "done":
+                context.set_trailing_metadata((("certd-idempotent-replay", "1"),))
+                return bytes(got[2])
+            if time.monotonic() >= deadline:
+                raise InProgressError(
+                    f"a request with {IDEMPOTENCY_HEADER} {key!r} is still running; retry later"
+                )
+            time.sleep(0.02)
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(self._cfg.idempotency_claim_s / 3):
+                try:
+                    self._r.pexpire(record, claim_ms)
+                except RedisError:
+                    log.warning("cannot renew the idempotency claim %s", record)
+
+        renewer = threading.Thread(target=renew, name="idempotency-renew", daemon=True)
+        renewer.start()
+        try:
+            response = inner(request, context)
+        except BaseException:
+            done.set()
+            self._settle(record, owner, b"")
+            raise
+        done.set()
+        self._settle(record, owner, serialize(response))
+        return response
+
+    def _settle(self, record: str, owner: str, reply: bytes) -> None:
+        try:
+            self._finish(
+                keys=[record], args=[owner, reply, int(self._cfg.idempotency_ttl_s * 1000)]
+            )
+        except RedisError as e:
+            raise StoreError(f"idempotency record: {e}") from e
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,324 @@
+"""Observability: Prometheus metrics, request ids, JSON logs and health checks.
+
+Example (``certd serve --config c.json`` with ``{"observability": {"metrics_listen":
+"127.0.0.1:9464", "log_format": "json"}}``)::
+
+    curl -s 127.0.0.1:9464/metrics | grep certd_rpc_duration_seconds_count
+
+Metrics (one registry per server):
+
+    certd_rpc_requests_total{method, domain, code}      RPCs finished, by status code
+    certd_rpc_duration_seconds{method, domain}          latency histogram
+    certd_rpc_in_flight{method}                          RPCs running (a queue depth)
+    certd_ledger_pending_requests                        appends queued for group commit
+    certd_ledger_size                                    entries under the latest checkpoint
+    certd_ledger_checkpoint_age_seconds                  since the latest checkpoint
+    certd_verify_pool_workers{state}                     configured / alive worker processes
+    certd_health_serving                                 1 when the health check passes
+
+``domain`` is the task domain of the request (``countdown``, ``math``, ``code``; ``mixed`` for
+a batch of several; ``none`` for ledger reads). Every RPC gets a request id (the client's
+``x-request-id`` metadata, else a fresh one), returned as ``certd-request-id`` initial
+metadata and attached to every log record written while the RPC runs; ``JsonFormatter``
+writes one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from certd.errors import ConfigError
+
+if TYPE_CHECKING:
+    from certd.authority.pool import VerifyPool
+    from certd.ledger.log import Ledger
+
+__all__ = [
+    "HealthMonitor",
+    "JsonFormatter",
+    "Metrics",
+    "MetricsInterceptor",
+    "current_request_id",
+    "domain_of",
+    "serve_metrics",
+]
+
+log = logging.getLogger("certd.observability")
+
+_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "certd_request_id", default=None
+)
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+def current_request_id() -> str | None:
+    """The id of the RPC this thread is serving, or None.
+
+    Returns:
+        The request id.
+    """
+    return _request_id.get()
+
+
+def _task_domain(task: Any) -> str:
+    try:
+        return str(task.WhichOneof("domain") or "none")
+    except (AttributeError, ValueError):
+        return "none"
+
+
+def domain_of(request: Any) -> str:
+    """The task domain a request is about, for metric labels.
+
+    Args:
+        request: a request message (or an iterator, for client streams).
+
+    Returns:
+        ``countdown``/``math``/``code``, ``mixed``, or ``none``.
+    """
+    if hasattr(request, "task"):
+        return _task_domain(request.task)
+    items = getattr(request, "items", None)
+    if items:
+        domains = {_task_domain(getattr(i, "task", None)) for i in items[:64]}
+        return domains.pop() if len(domains) == 1 else "mixed"
+    return "none"
+
+
+class Metrics:
+    """The server's metrics in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "certd_rpc_requests", "RPCs finished", ["method", "domain", "code"], registry=r
+        )
+        self.duration = Histogram(
+            "certd_rpc_duration_seconds", "RPC latency", ["method", "domain"],
+            buckets=_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.in_flight = Gauge("certd_rpc_in_flight", "RPCs running", ["method"], registry=r)
+        self.pending = Gauge(
+            "certd_ledger_pending_requests", "appends queued for group commit", registry=r
+        )
+        self.ledger_size = Gauge(
+            "certd_ledger_size", "entries under the latest checkpoint", registry=r
+        )
+        self.checkpoint_age = Gauge(
+            "certd_ledger_checkpoint_age_seconds", "seconds since the latest checkpoint",
+            registry=r,
+        )  # fmt: skip
+        self.pool_workers = Gauge(
+            "certd_verify_pool_workers", "verify worker processes", ["state"], registry=r
+        )
+        self.serving = Gauge("certd_health_serving", "1 when healthy", registry=r)
+
+    def bind(self, ledger: Ledger, pool: VerifyPool, workers: int) -> None:
+        """Read ledger and pool state at each scrape.
+
+        Args:
+            ledger: the ledger.
+            pool: the verify pool.
+            workers: the configured number of pool workers.
+        """
+        self.pending.set_function(lambda: ledger.pending_requests)
+        self.ledger_size.set_function(lambda: ledger.checkpoint().checkpoint.size)
+        self.checkpoint_age.set_function(lambda: max(0.0, time.time() - ledger.checkpoint_time))
+        self.pool_workers.labels("configured").set(workers)
+        self.pool_workers.labels("alive").set_function(lambda: len(pool.worker_pids()))
+
+
+def serve_metrics(metrics: Metrics, listen: str) -> Callable[[], None]:
+    """Serve ``/metrics`` over HTTP.
+
+    Args:
+        metrics: the metrics.
+        listen: ``host:port`` (port 0 picks one).
+
+    Raises:
+        ConfigError: the address cannot be bound.
+
+    Returns:
+        A function that stops the server; its ``port`` attribute is the bound port.
+    """
+    host, _, port = listen.rpartition(":")
+    try:
+        server, thread = start_http_server(int(port), host.strip("[]"), metrics.registry)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"metrics: cannot listen on {listen}: {e}") from e
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+    stop.port = server.server_port  # type: ignore[attr-defined]  # reported to the caller
+    return stop
+
+
+class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
+    """Times every RPC, counts it by status code, and gives it a request id."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def _begin(self, context: grpc.ServicerContext) -> contextvars.Token[str | None]:
+        rid = dict(context.invocation_metadata()).get("x-request-id")
+        rid = str(rid)[:64] if rid else uuid.uuid4().hex[:16]
+        try:
+            context.send_initial_metadata((("certd-request-id", rid),))
+        except ValueError:  # already sent
+            pass
+        return _request_id.set(rid)
+
+    def _end(self, method: str, domain: str, context: grpc.ServicerContext, t0: float) -> None:
+        code = context.code()  # type: ignore[attr-defined]  # present at runtime
+        name = code.name if isinstance(code, grpc.StatusCode) else "OK"
+        self._m.requests.labels(method, domain, name).inc()
+        self._m.duration.labels(method, domain).observe(time.perf_counter() - t0)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        ser = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        m = self._m
+
+        def unary(fn: Callable[[Any, grpc.ServicerContext], Any], streamed: bool) -> Any:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                t0 = time.perf_counter()
+                domain = "stream" if streamed else domain_of(request)
+                token = self._begin(context)
+                m.in_flight.labels(method).inc()
+                try:
+                    return fn(request, context)
+                finally:
+                    m.in_flight.labels(method).dec()
+                    self._end(method, domain, context, t0)
+                    _request_id.reset(token)
+
+            return call
+
+        def stream(fn: Callable[[Any, grpc.ServicerContext], Iterator[Any]], streamed: bool) -> Any:
+            def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                t0 = time.perf_counter()
+                domain = "stream" if streamed else domain_of(request)
+                self._begin(context)
+                m.in_flight.labels(method).inc()
+                try:
+                    yield from fn(request, context)
+                finally:
+                    m.in_flight.labels(method).dec()
+                    self._end(method, domain, context, t0)
+
+            return call
+
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary, False), **ser)
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream, False), **ser)
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary, True), **ser)
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream, True), **ser)
+        return handler
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, request id, exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        obj: dict[str, Any] = {
+            "ts": round(record.created, 6),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        rid = _request_id.get()
+        if rid is not None:
+            obj["request_id"] = rid
+        if record.exc_info:
+            obj["exc"] = self.formatException(record.exc_info)
+        return json.dumps(obj, ensure_ascii=False)
+
+
+class HealthMonitor:
+    """Sets the gRPC health status from the ledger's and the verify pool's state."""
+
+    def __init__(
+        self,
+        servicer: health.HealthServicer,
+        services: tuple[str, ...],
+        ledger: Ledger,
+        pool: VerifyPool,
+        workers: int,
+        metrics: Metrics,
+        interval_s: float,
+    ) -> None:
+        self._servicer = servicer
+        self._services = services
+        self._ledger = ledger
+        self._pool = pool
+        self._workers = workers
+        self._metrics = metrics
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="certd-health", daemon=True)
+        self.problem: str | None = None
+
+    def check(self) -> str | None:
+        """Run the checks once and publish the status.
+
+        Returns:
+            The problem found, or None when serving.
+        """
+        problem = self._ledger.health()
+        if problem is None and self._workers > 0 and not self._pool.worker_pids():
+            problem = "verify pool has no live worker"
+        if problem != self.problem:
+            log.warning("health: %s", problem or "serving again")
+        self.problem = problem
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if problem is None
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", *self._services):
+            self._servicer.set(name, status)
+        self._metrics.serving.set(1 if problem is None else 0)
+        return problem
+
+    def start(self) -> None:
+        """Check now, then every ``interval_s``."""
+        self.check()
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.check()
+
+    def stop(self) -> None:
+        """Stop checking."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

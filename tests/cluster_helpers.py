@@ -1,0 +1,159 @@
+"""A certd cluster as real processes on 127.0.0.1: one Redis, N ``certd serve --ledger`` replicas.
+
+Every replica has its own data dir holding a copy of one signing key (one identity).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from redis_helpers import RedisProcess
+
+from certd.domains import countdown as cd
+from certd.signing.keys import SigningKey, save_signing_key
+
+__all__ = ["Cluster", "Replica", "certify_items", "run_certd"]
+
+KEY_NAME = "forkgate.test/cluster"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_certd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the ``certd`` CLI in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "certd.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+class Replica:
+    """One ``certd serve --ledger redis://…`` process."""
+
+    def __init__(self, data_dir: Path, ledger_url: str, config: dict[str, Any]) -> None:
+        self.data_dir = data_dir
+        self.ledger_url = ledger_url
+        self.config = config
+        self.proc: subprocess.Popen[str] | None = None
+        self.address = ""
+
+    def start(self) -> Replica:
+        cfg_path = self.data_dir / "config.json"
+        cfg_path.write_text(json.dumps(self.config))
+        log = (self.data_dir / "serve.log").open("a")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "certd.cli", "serve",
+                "--data-dir", str(self.data_dir),
+                "--listen", "127.0.0.1:0",
+                "--ledger", self.ledger_url,
+                "--config", str(cfg_path),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=10)
+            tail = (self.data_dir / "serve.log").read_text()[-3000:]
+            raise RuntimeError(f"certd replica exited with {self.proc.returncode}: {tail}")
+        event = json.loads(line)
+        assert event["event"] == "serving", event
+        self.address = event["address"]
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no drain, no flush."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def stop(self) -> None:
+        """SIGTERM: graceful shutdown."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+class Cluster:
+    """Redis with AOF (appendfsync always) and ``n`` replicas sharing one signing key."""
+
+    def __init__(self, root: Path, n: int = 3, config: dict[str, Any] | None = None) -> None:
+        self.root = root
+        self.redis = RedisProcess(root / "redis")
+        self.key = SigningKey.generate(KEY_NAME)
+        self.config: dict[str, Any] = {
+            "key_name": KEY_NAME,
+            "ledger": {"origin": KEY_NAME},
+            "countdown": {"verify_workers": 0},
+            "cluster": {"idempotency_claim_s": 2.0, "idempotency_wait_s": 10.0},
+        }
+        for section, values in (config or {}).items():
+            self.config.setdefault(section, {}).update(values)
+        self.replicas = [self._replica(i) for i in range(n)]
+        self.vkey = self.key.verifier().to_vkey()
+        (root / "signing.pub").write_text(self.vkey + "\n")
+
+    def _replica(self, i: int) -> Replica:
+        data = self.root / f"replica-{i}"
+        data.mkdir(parents=True, exist_ok=True)
+        save_signing_key(data / "signing.key", self.key)
+        return Replica(data, self.redis.url, self.config)
+
+    def start(self) -> Cluster:
+        self.redis.start()
+        for r in self.replicas:
+            r.start()
+        return self
+
+    @property
+    def addresses(self) -> list[str]:
+        return [r.address for r in self.replicas if r.proc is not None]
+
+    def audit(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        """``certd audit --ledger redis://…`` with a fresh auditor state."""
+        state = self.root / f"audit-state-{time.monotonic_ns()}.json"
+        return run_certd(
+            "audit", "--ledger", self.redis.url, "--trust", self.vkey,
+            "--state", str(state), "--json", *extra,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        for r in self.replicas:
+            r.kill()
+        self.redis.stop()
+        shutil.rmtree(self.root / "redis", ignore_errors=True)
+
+
+def certify_items(puzzles: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str]]:
+    """(task, label, witness) for the first label of every feasible family of each puzzle."""
+    items = []
+    for p in puzzles:
+        found = cd.enumerate_families(
+            cd.CountdownTask(numbers=tuple(p["numbers"]), target=p["target"])
+        )
+        for family in found.families:
+            lw = found.labels[family[0]]
+            items.append((p, f"{lw.operand},{lw.operator}", lw.witness))
+    return items
