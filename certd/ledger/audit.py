@@ -173,6 +173,7 @@ class AuditState:
         """
         path = Path(path)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # e.g. a first ~/.local/state/forkgate
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
             try:
                 with os.fdopen(fd, "wb") as f:

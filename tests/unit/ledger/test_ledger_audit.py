@@ -253,3 +253,11 @@ def test_audit_remote(tmp_path: Path) -> None:
         broken = audit_remote(get_checkpoint, failing_entries, ledger.consistency_proof, RING, None)
         assert not broken.ok
         assert any("cannot fetch entries [0, " in m for m in messages(broken))
+
+
+def test_first_audit_creates_the_state_directory(tmp_path: Path) -> None:
+    db, state = tmp_path / "l.db", tmp_path / "fresh" / "forkgate" / "state.json"
+    make_log(db, 4)
+    report = audit(db, state)
+    assert report.ok, messages(report)
+    assert AuditState.load(state).size == 4
