@@ -432,6 +432,7 @@ class Ratchet:
             )
         except CertdError as e:
             raise _Refused(Reason.BAD_PROOF, str(e)) from e
+        self._check_witnessed(cp)
         self._compare(cp)
         return cp
 
@@ -455,23 +456,6 @@ class Ratchet:
         if p.get("witness_digest") != sha256_hex(fam.witness.encode()):
             raise _Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
         return self._proven(cert.envelope, cert.inclusion)
-        proof = cert.inclusion
-        try:
-            cp = open_checkpoint(proof.checkpoint.note, [t.key for t in self.keys], self.origin)
-            if cp.size != proof.tree_size:
-                raise _Refused(Reason.BAD_PROOF, "proof and checkpoint sizes differ")
-            merkle.verify_inclusion(
-                merkle.leaf_hash(cert.envelope),
-                proof.leaf_index,
-                proof.tree_size,
-                list(proof.hashes),
-                cp.root_hash,
-            )
-        except CertdError as e:
-            raise _Refused(Reason.BAD_PROOF, str(e)) from e
-        self._check_witnessed(cp)
-        self._compare(cp)
-        return cp
 
     def _compare(self, cp: Checkpoint) -> None:
         """Refuse a checkpoint that forks from the trusted one, or is older and unprovable."""
