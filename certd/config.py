@@ -69,6 +69,9 @@ class MathConfig(_Strict):
     warm_start: bool = Field(
         False, description="start the pool and load the embedding model at server start"
     )
+    prime_grammar: bool = Field(
+        True, description="workers fill the LaTeX grammar's prediction cache when idle"
+    )
     max_response_chars: int = Field(1_048_576, ge=1)
     max_gold_chars: int = Field(4_096, ge=1)
     max_answer_chars: int = Field(1_024, ge=1)

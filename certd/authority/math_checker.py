@@ -77,6 +77,7 @@ class MathChecker:
                 wrong_answer=cfg.reward_wrong_answer,
                 unparsed=cfg.reward_unparsed,
             ),
+            prime=cfg.prime_grammar,
         )
         self.first_step_kappa = ""
         if cfg.first_step:

@@ -15,6 +15,11 @@ background, so the caller gets ``TIME_LIMIT`` at the deadline and never waits fo
 replacement. A worker that runs out of memory answers ``MEMORY_LIMIT`` and is replaced; a
 worker that dies for any other reason gives ``INFRA_ERROR`` (never a wrong answer) and is
 replaced. No ``signal.alarm``: the deadline is kept by the parent, from any thread.
+
+With ``MathWork.prime`` a worker, while no check is waiting on its pipe, runs the LaTeX
+grammar over ``warmup.prime_corpus()`` one answer at a time (a few ms each), filling ANTLR's
+prediction cache; a check that arrives meanwhile waits for at most that one answer. It never
+changes a verdict, only how soon unseen answers are read.
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from typing import Any
 from certd.domains.math.extract import ExtractConfig
 from certd.domains.math.limits import MathLimits
 from certd.domains.math.names import VERIFIER
+from certd.domains.math.parse import prime_grammar
 from certd.domains.math.route import kappa_route
 from certd.domains.math.task import MathTask
 from certd.domains.math.verify import MathShaping, verify_math
-from certd.domains.math.warmup import warm_up
+from certd.domains.math.warmup import prime_corpus, warm_up
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError
 
@@ -57,6 +63,7 @@ class MathWork:
     limits: MathLimits = field(default_factory=MathLimits)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     shaping: MathShaping = field(default_factory=MathShaping)
+    prime: bool = False  # prime the grammar in idle time (see the module notes)
 
 
 def _limit_memory(memory_bytes: int) -> None:
@@ -69,8 +76,17 @@ def _worker_main(conn: Connection, work: MathWork, memory_bytes: int) -> None:
     _limit_memory(memory_bytes)
     warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
     conn.send(("ready", os.getpid()))
+    priming = prime_corpus()[::-1] if work.prime else []
     while True:
         try:
+            while priming and not conn.poll(0):
+                text = priming.pop()
+                try:
+                    prime_grammar(text, numbers=True)
+                    if "," in text:  # commas are the only difference between the readings
+                        prime_grammar(text, numbers=False)
+                except MemoryError:
+                    priming = []  # warming is optional; checks go on under the cap
             task, response = conn.recv()
         except (EOFError, OSError):
             return

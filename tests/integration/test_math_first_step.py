@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import random
 
 import pytest
 
 from certd.authority.embedder import StepEmbedder, model_dir
+from certd.domains.math.first_step import nearest_move
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +44,19 @@ def test_rewordings_of_one_step_share_a_cluster(embedder: StepEmbedder) -> None:
 def test_clustering_is_deterministic(embedder: StepEmbedder) -> None:
     steps = ["Take the derivative and set it to zero.", "Work modulo 9 with remainders."] * 3
     assert embedder.moves(steps) == embedder.moves(list(reversed(steps)))[::-1]
+
+
+def test_screened_nearest_move_is_the_exhaustive_one(embedder: StepEmbedder) -> None:
+    steps = [
+        "We substitute u = x^2, so the equation becomes u^2 - 5u + 4 = 0.",
+        "Consider the cases n even and n odd.",
+        "The area is one half base times height, 6.",
+        "Let z = a + bi with a, b real.",
+        "x",
+    ]
+    vectors = embedder._encode(steps) + [v for _, v in embedder._prototypes]  # exact ties too
+    rng = random.Random(7)
+    vectors += [[x + rng.gauss(0, 0.02) for x in v] for v in vectors]
+    vectors.append([0.0] * len(vectors[0]))
+    for v in vectors:
+        assert embedder._nearest(v) == nearest_move(v, embedder._prototypes)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
-from certd.domains.math import MathTask
+from certd.domains.math import MathTask, verify_math
 from certd.domains.verdict import Status
 
 DEADLINE_S = 2.0
@@ -33,7 +33,8 @@ BOMBS = {
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[MathPool]:
-    p = MathPool(MathWork(), workers=2, deadline_s=DEADLINE_S, memory_bytes=1 << 30)
+    # prime=True as certd serves by default: workers fill the grammar cache between checks.
+    p = MathPool(MathWork(prime=True), workers=2, deadline_s=DEADLINE_S, memory_bytes=1 << 30)
     yield p
     p.close()
 
@@ -114,3 +115,17 @@ def test_closed_pool_refuses() -> None:
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="workers"):
         MathPool(MathWork(), workers=0, deadline_s=1.0, memory_bytes=0)
+
+
+def test_priming_workers_give_the_in_process_verdicts(pool: MathPool) -> None:
+    pairs = [
+        (MathTask(gold=r"\frac{1}{2}"), r"\boxed{0.5}"),
+        (MathTask(gold=r"(-\infty, 0) \cup (1, \infty)"), r"$x<0$ or $x>1$, \boxed{(1,\infty)}"),
+        (MathTask(gold=r"x = 3"), "so the answer is 3"),
+        (MathTask(gold=r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}"), r"\boxed{1}"),
+        (MathTask(gold=r"1-\frac{1}{e}"), r"\boxed{1+\frac{1}{e}}"),
+    ] * 3
+    time.sleep(0.5)  # let the workers prime for a while between checks
+    got = pool.verify_many(pairs)
+    want = [verify_math(t, r) for t, r in pairs]
+    assert [(v.status, v.detail) for v in got] == [(v.status, v.detail) for v in want]

@@ -43,7 +43,14 @@ from latex2sympy2_extended.latex2sympy2 import (
 from .errors import MathLimitError, MathUnparsedError
 from .limits import MathLimits
 
-__all__ = ["Parsed", "check_text_caps", "check_tree_caps", "normalized", "parse_answer"]
+__all__ = [
+    "Parsed",
+    "check_text_caps",
+    "check_tree_caps",
+    "normalized",
+    "parse_answer",
+    "prime_grammar",
+]
 
 _NORMALIZE = NormalizationConfig(
     basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all", equations=False
@@ -302,6 +309,33 @@ def _latex(s: str) -> Any:
                 why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
                 raise MathUnparsedError(f"does not parse: {why}") from None
     raise AssertionError("unreachable")
+
+
+def prime_grammar(text: str, *, numbers: bool = True) -> bool:
+    """Run only the grammar's (SLL) parse of ``text`` to fill ANTLR's shared prediction cache.
+
+    Nothing is converted or evaluated and nothing is returned but success: this is for
+    warming a process (``warmup.warm_up``). Text over the default caps is skipped.
+
+    Args:
+        text: answer text, normalised here as ``parse_answer`` would.
+        numbers: as in ``parse_answer``.
+
+    Returns:
+        Whether the grammar accepted it.
+    """
+    try:
+        check_text_caps(text, MathLimits())
+        s, _ = _normalize(text, numbers)
+        if not s:
+            return False
+        converter = _TwoStage(None, not _COMPLEX.search(s), False, config=_CONVERT)
+        converter.create_parser(s).math()
+        return True
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - the parser raises bare Exception; only warming here
+        return False
 
 
 def parse_answer(text: str, limits: MathLimits | None = None, *, numbers: bool = True) -> Parsed:

@@ -8,14 +8,24 @@ The LaTeX grammar's prediction tables (ANTLR's DFA cache) and SymPy's caches fil
 are parsed; a fresh worker process would otherwise pay that on its first real checks. The
 math pool's workers call ``warm_up()`` before they report ready (and the forkserver imports this
 module, so workers forked from it start warm).
+
+ANTLR's prediction DFA is keyed by token *types*, not text, so what fills it is coverage of
+constructs, not of particular answers. ``prime_corpus()`` generates about 1,300 answers from
+the tables below (every construct of ``_ATOMS`` joined by every operator and relation of
+``_JOINS``, each structure of ``_SHAPES`` around a few atoms); it is built from these tables
+only, never from benchmark or test cases. A math worker runs the grammar alone
+(``parse.prime_grammar``) over it one answer at a time while it has no check to do
+(``MathWork.prime``), so a worker that has been idle for a few seconds of CPU checks unseen
+answers with most of the grammar's prediction work already done (the profiled cost of a
+first pass), while start-up and replacement stay as quick as ``warm_up()``.
 """
 
 from __future__ import annotations
 
-from .errors import MathUnparsedError
+from .errors import MathError
 from .parse import parse_answer
 
-__all__ = ["WARM_ANSWERS", "warm_up"]
+__all__ = ["WARM_ANSWERS", "prime_corpus", "warm_up"]
 
 WARM_ANSWERS = (
     r"\frac{1}{2}",
@@ -57,6 +67,123 @@ WARM_ANSWERS = (
 )
 
 
+_ATOMS = (
+    "7",
+    "-12",
+    "3.25",
+    "x",
+    "n",
+    "a_{n}",
+    "x_1",
+    "\\pi",
+    "\\infty",
+    "\\sqrt{2}",
+    "\\sqrt[3]{x}",
+    "\\frac{a}{b}",
+    "\\dfrac{1}{3}",
+    "\\tfrac{5}{2}",
+    "2^{10}",
+    "x^2",
+    "e^{-x}",
+    "\\sin x",
+    "\\cos(2x)",
+    "\\tan^2(y)",
+    "\\sec^2 y",
+    "\\log_{2} 8",
+    "\\ln(x)",
+    "|x|",
+    "\\left(x+1\\right)",
+    "n!",
+    "\\binom{n}{k}",
+    "F_{n-k-1}",
+    "10^{\\frac{1}{2}}",
+    "\\frac{\\sqrt{3}}{2}",
+    "3x^{2/3}",
+    "\\sqrt[3]{x}^2",
+    "90^\\circ",
+    "5\\text{ cm}",
+    "\\mathrm{d}x",
+    "\\overline{AB}",
+    "\\angle A",
+    "f(x)",
+    "f^{-1}(x)",
+    "\\sum_{k=0}^{n} k",
+    "\\prod_{i=1}^{n} i",
+    "\\int_0^1 x\\,dx",
+    "\\lim_{x \\to 0} x",
+    "\\pm 2",
+    "2i",
+    "\\mathbb{R}",
+    "\\emptyset",
+    "\\{1, 2\\}",
+    "\\max(a, b)",
+    "\\lfloor x \\rfloor",
+    "\\cdots",
+)
+_JOINS = (
+    "+",
+    "-",
+    "\\cdot",
+    "\\times",
+    "/",
+    " ",
+    "=",
+    "<",
+    "\\le",
+    "\\geq",
+    "\\neq",
+    "\\approx",
+    ",",
+    ":",
+    "\\in",
+    "\\cup",
+    "\\quad",
+    "\\text{ and }",
+    ";",
+)
+_SHAPES = (
+    "({0}, {1})",
+    "[{0}, {1})",
+    "({0}, {1}]",
+    "[{0}, {1}]",
+    "\\left[{0}, {1}\\right]",
+    "\\{{{0}, {1}\\}}",
+    "({0}, {1}) \\cup ({1}, \\infty)",
+    "\\begin{{pmatrix}}{0} & {1} \\\\ {1} & {0}\\end{{pmatrix}}",
+    "\\begin{{pmatrix}}{0}\\\\{1}\\end{{pmatrix}}",
+    "\\begin{{bmatrix}}{0} & {1}\\end{{bmatrix}}",
+    "\\begin{{array}}{{cc}}{0} & {1}\\end{{array}}",
+    "{0} \\le x < {1}",
+    "x = {0}, y = {1}",
+    "y_{{1}}={0}, y_{{2}}={1}",
+    "\\frac{{{0}}}{{{1}}}",
+    "{0}^{{{1}}}",
+    "\\sqrt{{{0} + {1}}}",
+    "{0}\\%",
+    "\\text{{{0}}}",
+    "\\boxed{{{0}}}",
+)
+
+
+def prime_corpus() -> list[str]:
+    """Generated answers covering the grammar's constructs (for ``parse.prime_grammar``).
+
+    Returns:
+        The answers, in a fixed order.
+    """
+    out: list[str] = []
+    for i, a in enumerate(_ATOMS):
+        b = _ATOMS[(i * 7 + 3) % len(_ATOMS)]
+        for j in _JOINS:
+            out.append(f"{a} {j} {b}")
+        out.append(f"-{a}")
+    for k, shape in enumerate(_SHAPES):
+        for i in range(0, len(_ATOMS), 4):
+            a, b = _ATOMS[(i + k) % len(_ATOMS)], _ATOMS[(i + 2 * k + 1) % len(_ATOMS)]
+            out.append(shape.format(a, b))
+    return out
+
+
 def warm_up() -> int:
     """Parse ``WARM_ANSWERS``; return how many parsed."""
     ok = 0
@@ -64,6 +191,6 @@ def warm_up() -> int:
         try:
             parse_answer(text)
             ok += 1
-        except MathUnparsedError:
+        except MathError:
             pass
     return ok
