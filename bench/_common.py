@@ -46,3 +46,30 @@ def write(name: str, result: dict[str, Any]) -> Path:
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return path
+
+
+def certify_requests(n: int, seed: int) -> list[tuple[dict[str, object], str, str]]:
+    """Distinct (task, label, witness) Certify requests from ``n`` generated puzzles.
+
+    Witnesses are enumerated before any timing, one per family and never the same solution
+    twice for a task, so certd refuses none of them (no pseudo-forks, no repeated tasks).
+    """
+    from certd.domains import countdown as cd
+    from forkgate.puzzles import countdown_puzzles
+
+    out: list[tuple[dict[str, object], str, str]] = []
+    seen_tasks: set[tuple[tuple[int, ...], int]] = set()
+    for p in countdown_puzzles(n, seed=seed):
+        task = cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
+        if (tuple(sorted(task.numbers)), task.target) in seen_tasks:
+            continue
+        seen_tasks.add((tuple(sorted(task.numbers)), task.target))
+        found = cd.enumerate_families(task)
+        solutions: set[str] = set()
+        for fam in found.families:
+            lw = found.labels[fam[0]]
+            canonical = cd.canonical_form(cd.parse_expression(lw.witness))
+            if canonical not in solutions:
+                solutions.add(canonical)
+                out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
+    return out

@@ -14,12 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import write
+from _common import certify_requests, write
 
-from certd.domains import countdown as cd
 from forkgate import CertdClient, CertificationRefusedError
 from forkgate.local import LocalCertd
-from forkgate.puzzles import countdown_puzzles
 
 BATCH = 1000
 TARGET = 2000.0
@@ -27,22 +25,7 @@ TARGET = 2000.0
 
 def requests(n: int) -> list[tuple[dict[str, object], str, str]]:
     """Distinct (task, label) requests whose witnesses are distinct solutions (none refused)."""
-    out: list[tuple[dict[str, object], str, str]] = []
-    seen_tasks: set[tuple[tuple[int, ...], int]] = set()
-    for p in countdown_puzzles(n, seed=21):
-        task = cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
-        if (tuple(sorted(task.numbers)), task.target) in seen_tasks:
-            continue
-        seen_tasks.add((tuple(sorted(task.numbers)), task.target))
-        found = cd.enumerate_families(task)
-        solutions: set[str] = set()
-        for fam in found.families:
-            lw = found.labels[fam[0]]
-            canonical = cd.canonical_form(cd.parse_expression(lw.witness))
-            if canonical not in solutions:
-                solutions.add(canonical)
-                out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
-    return out
+    return certify_requests(n, seed=21)
 
 
 def main() -> None:

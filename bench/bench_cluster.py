@@ -33,16 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import write
+from _common import certify_requests, write
 
-from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
 from certd.ledger.merkle import inclusion_proof
 from certd.ledger.redis_store import RedisStore
 from certd.signing.keys import SigningKey, save_signing_key
 from forkgate import CertdClient, CertificationRefusedError
 from forkgate._base import ClientSettings
-from forkgate.puzzles import countdown_puzzles
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_NAME = "forkgate.bench/cluster"
@@ -117,22 +115,7 @@ def start_certd(data: Path, ledger_url: str | None) -> tuple[subprocess.Popen[st
 
 
 def requests() -> list[tuple[dict[str, object], str, str]]:
-    out: list[tuple[dict[str, object], str, str]] = []
-    seen: set[tuple[tuple[int, ...], int]] = set()
-    for p in countdown_puzzles(max(50, REQUESTS // 2), seed=77):
-        task = cd.CountdownTask(numbers=tuple(p["numbers"]), target=int(p["target"]))
-        if (tuple(sorted(task.numbers)), task.target) in seen:
-            continue
-        seen.add((tuple(sorted(task.numbers)), task.target))
-        found = cd.enumerate_families(task)
-        solutions: set[str] = set()
-        for fam in found.families:
-            lw = found.labels[fam[0]]
-            canonical = cd.canonical_form(cd.parse_expression(lw.witness))
-            if canonical not in solutions:
-                solutions.add(canonical)
-                out.append((p, f"{lw.operand},{lw.operator}", lw.witness))
-    return out
+    return certify_requests(max(50, REQUESTS // 2), seed=77)
 
 
 def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> dict[str, Any]:

@@ -53,8 +53,7 @@ __all__ = [
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased pass@k from n samples with c correct (Chen et al., 2021).
 
-    The same estimator as ``forkgate.metrics.pass_at_k`` (a test holds them equal); certd
-    cannot import the client, so it lives here too.
+    The one implementation: ``forkgate.metrics`` re-exports it (this module is pure stdlib).
 
     Raises:
         ValueError: unless 0 <= c <= n and 1 <= k <= n.

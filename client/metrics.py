@@ -30,6 +30,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from certd.support import pass_at_k  # the unbiased estimator (Chen et al., 2021), pure stdlib
+
 __all__ = [
     "EntropyAlarm",
     "EntropyMonitor",
@@ -41,20 +43,6 @@ __all__ = [
     "first_token_entropy",
     "pass_at_k",
 ]
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k from n samples with c correct (Chen et al., 2021).
-
-    Raises:
-        ValueError: unless 0 <= c <= n and 1 <= k <= n.
-    """
-    if not (0 <= c <= n and 1 <= k <= n):
-        raise ValueError(f"expected 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-    if n - c < k:
-        return 1.0
-    # 1 - prod_{i=n-c+1}^{n} (1 - k/i), stable for large n.
-    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
 def best_at_k(correct_per_prompt: Sequence[Sequence[bool]], k: int) -> float:

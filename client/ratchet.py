@@ -273,11 +273,7 @@ class Ratchet:
                 (Reason.COVERAGE_SHRANK, f"families admitted before are missing: {sorted(lost)}")
             )
         if not reasons:
-            try:
-                for cp in sorted(checkpoints, key=lambda c: c.size):
-                    self._advance(cp)
-            except _Refused as e:
-                reasons.append((e.reason, e.detail))
+            self._advance_all(checkpoints, reasons)
         if reasons:
             return Admission(False, tuple(reasons))
         self.coverage[digest] = self.coverage.get(digest, frozenset()) | labels
@@ -329,11 +325,7 @@ class Ratchet:
                 (Reason.REPLAYED, f"{elsewhere} rollouts were admitted in another group")
             )
         if not reasons:
-            try:
-                for cp in sorted(checkpoints, key=lambda c: c.size):
-                    self._advance(cp)
-            except _Refused as e:
-                reasons.append((e.reason, e.detail))
+            self._advance_all(checkpoints, reasons)
         if reasons:
             return Admission(False, tuple(reasons))
         for k in keys:
@@ -456,6 +448,16 @@ class Ratchet:
         if p.get("witness_digest") != sha256_hex(fam.witness.encode()):
             raise _Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
         return self._proven(cert.envelope, cert.inclusion)
+
+    def _advance_all(
+        self, checkpoints: list[Checkpoint], reasons: list[tuple[Reason, str]]
+    ) -> None:
+        """Trust the record's checkpoints, oldest first; a refusal goes into ``reasons``."""
+        try:
+            for cp in sorted(checkpoints, key=lambda c: c.size):
+                self._advance(cp)
+        except _Refused as e:
+            reasons.append((e.reason, e.detail))
 
     def _compare(self, cp: Checkpoint) -> None:
         """Refuse a checkpoint that forks from the trusted one, or is older and unprovable."""

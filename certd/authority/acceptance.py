@@ -310,16 +310,12 @@ class Acceptances:
                 envelope = self._sign(challenge, caps, (reason, detail, drops))
                 key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
                 index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
-                decision = AcceptanceDecision(
-                    run=challenge.run,
-                    checkpoint=challenge.checkpoint,
-                    checkpoint_digest=challenge.checkpoint_digest,
-                    target=challenge.target,
-                    sequence=challenge.sequence,
-                    capabilities=caps,
+                decision = _decision(
+                    challenge,
+                    caps,
+                    index,
+                    envelope,
                     accepted=False,
-                    index=index,
-                    envelope=envelope,
                     reason=reason,
                     detail=detail,
                     drops=tuple(drops),
@@ -331,17 +327,7 @@ class Acceptances:
                 f"acceptance/{challenge.run}/{challenge.sequence}", envelope
             )
             index = written.result(timeout=timeout_s)
-            decision = AcceptanceDecision(
-                run=challenge.run,
-                checkpoint=challenge.checkpoint,
-                checkpoint_digest=challenge.checkpoint_digest,
-                target=challenge.target,
-                sequence=challenge.sequence,
-                capabilities=caps,
-                accepted=True,
-                index=index,
-                envelope=envelope,
-            )
+            decision = _decision(challenge, caps, index, envelope, accepted=True)
             state.head = decision
             state.baseline = state.baseline or decision
             state.decisions.append(decision)
@@ -604,3 +590,31 @@ def _check_digest(digest: str) -> None:
             f"checkpoint_digest: expected 64 lowercase hex digits, got {digest!r:.80}",
             field="checkpoint_digest",
         )
+
+
+def _decision(
+    challenge: Challenge,
+    caps: tuple[Capability, ...],
+    index: int,
+    envelope: bytes,
+    *,
+    accepted: bool,
+    reason: str = "",
+    detail: str = "",
+    drops: tuple[Drop, ...] = (),
+) -> AcceptanceDecision:
+    """A logged decision on ``challenge``: accepted, or refused with its reason and drops."""
+    return AcceptanceDecision(
+        run=challenge.run,
+        checkpoint=challenge.checkpoint,
+        checkpoint_digest=challenge.checkpoint_digest,
+        target=challenge.target,
+        sequence=challenge.sequence,
+        capabilities=caps,
+        index=index,
+        envelope=envelope,
+        accepted=accepted,
+        reason=reason,
+        detail=detail,
+        drops=drops,
+    )

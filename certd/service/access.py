@@ -33,6 +33,7 @@ import grpc
 
 from certd.config import AccessConfig
 from certd.errors import AuthenticationError, ConfigError, PermissionDeniedError
+from certd.service.handlers import Behaviour, rewrap
 
 __all__ = [
     "AccessInterceptor",
@@ -258,12 +259,8 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
         if handler is None:
             return None
         method = handler_call_details.method
-        ser = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
 
-        def unary(fn: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[..., Any]:
+        def unary(fn: Behaviour, _streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Any:
                 token = _current.set(self._check(method, context))
                 try:
@@ -273,19 +270,11 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
 
             return call
 
-        def stream(fn: Callable[[Any, grpc.ServicerContext], Iterator[Any]]) -> Callable[..., Any]:
+        def stream(fn: Behaviour, _streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 self._check(method, context)
                 yield from fn(request, context)
 
             return call
 
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **ser)
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), **ser)
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **ser)
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream), **ser)
-        return handler
+        return rewrap(handler, unary, stream)

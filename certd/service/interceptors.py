@@ -28,6 +28,7 @@ from certd.errors import (
     StoreError,
     UnsupportedError,
 )
+from certd.service.handlers import rewrap
 from certd.service.observability import current_request_id
 
 __all__ = ["ErrorInterceptor", "status_for"]
@@ -123,24 +124,8 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # gen
         if handler is None:
             return None
         method = handler_call_details.method
-        ser = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary, method), **ser
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream, method), **ser
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary(handler.stream_unary, method), **ser
-            )
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(
-                _wrap_stream(handler.stream_stream, method), **ser
-            )
-        return handler
+        return rewrap(
+            handler,
+            lambda fn, _streamed: _wrap_unary(fn, method),
+            lambda fn, _streamed: _wrap_stream(fn, method),
+        )

@@ -39,6 +39,7 @@ from grpc_health.v1 import health, health_pb2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from certd.errors import ConfigError
+from certd.service.handlers import Behaviour, rewrap
 
 if TYPE_CHECKING:
     from certd.authority.pool import VerifyPool
@@ -198,13 +199,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         if handler is None:
             return None
         method = handler_call_details.method.rsplit("/", 1)[-1]
-        ser = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
         m = self._m
 
-        def unary(fn: Callable[[Any, grpc.ServicerContext], Any], streamed: bool) -> Any:
+        def unary(fn: Behaviour, streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Any:
                 t0 = time.perf_counter()
                 domain = "stream" if streamed else domain_of(request)
@@ -219,7 +216,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
             return call
 
-        def stream(fn: Callable[[Any, grpc.ServicerContext], Iterator[Any]], streamed: bool) -> Any:
+        def stream(fn: Behaviour, streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 t0 = time.perf_counter()
                 domain = "stream" if streamed else domain_of(request)
@@ -233,15 +230,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
             return call
 
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary, False), **ser)
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream, False), **ser)
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary, True), **ser)
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream, True), **ser)
-        return handler
+        return rewrap(handler, unary, stream)
 
 
 class JsonFormatter(logging.Formatter):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 
+from certd.config import CertdConfig, MathConfig
 from certd.errors import ProofError
+from certd.service.server import CertdServer
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import (
@@ -21,6 +25,7 @@ from forkgate import (
     CertdClient,
     InvalidRequestError,
     ResourceExhaustedError,
+    UnimplementedError,
     VerifyItem,
     make_task,
 )
@@ -130,6 +135,20 @@ def test_bad_requests_get_typed_errors_and_server_keeps_serving(address: str) ->
         [v] = c.verify_batch([({"domain": "math", "gold": "1/2"}, "\\frac12")])
         assert v.status == tasks_pb2.CORRECT
         assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
+
+
+def test_a_domain_not_served_is_unimplemented_and_the_rest_still_works(tmp_path: Path) -> None:
+    cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=MathConfig(enabled=False))
+    server = CertdServer(cfg)
+    server.start()
+    try:
+        half = {"domain": "math", "gold": "1/2"}
+        with CertdClient(f"127.0.0.1:{server.port}") as c:
+            with pytest.raises(UnimplementedError, match="'math' is not served"):
+                c.verify_batch([(TASK, "<answer>(25-5)*4+3</answer>"), (half, "1/2")])
+            assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
+    finally:
+        server.stop(grace_s=1)
 
 
 def test_batch_over_limit_is_resource_exhausted(address: str, certd_server: object) -> None:

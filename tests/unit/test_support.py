@@ -11,24 +11,15 @@ from certd.support import (
     Interval,
     PromptOutcome,
     jensen_shannon,
-    pass_at_k,
     support_change,
     support_figures,
 )
 from forkgate.metrics import best_at_k
-from forkgate.metrics import pass_at_k as metrics_pass_at_k
 from forkgate.support import SupportTracker, first_token_distribution, format_table
 
 
 def _outcomes(rng: random.Random, m: int, n: int, p: float) -> list[PromptOutcome]:
     return [PromptOutcome(str(i), n, sum(rng.random() < p for _ in range(n))) for i in range(m)]
-
-
-def test_pass_at_k_matches_forkgate_metrics() -> None:
-    for n in range(1, 12):
-        for c in range(n + 1):
-            for k in range(1, n + 1):
-                assert pass_at_k(n, c, k) == metrics_pass_at_k(n, c, k)
 
 
 def test_figures_match_a_plain_loop() -> None:

@@ -1,0 +1,51 @@
+"""Rebuild a gRPC method handler around wrapped behaviours (what every interceptor here does).
+
+Example (``ErrorInterceptor`` in ``certd.service.interceptors``)::
+
+    def intercept_service(self, continuation, details):
+        handler = continuation(details)
+        if handler is None:
+            return None
+        return rewrap(
+            handler,
+            lambda fn, _streamed: _wrap_unary(fn, details.method),
+            lambda fn, _streamed: _wrap_stream(fn, details.method),
+        )
+
+A handler has one behaviour of four kinds. Unary-response kinds (unary-unary, stream-unary) get
+the ``unary`` wrapper, streaming-response kinds (unary-stream, stream-stream) the ``stream``
+wrapper, which must return a generator function. Each wrapper is told whether the request is a
+stream (the request argument is then an iterator, not a message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+__all__ = ["Behaviour", "Wrap", "rewrap"]
+
+Behaviour = Callable[[Any, grpc.ServicerContext], Any]
+# (behaviour, request is a stream) -> the wrapped behaviour
+Wrap = Callable[[Behaviour, bool], Behaviour]
+
+
+def rewrap(
+    handler: grpc.RpcMethodHandler[Any, Any], unary: Wrap, stream: Wrap
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """The same handler (serializers included) with its behaviour wrapped."""
+    ser = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary, False), **ser)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream, False), **ser)
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary, True), **ser)
+    if handler.stream_stream:
+        return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream, True), **ser)
+    return handler
