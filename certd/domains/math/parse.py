@@ -14,8 +14,11 @@ Order of work (every step bounded):
 2. Normalisation: ``latex2sympy2_extended.normalize_latex`` (``\\text{}`` units, ``\\left``/
    ``\\right``, malformed ``\\frac12``), thousands separators, decimal commas, a trailing
    percent sign, degree signs, ``\\in``-prefixes.
-3. Parsing with ``latex2sympy2_extended.latex2sympy`` (an ANTLR grammar; no ``eval``, no
-   ``sympy.parse_expr`` on the text). Powers come back unevaluated.
+3. Parsing: the common shapes (numbers, fractions, radicals, polynomials, equations,
+   intervals, sets, matrices) by ``fastlatex.read_fast``, which builds exactly the object the
+   grammar would, in microseconds; everything else with ``latex2sympy2_extended.latex2sympy``
+   (an ANTLR grammar). Neither uses ``eval`` or ``sympy.parse_expr`` on the text. Powers come
+   back unevaluated.
 4. Tree caps on the unevaluated tree, before anything evaluates it: node count and an upper
    bound on the digits of every power and factorial, so ``5^(5^(5^(5^5)))`` is refused
    without computing it.
@@ -41,6 +44,7 @@ from latex2sympy2_extended.latex2sympy2 import (
 )
 
 from .errors import MathLimitError, MathUnparsedError
+from .fastlatex import read_fast
 from .limits import MathLimits
 
 __all__ = [
@@ -377,8 +381,10 @@ def _parse(text: str, lim: MathLimits, numbers: bool) -> Parsed:
     fast = _simple(s)
     if fast is not None:
         return Parsed(fast, s, percent, "." in s)
+    value = read_fast(s, is_real=not _COMPLEX.search(s))
     try:
-        value = _latex(s)
+        if value is None:
+            value = _latex(s)
     except MathUnparsedError:
         # A chain "a = b = c" that does not parse whole: its last part is the answer.
         parts = re.split(r"(?<![<>!\\])=", s)

@@ -1,0 +1,607 @@
+"""A fast reader for the common shapes of answer LaTeX that builds exactly what the grammar
+builds, and declines everything else.
+
+Example:
+    >>> read_fast(r"y = -\\frac{1}{2}x + \\frac{3}{4}", is_real=True)
+    Eq(y, -1/2*x + 3/4)
+    >>> read_fast(r"\\int_0^1 x\\,dx", is_real=True) is None   # not in the subset: declined
+    True
+
+Why: ``latex2sympy2_extended`` parses with an ANTLR grammar in pure Python; on a 2-core
+machine its parse is most of the cost of checking an answer (10–300 ms for a matrix, an
+equation or an interval union). Most answers use a small part of the grammar. This module
+reads that part with a hand-written recursive-descent parser (microseconds) and builds the
+SymPy object with the same constructors, in the same order, as the library's converter
+(``_Latex2Sympy.convert_*``), so the object is *identical* (``==`` and ``srepr``), not merely
+equivalent. ``tests/unit/math/test_fastlatex.py`` checks that on every answer of the warm-up
+and priming corpora, the trap suite, a generated corpus and Math-Verify's public cases.
+
+The subset (anything else returns ``None`` and the caller uses the grammar):
+
+- numbers ``12``, ``3.25``; single letters except ``d e E i I j`` (differentials, Euler's
+  number, the imaginary unit); Greek letters; ``\\pi``; ``\\infty``; subscripts ``x_1``,
+  ``a_{n}``, ``x_{12}``;
+- ``+ -`` (binary and unary), ``* \\cdot \\times / \\div :``, implicit products (with the
+  grammar's mixed-number reading: ``2\\frac{1}{2}`` is 5/2), ``^`` with a braced, digit or
+  letter exponent, ``!``, ``\\frac{}{}``, ``\\sqrt{}``, ``\\sqrt[n]{}``, parentheses;
+- relations ``= < > \\le \\ge \\ne`` (chains become ``And``, as the grammar's);
+- at the top: comma lists, intervals and tuples ``(a, b]``, sets ``\\{…\\}``, unions with
+  ``\\cup``; a matrix (``pmatrix``, ``bmatrix``, ``matrix``) standing alone.
+
+The reader only builds unevaluated trees from literals, exactly like the grammar's converter:
+the caps (``parse.check_tree_caps``) still run on its result before anything evaluates it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import sympy
+from latex2sympy2_extended.logic import And
+from latex2sympy2_extended.sets import FiniteSet
+from latex2sympy2_extended.symbols import get_symbol
+
+__all__ = ["read_fast"]
+
+
+class _Decline(Exception):
+    """The text is outside the subset: the grammar must read it."""
+
+
+_GREEK = frozenset(
+    "alpha beta delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
+    "rho sigma tau upsilon phi varphi chi psi omega Delta Theta Lambda Xi Sigma Phi Psi Omega "
+    "Pi".split()
+)
+_RELATIONS = {
+    "=": "=",
+    "<": "<",
+    ">": ">",
+    "\\le": "<=",
+    "\\leq": "<=",
+    "\\ge": ">=",
+    "\\geq": ">=",
+    "\\ne": "!=",
+    "\\neq": "!=",
+    "\\lt": "<",
+    "\\gt": ">",
+    "<=": "<=",
+    ">=": ">=",
+    "!=": "!=",
+}
+_MATRICES = frozenset({"pmatrix", "bmatrix", "matrix"})
+_SIMPLE_COMMANDS = {
+    "\\frac": "frac",
+    "\\sqrt": "sqrt",
+    "\\cdot": "*",
+    "\\times": "*",
+    "\\div": "/",
+    "\\cup": "cup",
+    "\\pi": "pi",
+    "\\infty": "infty",
+    "\\{": "{set",
+    "\\}": "}set",
+    "\\\\": "row",
+    "\\(": "(v",
+    "\\)": ")v",
+    "\\pm": "pm",
+    "\\mp": "pm",
+}
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])"
+    r"|(?P<env>\\(?:begin|end)\{[a-z]+\})|(?P<cmd>\\[A-Za-z]+|\\[{}()]|\\\\)"
+    r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&]))"
+)
+_NO_LETTERS = frozenset("dEiIj")
+_COMMA_NUMBER = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")  # the grammar reads a number
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    pos, end = 0, len(text)
+    while pos < end:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip():
+                raise _Decline(f"character {text[pos]!r}")
+            break
+        pos = m.end()
+        kind = m.lastgroup or ""
+        value = m.group(kind)
+        if kind == "num":
+            if pos < end and (text[pos] == "." or text[pos] in "eE"):
+                raise _Decline("number followed by '.' or 'e'")
+            out.append(("num", value))
+        elif kind == "letter":
+            if value in _NO_LETTERS:
+                raise _Decline(f"letter {value!r}")
+            out.append(("letter", value))
+        elif kind == "env":
+            name = value[value.index("{") + 1 : -1]
+            if name not in _MATRICES:
+                raise _Decline(f"environment {name}")
+            out.append(("begin" if value.startswith("\\begin") else "end", name))
+        elif kind == "cmd":
+            if value in _SIMPLE_COMMANDS:
+                out.append((_SIMPLE_COMMANDS[value], value))
+            elif value in _RELATIONS:
+                out.append(("rel", _RELATIONS[value]))
+            elif value[1:] in _GREEK:
+                out.append(("greek", value))
+            else:
+                raise _Decline(f"command {value}")
+        elif kind == "rel" or value in "=<>":
+            out.append(("rel", _RELATIONS[value]))
+        else:
+            out.append((value, value))
+    out.append(("eof", ""))
+    return out
+
+
+def _is_matrix(x: Any) -> bool:
+    return bool(getattr(x, "is_Matrix", False))
+
+
+def _no_matrix(*xs: Any) -> None:
+    if any(_is_matrix(x) for x in xs):
+        raise _Decline("a matrix in an operation")
+
+
+def _add_flat(lh: Any, rh: Any) -> Any:
+    if getattr(lh, "is_Add", False) or getattr(rh, "is_Add", False):
+        args = list(lh.args) if getattr(lh, "is_Add", False) else [lh]
+        args += list(rh.args) if getattr(rh, "is_Add", False) else [rh]
+        return sympy.Add(*args, evaluate=False)
+    return sympy.Add(lh, rh, evaluate=False)
+
+
+def _mul_flat(lh: Any, rh: Any) -> Any:
+    if getattr(lh, "is_Mul", False) or getattr(rh, "is_Mul", False):
+        args = list(lh.args) if getattr(lh, "is_Mul", False) else [lh]
+        args += list(rh.args) if getattr(rh, "is_Mul", False) else [rh]
+        return sympy.Mul(*args, evaluate=False)
+    return sympy.Mul(lh, rh, evaluate=False)
+
+
+def _divide(lh: Any, rh: Any) -> Any:
+    _no_matrix(lh, rh)
+    if getattr(lh, "is_Integer", False) and getattr(rh, "is_Integer", False):
+        return sympy.Rational(lh, rh)
+    return sympy.Mul(lh, sympy.Pow(rh, -1, evaluate=False), evaluate=False)
+
+
+def _number(text: str) -> Any:
+    if text.isdigit():
+        text = text.lstrip("0") or "0"
+    return sympy.Number(text)
+
+
+def _unary_minus(x: Any) -> Any:
+    """The grammar's ``as_unary_minus`` (for ``±``)."""
+    if getattr(x, "is_Rational", False):
+        return sympy.Rational(-x.p, x.q)
+    return sympy.Mul(-1, x, evaluate=False)
+
+
+def _relate(op: str, lh: Any, rh: Any) -> Any:
+    make = {
+        "<": sympy.StrictLessThan,
+        "<=": sympy.LessThan,
+        ">": sympy.StrictGreaterThan,
+        ">=": sympy.GreaterThan,
+        "=": sympy.Eq,
+        "!=": sympy.Ne,
+    }[op]
+    if isinstance(lh, And):
+        return And(*lh._unsorted_args, make(lh._unsorted_args[-1].rhs, rh, evaluate=False))
+    if isinstance(lh, sympy.core.relational.Relational):
+        return And(lh, make(lh.rhs, rh, evaluate=False))
+    return make(lh, rh, evaluate=False)
+
+
+class _Reader:
+    def __init__(self, text: str, is_real: bool) -> None:
+        self.toks = _tokens(text)
+        self.i = 0
+        self.is_real = is_real
+
+    # -- token helpers ---------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return self.toks[self.i][0]
+
+    def take(self, kind: str) -> str:
+        k, v = self.toks[self.i]
+        if k != kind:
+            raise _Decline(f"expected {kind}, found {k}")
+        self.i += 1
+        return v
+
+    # -- top level: comma lists, sets, intervals, unions, relations ------------------------
+    def top(self) -> Any:
+        elements = self.element()
+        while self.kind == ",":
+            self.i += 1
+            elements += self.element()
+        self.take("eof")
+        if len(elements) == 1:
+            return elements[0]
+        if any(isinstance(e, sympy.Union) for e in elements):
+            raise _Decline("a union in a list: the grammar does not read it")
+        relations = [isinstance(e, sympy.core.relational.Relational | And) for e in elements]
+        if any(relations) and not all(relations):
+            raise _Decline("'a = 1, 2': the grammar reads one relation to a set")
+        return FiniteSet(*elements)
+
+    def element(self) -> list[Any]:
+        """One comma-separated element: a set, a relation chain, an expression, or ``a ± b``
+        (two values, as the grammar's ``plus_minus_expr``)."""
+        if self._set_ahead():
+            value = self.set_atom()
+            while self.kind == "cup":
+                self.i += 1
+                if not self._set_ahead():
+                    raise _Decline("union with a non-set")
+                right = self.set_atom()
+                left = FiniteSet(*value) if isinstance(value, sympy.Tuple) else value
+                right = FiniteSet(*right) if isinstance(right, sympy.Tuple) else right
+                value = sympy.Union(left, right, evaluate=False)
+            if self.kind not in (",", "eof"):
+                raise _Decline("a set followed by more")
+            return [value]
+        values = self._plus_minus()
+        if len(values) == 2:
+            return values
+        value = values[0]
+        if _is_matrix(value):
+            if self.kind not in (",", "eof"):
+                raise _Decline("a matrix followed by more")
+            return [value]
+        while self.kind == "rel":
+            op = self.take("rel")
+            rh = self.expr()
+            _no_matrix(value, rh)
+            value = _relate(op, value, rh)
+        if self.kind not in (",", "eof"):
+            raise _Decline(f"unexpected {self.kind}")
+        return [value]
+
+    def _plus_minus(self) -> list[Any]:
+        """``expr``, ``a ± b`` → [a + b, a - b], or ``± b`` → [-b, b]."""
+        left = None if self.kind == "pm" else self.expr()
+        if self.kind != "pm":
+            return [left]
+        self.i += 1
+        right = self.expr()
+        _no_matrix(left, right)
+        if self.kind not in (",", "eof", ")", "]", ")v", "}set", "}"):
+            raise _Decline("a ± followed by more")
+        if left is None:
+            return [_unary_minus(right), right]
+        return [
+            sympy.Add(left, right, evaluate=False),
+            sympy.Add(left, _unary_minus(right), evaluate=False),
+        ]
+
+    _OPEN = ("(", "[", "(v", "{", "{set")
+    _CLOSE = (")", "]", ")v", "}", "}set")
+
+    def _set_ahead(self) -> bool:
+        """A set atom starts here: ``\\{``, or a bracket or brace holding a top-level comma."""
+        k = self.kind
+        if k == "{set":
+            return True
+        if k not in ("(", "[", "(v", "{"):
+            return False
+        depth = 0
+        for kind, _ in self.toks[self.i :]:
+            if kind in self._OPEN:
+                depth += 1
+            elif kind in self._CLOSE:
+                depth -= 1
+                if depth == 0:
+                    return False
+            elif kind == "," and depth == 1:
+                return True
+            elif kind == "eof":
+                return False
+        return False
+
+    def _items(self, close: tuple[str, ...]) -> tuple[list[Any], bool]:
+        """Comma-separated expressions up to a closer; whether a ``±`` made two of one."""
+        items = self._plus_minus()
+        pm = len(items) == 2
+        while self.kind == ",":
+            self.i += 1
+            more = self._plus_minus()
+            pm = pm or len(more) == 2
+            items += more
+        if self.kind not in close:
+            raise _Decline(f"unexpected {self.kind} in a set")
+        _no_matrix(*items)
+        return items, pm
+
+    def set_atom(self) -> Any:
+        opener = self.kind
+        self.i += 1
+        if opener in ("{set", "{"):
+            items, _ = self._items(("}set",) if opener == "{set" else ("}",))
+            self.i += 1
+            return FiniteSet(*items)
+        items, pm = self._items((")", "]", ")v"))
+        closer = self.kind
+        self.i += 1
+        parens = opener in ("(", "(v") and closer in (")", ")v")
+        if pm or len(items) != 2:
+            if parens:
+                return sympy.Tuple(*items)
+            raise _Decline("a bracketed list that is not an interval")
+        left, right = items
+        left_open, right_open = opener in ("(", "(v"), closer in (")", ")v")
+        try:
+            if (left_open and right_open and right <= left) or (
+                not left_open and not right_open and right < left
+            ):
+                return sympy.Tuple(left, right)
+        except Exception:  # noqa: BLE001 - as the grammar's converter: undecidable order
+            pass
+        return sympy.Interval(left, right, left_open=left_open, right_open=right_open)
+
+    # -- expressions: additive > mp > unary > postfix list > exp > comp --------------------
+    def expr(self) -> Any:
+        value = self.mp()
+        while self.kind in ("+", "-"):
+            op = self.kind
+            self.i += 1
+            rh = self.mp()
+            _no_matrix(value, rh)
+            if op == "-":
+                rh = -rh if rh.func.is_Number else _mul_flat(-1, rh)
+            value = _add_flat(value, rh)
+        return value
+
+    def mp(self) -> Any:
+        value = self.unary()
+        while self.kind in ("*", "/", ":"):
+            op = self.kind
+            self.i += 1
+            rh = self.unary()
+            if op == "*":
+                _no_matrix(value, rh)
+                value = _mul_flat(value, rh)
+            else:
+                value = _divide(value, rh)
+        return value
+
+    def unary(self) -> Any:
+        if self.kind == "+":
+            self.i += 1
+            return self.unary()
+        if self.kind == "-":
+            self.i += 1
+            inner = self.unary()
+            _no_matrix(inner)
+            if getattr(inner, "func", None) is not None and inner.func.is_Number:
+                return -inner
+            return _mul_flat(-1, inner)
+        parts = [self.postfix()]
+        while self.kind in ("num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt"):
+            parts.append(self.postfix())
+        return self._postfix_list(parts)
+
+    def _postfix_list(self, parts: list[Any]) -> Any:
+        res = parts[0]
+        if len(parts) == 1:
+            return res
+        rh = self._postfix_list(parts[1:])
+        _no_matrix(res, rh)
+        if (
+            getattr(res, "is_Integer", False)
+            and getattr(rh, "is_Rational", False)
+            and rh.p > 0
+            and rh.q > 0
+        ):
+            if res < 0:
+                return sympy.Rational(res * rh.q - rh.p, rh.q)
+            return sympy.Rational(res * rh.q + rh.p, rh.q)
+        return _mul_flat(res, rh)
+
+    def postfix(self) -> Any:
+        value = self.exp()
+        while self.kind == "!":
+            self.i += 1
+            _no_matrix(value)
+            value = sympy.factorial(value, evaluate=False)
+        return value
+
+    def exp(self) -> Any:
+        base = self.comp()
+        if self.kind == "^":
+            self.i += 1
+            _no_matrix(base)
+            base = sympy.Pow(base, self._exponent(), evaluate=False)
+            if self.kind == "^":
+                raise _Decline("a chained power")
+        return base
+
+    def _exponent(self) -> Any:
+        k = self.kind
+        if k == "{":
+            self.i += 1
+            value = self.expr()
+            self.take("}")
+            _no_matrix(value)
+            return value
+        if k == "num":
+            text = self.take("num")
+            if "." in text:
+                raise _Decline("a decimal exponent without braces")
+            return _number(text)
+        if k == "letter" and self.toks[self.i][1] != "e":
+            return self._symbol(self.take("letter"), "")
+        raise _Decline(f"exponent {k}")
+
+    def _subscript(self) -> str:
+        if self.kind != "_":
+            return ""
+        self.i += 1
+        if self.kind == "{":
+            self.i += 1
+            text = ""
+            while self.kind in ("num", "letter"):
+                text += self.toks[self.i][1]
+                self.i += 1
+            self.take("}")
+            if not text:
+                raise _Decline("empty subscript")
+        elif self.kind == "num" and len(self.toks[self.i][1]) == 1:
+            text = self.take("num")
+        elif self.kind == "letter":
+            text = self.take("letter")
+        else:
+            raise _Decline("subscript")
+        return f"_{{{text}}}" if len(text) > 1 else f"_{text}"
+
+    def _symbol(self, text: str, subscript: str) -> Any:
+        return get_symbol(text + subscript, self.is_real, True)
+
+    def comp(self) -> Any:
+        k = self.kind
+        if k == "num":
+            text = self.take("num")
+            if self.kind == "_":
+                raise _Decline("a number with a subscript")
+            return _number(text)
+        if k == "letter" and self.toks[self.i][1] == "e":
+            return self._euler()
+        if k == "letter":
+            letter = self.take("letter")
+            value = self._symbol(letter, self._subscript())
+            self._not_applied()
+            return value
+        if k == "greek":
+            name = self.take("greek")
+            if self.kind == "_":
+                raise _Decline("a Greek letter with a subscript")
+            self._not_applied()
+            return self._symbol(name, "")
+        if k == "pi":
+            self.i += 1
+            self._not_applied()
+            return get_symbol("\\pi", self.is_real, True)
+        if k == "infty":
+            self.i += 1
+            self._not_applied()
+            return sympy.oo
+        if k == "(":
+            self.i += 1
+            value = self.expr()
+            self.take(")")
+            return value
+        if k == "frac":
+            self.i += 1
+            top = self._braced()
+            bottom = self._braced()
+            return _divide(top, bottom)
+        if k == "sqrt":
+            self.i += 1
+            root = None
+            if self.kind == "[":
+                self.i += 1
+                root = self.expr()
+                self.take("]")
+                _no_matrix(root)
+            base = self._braced()
+            _no_matrix(base)
+            if root is None:
+                return sympy.Pow(base, sympy.S.Half, evaluate=False)
+            return sympy.Pow(base, 1 / root, evaluate=False)
+        if k == "begin":
+            return self.matrix()
+        raise _Decline(f"unexpected {k}")
+
+    def _euler(self) -> Any:
+        """``e`` is Euler's number and ``e^{x}`` is ``exp(x)``, evaluated, as the grammar's
+        ``handle_exp`` builds them."""
+        self.take("letter")
+        arg: Any = 1
+        if self.kind == "_":
+            raise _Decline("e with a subscript")
+        if self.kind == "^":
+            self.i += 1
+            arg = self._exponent()
+            if self.kind == "^":
+                raise _Decline("a chained power of e")
+        if self.kind == "(":
+            raise _Decline("e applied to parentheses")
+        return sympy.exp(arg)
+
+    def _not_applied(self) -> None:
+        """A symbol directly before ``(`` (or ``^…(``) may be a function application:
+        ``f(x)`` is ``Function('f')(x)`` to the grammar, ``x(x+1)`` a product."""
+        j = self.i
+        if self.toks[j][0] == "^":
+            j += 2 if self.toks[j + 1][0] != "{" else self._after_group(j + 1) - j
+        if self.toks[j][0] == "(":
+            raise _Decline("a letter applied to parentheses")
+
+    def _after_group(self, j: int) -> int:
+        depth = 0
+        while self.toks[j][0] != "eof":
+            depth += {"{": 1, "}": -1}.get(self.toks[j][0], 0)
+            j += 1
+            if depth == 0:
+                break
+        return j
+
+    def _braced(self) -> Any:
+        self.take("{")
+        value = self.expr()
+        self.take("}")
+        return value
+
+    def matrix(self) -> Any:
+        name = self.take("begin")
+        rows: list[list[Any]] = [[]]
+        while True:
+            cell = self.expr()
+            _no_matrix(cell)
+            rows[-1].append(cell)
+            if self.kind == "&":
+                self.i += 1
+            elif self.kind == "row":
+                self.i += 1
+                if self.kind == "end":
+                    break
+                rows.append([])
+            elif self.kind == "end":
+                break
+            else:
+                raise _Decline(f"unexpected {self.kind} in a matrix")
+        if self.take("end") != name:
+            raise _Decline("mismatched matrix environment")
+        if len({len(r) for r in rows}) != 1:
+            raise _Decline("ragged matrix")
+        return sympy.Matrix(rows)
+
+
+def read_fast(text: str, *, is_real: bool) -> Any | None:
+    """Read normalised answer text in the common subset, or return None.
+
+    Args:
+        text: normalised answer text (``parse._normalize``'s output, as the grammar gets).
+        is_real: the symbols' ``real`` assumption (as the grammar's converter is given).
+
+    Returns:
+        The SymPy object the grammar's converter would build, or None when the text is
+        outside the subset (the caller then parses it with the grammar).
+    """
+    if ";" in text or "|" in text or _COMMA_NUMBER.match(text):
+        return None
+    try:
+        return _Reader(text, is_real).top()
+    except (_Decline, IndexError):
+        return None
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError):
+        return None  # a construction the converter would build differently: let it decide
