@@ -1,5 +1,6 @@
 """The math worker pool: bombs return a verdict at or before the deadline; the pool stays
-healthy (same worker count, correct answers afterwards); overrunning workers are replaced."""
+healthy (same worker count, correct answers afterwards); overrunning workers and workers
+that run out of memory are replaced."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
-from certd.domains.math import MathTask, verify_math
+from certd.domains.math import MathLimits, MathTask, verify_math
 from certd.domains.verdict import Status
 
 DEADLINE_S = 2.0
@@ -30,11 +31,29 @@ BOMBS = {
     "unclosed box": r"\boxed{" + "{" * 5_000,
 }
 
+# A worker's address space (VmSize in /proc/<pid>/status) is about 70 MiB once started and
+# about 115 MiB at its peak after priming the grammar and running the checks in this file;
+# a 256 MiB cap leaves room for every normal check.
+SMALL_CAP = 256 << 20
+# With max_power_digits raised to 10^10 (a deployment may raise it), 2^{2^{32}} passes the
+# tree caps (1.3e9 digits), and its floor needs the exact integer: mpmath's to_int shifts 1
+# left by 2^32 bits, one 512 MiB allocation, twice the cap. Without a cap the same check
+# takes 1.7 GB and runs past the deadline.
+OUT_OF_MEMORY = r"\boxed{\lfloor 2^{2^{32}} \rfloor}"
+
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[MathPool]:
     # prime=True as certd serves by default: workers fill the grammar cache between checks.
     p = MathPool(MathWork(prime=True), workers=2, deadline_s=DEADLINE_S, memory_bytes=1 << 30)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def small_cap_pool() -> Iterator[MathPool]:
+    work = MathWork(limits=MathLimits(max_power_digits=10**10), prime=True)
+    p = MathPool(work, workers=2, deadline_s=DEADLINE_S, memory_bytes=SMALL_CAP)
     yield p
     p.close()
 
@@ -68,6 +87,26 @@ def test_overrun_is_killed_and_replaced(pool: MathPool) -> None:
     assert pool.replaced == replaced + 1
     _healthy(pool)
     assert set(pool.worker_pids()) != before
+
+
+def test_out_of_memory_answers_memory_limit_and_is_replaced(small_cap_pool: MathPool) -> None:
+    pool = small_cap_pool
+    _healthy(pool)  # normal checks fit under the cap
+    before = set(pool.worker_pids())
+    replaced = pool.replaced
+    started = time.monotonic()
+    v = pool.verify(MathTask(gold="3"), OUT_OF_MEMORY)
+    elapsed = time.monotonic() - started
+    # MEMORY_LIMIT, not TIME_LIMIT: the worker answered before the deadline.
+    assert v.status is Status.MEMORY_LIMIT, v.detail
+    assert v.detail == f"over the {SMALL_CAP} byte memory cap"
+    assert v.reward == 0.0 and v.verifier == "math@1.0.0"
+    assert elapsed < HANG_S
+    assert pool.replaced == replaced + 1
+    _healthy(pool)
+    assert set(pool.worker_pids()) != before
+    got = pool.verify_many([(MathTask(gold="3"), r"\boxed{3}")] * pool.workers)
+    assert [v.status for v in got] == [Status.CORRECT] * pool.workers
 
 
 def test_batch_mixes_bombs_and_answers_in_order(pool: MathPool) -> None:
