@@ -27,6 +27,7 @@ The gold answer decides how the prediction is read:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -235,10 +236,52 @@ def _text(x: Any) -> str:
     return "".join(s.lower().split()).replace("\\text{", "").replace("}", "").replace("*", "")
 
 
+# (relation class, symbol on the left) → the interval it defines, from the constant c
+_HALF_LINES: dict[tuple[type, bool], Callable[[Any], Set]] = {
+    (sympy.StrictLessThan, True): lambda c: sympy.Interval(-sympy.oo, c, True, True),
+    (sympy.LessThan, True): lambda c: sympy.Interval(-sympy.oo, c, True, False),
+    (sympy.StrictGreaterThan, True): lambda c: sympy.Interval(c, sympy.oo, True, True),
+    (sympy.GreaterThan, True): lambda c: sympy.Interval(c, sympy.oo, False, True),
+    (sympy.StrictLessThan, False): lambda c: sympy.Interval(c, sympy.oo, True, True),
+    (sympy.LessThan, False): lambda c: sympy.Interval(c, sympy.oo, False, True),
+    (sympy.StrictGreaterThan, False): lambda c: sympy.Interval(-sympy.oo, c, True, True),
+    (sympy.GreaterThan, False): lambda c: sympy.Interval(-sympy.oo, c, True, False),
+}
+
+
+def _simple_set(x: Any) -> Set | None:
+    """The set of ``x < c``, ``c <= x``, ``x = c`` (x a real symbol, c a rational number)
+    and of ``And``s of them in one symbol, built directly (``as_set`` solves them, slowly);
+    None for anything else."""
+    parts = list(x.args) if isinstance(x, sympy.And) else [x]
+    sets = []
+    symbol = None
+    for r in parts:
+        if not isinstance(r, Relational):
+            return None
+        left = isinstance(r.lhs, sympy.Symbol)
+        sym, c = (r.lhs, r.rhs) if left else (r.rhs, r.lhs)
+        if not (isinstance(sym, sympy.Symbol) and sym.is_real is True and c.is_Rational):
+            return None
+        if symbol not in (None, sym):
+            return None
+        symbol = sym
+        if isinstance(r, sympy.Eq):
+            sets.append(sympy.FiniteSet(c))
+        elif (type(r), left) in _HALF_LINES:
+            sets.append(_HALF_LINES[type(r), left](c))
+        else:
+            return None
+    return sympy.Intersection(*sets) if len(sets) > 1 else sets[0]
+
+
 def _as_set(x: Any) -> Set | None:
     if isinstance(x, Set):
         return x
     if _is_rel(x):
+        fast = _simple_set(x)
+        if fast is not None:
+            return fast
         funcs = x.atoms(sympy.core.function.AppliedUndef)
         if len(funcs) == 1 and not x.free_symbols - next(iter(funcs)).free_symbols:
             x = x.xreplace({next(iter(funcs)): sympy.Dummy("f")})
@@ -342,9 +385,34 @@ def _relations(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     return _proportional(gd, pd, positive=True)
 
 
+def _ratio_varies(a: Any, b: Any) -> bool:
+    """Whether ``a / b`` clearly takes different values at the three fixed points (so it is
+    not a constant), evaluated to 30 digits; False when that cannot be told."""
+    free = a.free_symbols | b.free_symbols
+    if not free:
+        return False
+    ratios = []
+    for pt in _points(free):
+        try:
+            x, y = sympy.N(a.xreplace(pt), 30), sympy.N(b.xreplace(pt), 30)
+        except _ERRORS:
+            return False
+        if not (isinstance(x, sympy.Float | sympy.Integer | sympy.Rational)) or not (
+            isinstance(y, sympy.Float | sympy.Integer | sympy.Rational)
+        ):
+            return False
+        if y == 0:
+            return False
+        ratios.append(x / y)
+    scale = max(1, abs(ratios[0]))
+    return any(bool(abs(r - ratios[0]) > sympy.Float(10, 5) ** -20 * scale) for r in ratios[1:])
+
+
 def _proportional(a: Any, b: Any, *, positive: bool) -> bool:
     if _zero(a - b):
         return True
+    if _ratio_varies(a, b):
+        return False  # not a constant multiple: no need to simplify
     try:
         ratio = sympy.simplify(a / b)
     except (TypeError, ValueError, ZeroDivisionError, NotImplementedError):

@@ -81,3 +81,49 @@ def test_wrong_and_unparsed() -> None:
     assert verify_math(MathTask(gold="3"), r"\boxed{4}").status is Status.WRONG_ANSWER
     v = verify_math(MathTask(gold="3"), r"\boxed{\frac{}{}}")
     assert v.status is Status.UNPARSED and "pred unparsed" in v.detail
+
+
+_X = __import__("sympy").Symbol("x", real=True)
+
+
+@pytest.mark.parametrize("cls", ["Lt", "Le", "Gt", "Ge", "Eq"])
+@pytest.mark.parametrize("c", ["-3", "0", "5/2"])
+@pytest.mark.parametrize("symbol_left", [True, False])
+def test_the_direct_set_of_a_simple_relation_is_sympys(cls: str, c: str, symbol_left: bool) -> None:
+    import sympy
+
+    from certd.domains.math.equiv import _simple_set
+
+    k = sympy.Rational(c)
+    make = getattr(sympy, cls)
+    r = make(_X, k, evaluate=False) if symbol_left else make(k, _X, evaluate=False)
+    assert _simple_set(r) == r.as_set()
+    chain = sympy.And(sympy.Lt(-7, _X, evaluate=False), r, evaluate=False)
+    assert _simple_set(chain) == chain.as_set()
+
+
+def test_the_direct_set_declines_what_it_does_not_build() -> None:
+    import sympy
+
+    from certd.domains.math.equiv import _simple_set
+
+    y = sympy.Symbol("y", real=True)
+    assert _simple_set(sympy.Lt(_X + 1, 3, evaluate=False)) is None  # not a bare symbol
+    assert _simple_set(sympy.Lt(_X, sympy.sqrt(2), evaluate=False)) is None  # not rational
+    assert _simple_set(sympy.Lt(sympy.Symbol("z"), 1, evaluate=False)) is None  # not real
+    both = sympy.And(sympy.Lt(_X, 1, evaluate=False), sympy.Lt(y, 1, evaluate=False))
+    assert _simple_set(both) is None  # two symbols
+
+
+def test_a_ratio_that_varies_is_told_without_simplifying() -> None:
+    import sympy
+
+    from certd.domains.math.equiv import _ratio_varies
+
+    y = sympy.Symbol("y", real=True)
+    assert _ratio_varies(_X - 1, -1 - _X)
+    assert _ratio_varies(2 * _X + 4 * y - 3, y - _X / 2 - sympy.Rational(3, 4))
+    assert not _ratio_varies(2 * _X + 4 * y - 3, y + _X / 2 - sympy.Rational(3, 4))  # 4×
+    assert not _ratio_varies(2 * _X + 4 * y - 3, -(_X / 2 + y - sympy.Rational(3, 4)))  # -4×
+    assert not _ratio_varies(sympy.sin(_X) ** 2, 1 - sympy.cos(_X) ** 2)  # a constant: 1
+    assert not _ratio_varies(sympy.Integer(3), sympy.Integer(4))  # no symbols: cannot tell
