@@ -123,6 +123,8 @@ def _zero(diff: Any) -> bool:
         at_points = [_numeric_zero(diff.xreplace(pt)) for pt in _points(free)]
         if any(z is False for z in at_points):
             return False
+        if sympy.cancel(diff) == 0:  # rational functions: exact and cheap
+            return True
         s = sympy.simplify(diff)
         if s == 0 or s.is_zero is True:
             return True
@@ -414,7 +416,9 @@ def _proportional(a: Any, b: Any, *, positive: bool) -> bool:
     if _ratio_varies(a, b):
         return False  # not a constant multiple: no need to simplify
     try:
-        ratio = sympy.simplify(a / b)
+        ratio = sympy.cancel(a / b)  # exact for rational functions, far cheaper than simplify
+        if ratio.free_symbols:
+            ratio = sympy.simplify(a / b)
     except (TypeError, ValueError, ZeroDivisionError, NotImplementedError):
         return False
     if ratio.free_symbols or not ratio.is_number or ratio == 0:

@@ -70,6 +70,8 @@ _RELATIONS = {
     ">=": ">=",
     "!=": "!=",
 }
+_TRIG = frozenset("sin cos tan csc sec cot".split())
+_FUNCTIONS = _TRIG | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
 _MATRICES = frozenset({"pmatrix", "bmatrix", "matrix"})
 _SIMPLE_COMMANDS = {
     "\\frac": "frac",
@@ -92,6 +94,9 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])"
     r"|(?P<env>\\(?:begin|end)\{[a-z]+\})|(?P<cmd>\\[A-Za-z]+|\\[{}()]|\\\\)"
     r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&]))"
+)
+_STARTS_FACTOR = frozenset(
+    {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum"}
 )
 _NO_LETTERS = frozenset("dEiIj")
 _COMMA_NUMBER = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")  # the grammar reads a number
@@ -129,6 +134,10 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 out.append(("rel", _RELATIONS[value]))
             elif value[1:] in _GREEK:
                 out.append(("greek", value))
+            elif value[1:] in _FUNCTIONS:
+                out.append(("func", value[1:]))
+            elif value in ("\\sum", "\\prod"):
+                out.append(("sum", value[1:]))
             else:
                 raise _Decline(f"command {value}")
         elif kind == "rel" or value in "=<>":
@@ -386,7 +395,7 @@ class _Reader:
                 return -inner
             return _mul_flat(-1, inner)
         parts = [self.postfix()]
-        while self.kind in ("num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt"):
+        while self.kind in _STARTS_FACTOR:
             parts.append(self.postfix())
         return self._postfix_list(parts)
 
@@ -448,8 +457,8 @@ class _Reader:
         self.i += 1
         if self.kind == "{":
             self.i += 1
-            text = ""
-            while self.kind in ("num", "letter"):
+            text = ""  # the grammar's symbol name: the subscript's tokens, without spaces
+            while self.kind in ("num", "letter", "+", "-"):
                 text += self.toks[self.i][1]
                 self.i += 1
             self.take("}")
@@ -519,7 +528,82 @@ class _Reader:
             return sympy.Pow(base, 1 / root, evaluate=False)
         if k == "begin":
             return self.matrix()
+        if k == "func":
+            return self.function()
+        if k == "sum":
+            return self.sum()
         raise _Decline(f"unexpected {k}")
+
+    def function(self) -> Any:
+        """``\\sin(x)``, ``\\sin^2(x)``, ``\\sin^{-1}(x)``, ``\\ln(x)``, ``\\log_2(8)``, and
+        the same with a lone atom for argument (``\\sin x``, ``\\log_2 8``), as the grammar's
+        ``convert_func`` builds them."""
+        name = self.take("func")
+        base: Any = None
+        if name in ("ln", "log"):
+            base = sympy.E if name == "ln" else 10
+            if self.kind == "_":
+                self.i += 1
+                base = self._braced() if self.kind == "{" else self._atom_only()
+                if name == "ln":
+                    raise _Decline("a subscript on ln")
+        power: Any = None
+        if self.kind == "^":
+            self.i += 1
+            power = self._exponent()
+        if self.kind == "(":
+            self.i += 1
+            arg = self.expr()
+            self.take(")")
+        else:
+            arg = self._atom_only()
+            if self.kind in _STARTS_FACTOR or self.kind in ("^", "_", "!", "*", "/", ":"):
+                raise _Decline("a function argument without parentheses")
+        _no_matrix(arg)
+        if name in _TRIG:
+            if power == -1:
+                name, power = "a" + name, None
+            value = getattr(sympy, name)(arg, evaluate=False)
+        elif name.startswith("arc"):
+            value = getattr(sympy, "a" + name[3:])(arg, evaluate=False)
+        elif name == "exp":
+            value = sympy.exp(arg, evaluate=False)
+        else:
+            value = sympy.log(arg, base, evaluate=False)
+        if power:
+            value = sympy.Pow(value, power, evaluate=False)
+        return value
+
+    def _atom_only(self) -> Any:
+        """A number, a letter or a Greek letter alone (a subscript base or a bare argument)."""
+        k = self.kind
+        if k == "num":
+            return _number(self.take("num"))
+        if k == "letter" and self.toks[self.i][1] != "e":
+            return self._symbol(self.take("letter"), "")
+        if k == "greek":
+            return self._symbol(self.take("greek"), "")
+        if k == "pi":
+            self.i += 1
+            return get_symbol("\\pi", self.is_real, True)
+        raise _Decline(f"{k} where an atom was expected")
+
+    def sum(self) -> Any:
+        """``\\sum_{k=a}^{b} body`` (the body is a product chain), as ``handle_sum_or_prod``."""
+        name = self.take("sum")
+        self.take("_")
+        self.take("{")
+        var = self.expr()
+        if self.take("rel") != "=":
+            raise _Decline("a sum's subscript is not k = a")
+        start = self.expr()
+        self.take("}")
+        self.take("^")
+        end = self._braced() if self.kind == "{" else self._atom_only()
+        body = self.mp()
+        _no_matrix(var, start, end, body)
+        make = sympy.Sum if name == "sum" else sympy.Product
+        return make(body, (var, start, end))
 
     def _euler(self) -> Any:
         """``e`` is Euler's number and ``e^{x}`` is ``exp(x)``, evaluated, as the grammar's

@@ -32,6 +32,9 @@ _ATOMS = [
     "7", "12", "0", "3.25", "0.5", "x", "y", "a", "n", "B", "x_1", "a_{n}", "y_{12}", r"\pi",
     r"\alpha", r"\Theta", "e", "e^{x}", "e^2", r"\infty", r"\sqrt{2}", r"\sqrt[3]{x}",
     r"\frac{1}{2}", r"\frac{x}{3}", r"\frac{\sqrt{3}}{2}", "2^{10}", "x^2", "x^{2/3}", "n!",
+    r"\sin(x)", r"\cos^2(2x)", r"\tan^{-1}(y)", r"\ln(x+1)", r"\log_2 8", r"\sin x", r"\ln 2",
+    r"\log(100)", r"\exp(x)", r"\arccos(a)", r"\sum_{k=1}^{n} k^2", r"\prod_{i=1}^{5} i",
+    "F_{n-k-1}",
 ]  # fmt: skip
 _BINARY = ["+", "-", r"\cdot", r"\times", "/", ":", " ", r"\div", "*"]
 _CHAIN = ["<", r"\le"]
@@ -109,6 +112,19 @@ def _grammar(s: str) -> Any:
         return e
 
 
+def _srepr(x: Any) -> str:
+    try:
+        return str(sympy.srepr(x))
+    except TypeError:  # printing sorts factors; NaN (0/0 written out) cannot be sorted
+        return repr(_tree(x))
+
+
+def _tree(x: Any) -> Any:
+    if getattr(x, "args", ()):
+        return (type(x).__name__, tuple(_tree(a) for a in x.args))
+    return (type(x).__name__, x._hashable_content())
+
+
 def _check(texts: list[str]) -> tuple[int, list[str]]:
     accepted, wrong = 0, []
     for s in texts:
@@ -120,10 +136,10 @@ def _check(texts: list[str]) -> tuple[int, list[str]]:
         if (
             isinstance(ref, Exception)
             or type(ref) is not type(fast)
-            or sympy.srepr(ref) != sympy.srepr(fast)
+            or _srepr(ref) != _srepr(fast)
             or ref != fast
         ):
-            wrong.append(f"{s!r}: fast {sympy.srepr(fast)} vs grammar {ref!r}")
+            wrong.append(f"{s!r}: fast {_srepr(fast)} vs grammar {ref!r}")
     return accepted, wrong
 
 
@@ -184,7 +200,7 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
     "text",
     [
         "f(x)",  # a function application to the grammar
-        r"\sum_{k=0}^{n} k",
+        r"\sum_{k}^{n} k",  # no k = a
         r"\int_0^1 x\,dx",
         r"\frac{d}{dx} x^2",
         r"x \approx 3",
@@ -194,7 +210,8 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         "1.5.2",
         "x^-1",
         "2^3^2",
-        r"\sin x",
+        r"\sin 2x",  # where its argument ends is the grammar's to say
+        r"\sin(x, y)",
         "|x|",
         "1; 2",
         r"\begin{vmatrix}1 & 2\\3 & 4\end{vmatrix}",  # a determinant
