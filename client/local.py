@@ -29,10 +29,18 @@ class LocalCertd:
     Args:
         data_dir: the server's data dir (created on first start).
         stderr: where the server's log goes (default: discarded).
+        config: a JSON config file for the server (default: its embedded default).
     """
 
-    def __init__(self, data_dir: Path, *, stderr: int | None = subprocess.DEVNULL) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        stderr: int | None = subprocess.DEVNULL,
+        config: Path | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        extra = ["--config", str(config)] if config is not None else []
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -44,6 +52,7 @@ class LocalCertd:
                 "--listen",
                 "127.0.0.1:0",
                 "--json",
+                *extra,
             ],
             stdout=subprocess.PIPE,
             stderr=stderr,
