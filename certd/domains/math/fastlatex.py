@@ -2,8 +2,10 @@
 builds, and declines everything else.
 
 Example:
-    >>> read_fast(r"y = -\\frac{1}{2}x + \\frac{3}{4}", is_real=True)
-    Eq(y, -1/2*x + 3/4)
+    >>> read_fast(r"y = -\\frac{1}{2}x + \\frac{3}{4}", is_real=True)  # unevaluated, as read
+    Eq(y, -1*1/2*x + 3/4)
+    >>> read_fast(r"(3, 1) \\cup [2, \\infty)", is_real=True)  # (3, 1) is a pair, not an interval
+    Union({1, 3}, Interval(2, oo))
     >>> read_fast(r"\\int_0^1 x\\,dx", is_real=True) is None   # not in the subset: declined
     True
 
@@ -18,18 +20,25 @@ and priming corpora, the trap suite, a generated corpus and Math-Verify's public
 
 The subset (anything else returns ``None`` and the caller uses the grammar):
 
-- numbers ``12``, ``3.25``; single letters except ``d e E i I j`` (differentials, Euler's
-  number, the imaginary unit); Greek letters; ``\\pi``; ``\\infty``; subscripts ``x_1``,
-  ``a_{n}``, ``x_{12}``;
+- numbers ``12``, ``3.25``; single letters except ``d E i I j`` (differentials, the letter the
+  grammar reads as a symbol ``e``, the imaginary unit); ``e`` and ``e^{…}`` (Euler's number,
+  ``exp``); Greek letters; ``\\pi``; ``\\infty``; subscripts ``x_1``, ``a_{n}``, ``F_{n-k-1}``;
 - ``+ -`` (binary and unary), ``* \\cdot \\times / \\div :``, implicit products (with the
   grammar's mixed-number reading: ``2\\frac{1}{2}`` is 5/2), ``^`` with a braced, digit or
   letter exponent, ``!``, ``\\frac{}{}``, ``\\sqrt{}``, ``\\sqrt[n]{}``, parentheses;
+- ``\\sin``-family functions, ``\\arcsin``-family, ``\\exp``, ``\\ln``, ``\\log``, ``\\log_b``
+  with a parenthesised argument or a lone atom (``\\sin x``), ``\\sin^2(x)``, ``\\sin^{-1}(x)``;
+  ``\\sum_{k=a}^{b}`` and ``\\prod`` over a product chain;
 - relations ``= < > \\le \\ge \\ne`` (chains become ``And``, as the grammar's);
-- at the top: comma lists, intervals and tuples ``(a, b]``, sets ``\\{…\\}``, unions with
-  ``\\cup``; a matrix (``pmatrix``, ``bmatrix``, ``matrix``) standing alone.
+- at the top: comma lists, ``a \\pm b``, intervals and tuples ``(a, b]``, sets ``\\{…\\}``,
+  unions with ``\\cup``; a matrix (``pmatrix``, ``bmatrix``, ``matrix``) standing alone.
 
-The reader only builds unevaluated trees from literals, exactly like the grammar's converter:
-the caps (``parse.check_tree_caps``) still run on its result before anything evaluates it.
+A symbol directly before ``(`` is declined (``f(x)`` is a function to the grammar, ``x(x+1)``
+a product), and so is a list mixing relations and values (``a = 4, -8, -10`` is
+``a = {4, -8, -10}`` to the grammar). The reader evaluates exactly where the converter does
+(integer fractions become ``Rational``, ``e^{…}`` becomes ``exp(…)``, intervals and sums are
+built by their constructors) and nowhere else; the caps (``parse.check_tree_caps``) still run
+on its result before anything else evaluates it.
 """
 
 from __future__ import annotations
@@ -100,6 +109,9 @@ _STARTS_FACTOR = frozenset(
 )
 _NO_LETTERS = frozenset("dEiIj")
 _COMMA_NUMBER = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")  # the grammar reads a number
+
+
+_UNDECIDED = (TypeError, ValueError, AttributeError, ArithmeticError, NotImplementedError)
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -353,7 +365,7 @@ class _Reader:
                 not left_open and not right_open and right < left
             ):
                 return sympy.Tuple(left, right)
-        except Exception:  # noqa: BLE001 - as the grammar's converter: undecidable order
+        except _UNDECIDED:  # as the grammar's converter: an order SymPy cannot decide
             pass
         return sympy.Interval(left, right, left_open=left_open, right_open=right_open)
 
@@ -687,5 +699,5 @@ def read_fast(text: str, *, is_real: bool) -> Any | None:
         return _Reader(text, is_real).top()
     except (_Decline, IndexError):
         return None
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError):
-        return None  # a construction the converter would build differently: let it decide
+    except _UNDECIDED:
+        return None  # a construction SymPy refuses: the grammar's converter decides

@@ -13,6 +13,7 @@ MODULES = [
     "certd.domains.math.equiv",
     "certd.domains.math.errors",
     "certd.domains.math.extract",
+    "certd.domains.math.fastlatex",
     "certd.domains.math.first_step",
     "certd.domains.math.limits",
     "certd.domains.math.names",
