@@ -5,7 +5,8 @@ Example:
     True
 
 The LaTeX grammar's prediction tables (ANTLR's DFA cache) and SymPy's caches fill as answers
-are parsed; a fresh worker process would otherwise pay that on its first real checks. The
+are parsed, and SymPy imports its simplification and solving machinery on first use; a fresh
+worker process would otherwise pay that on its first real checks. The
 math pool's workers call ``warm_up()`` before they report ready (and the forkserver imports this
 module, so workers forked from it start warm).
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 from .errors import MathError
 from .parse import parse_answer
 
-__all__ = ["WARM_ANSWERS", "prime_corpus", "warm_up"]
+__all__ = ["WARM_ANSWERS", "WARM_PAIRS", "prime_corpus", "warm_up"]
 
 WARM_ANSWERS = (
     r"\frac{1}{2}",
@@ -64,6 +65,34 @@ WARM_ANSWERS = (
     r"50\%",
     r"\text{Evelyn}",
     r"1.5",
+)
+
+
+# (gold, response) pairs that run each comparison path once: trigonometric identities,
+# relations read as sets, proportional equations, polynomial identities, matrices, sets,
+# declared precision, percentages, text and choices. SymPy imports much of that machinery on
+# first use (simplify, trigsimp, the inequality solvers), so a worker that has not compared
+# anything pays it on its first real checks. None of these answers is a benchmark case (a
+# test checks).
+WARM_PAIRS = (
+    (r"\cot^2(t)+1", r"\csc^2(t)"),
+    (r"1<g(t)<2", "(1,2)"),
+    (r"t \in [-1,5]", r"-1 \le t \le 5"),
+    (r"3a+6b-9=0", r"b=-\frac{1}{2}a+\frac{3}{2}"),
+    (r"\frac{t+3}{5}", r"\frac{t}{5}+\frac{3}{5}"),
+    ("t<2", "t>-2"),
+    (r"\frac{\sqrt{3}}{3}", r"\frac{1}{\sqrt{3}}"),
+    (r"\begin{pmatrix}2&1\\0&5\end{pmatrix}", r"\begin{pmatrix}2&1\\0&5\end{pmatrix}"),
+    (r"\{3,4\}", "4, 3"),
+    ("2.7183", "e^{1}"),
+    (r"\ln 3", r"\log_3 9"),
+    (r"(t-1)(t+1)", "t^2-1"),
+    (r"25\%", "0.25"),
+    (r"\text{Paris}", r"\boxed{\text{paris}}"),
+    ("D", r"\textbf{(D)}"),
+    (r"[2, \infty)", r"t \ge 2"),
+    (r"(-\infty, -1) \cup (4, \infty)", r"(4, \infty) \cup (-\infty, -1)"),
+    (r"\frac{7}{3}", "2.333"),
 )
 
 
@@ -185,7 +214,10 @@ def prime_corpus() -> list[str]:
 
 
 def warm_up() -> int:
-    """Parse ``WARM_ANSWERS``; return how many parsed."""
+    """Parse ``WARM_ANSWERS`` and check ``WARM_PAIRS``; return how many answers parsed."""
+    from .task import MathTask
+    from .verify import verify_math
+
     ok = 0
     for text in WARM_ANSWERS:
         try:
@@ -193,4 +225,6 @@ def warm_up() -> int:
             ok += 1
         except MathError:
             pass
+    for gold, response in WARM_PAIRS:
+        verify_math(MathTask(gold=gold), response)  # never raises
     return ok

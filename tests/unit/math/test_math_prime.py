@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from certd.domains.math.errors import MathError
+from certd.domains.math.extract import extract_answer
 from certd.domains.math.limits import MathLimits
-from certd.domains.math.parse import _parse, prime_grammar
-from certd.domains.math.warmup import WARM_ANSWERS, prime_corpus
+from certd.domains.math.parse import _parse, normalized, prime_grammar
+from certd.domains.math.warmup import WARM_ANSWERS, WARM_PAIRS, prime_corpus, warm_up
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
 
@@ -42,6 +44,32 @@ def test_the_corpus_shares_no_answer_with_the_benchmark_cases() -> None:
         pytest.skip(str(e))
     seen = {c.gold for c in cases} | {c.pred for c in cases}
     assert not set(prime_corpus()) & seen
+
+
+def test_the_warm_up_pairs_share_no_answer_with_the_benchmark_cases() -> None:
+    mathverify_cases = pytest.importorskip("mathverify_cases")
+    try:
+        cases = mathverify_cases.load_cases()
+    except RuntimeError as e:  # no sdist and no network
+        pytest.skip(str(e))
+
+    def answers(texts: set[str]) -> set[str]:
+        out = set()
+        for t in texts:
+            try:
+                out.add(normalized(extract_answer(t).text)[0])
+            except MathError:
+                pass
+        return out
+
+    warm = {t for pair in WARM_PAIRS for t in pair}
+    cases_seen = answers({c.gold for c in cases} | {c.pred for c in cases})
+    assert len(answers(warm)) >= len(WARM_PAIRS)
+    assert not answers(warm) & cases_seen
+
+
+def test_warming_up_checks_every_pair_without_raising() -> None:
+    assert warm_up() == len(WARM_ANSWERS)  # every representative answer parses
 
 
 def test_prime_grammar_accepts_answers_and_refuses_junk_without_raising() -> None:
