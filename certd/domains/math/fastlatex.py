@@ -107,7 +107,16 @@ _TOKEN = re.compile(
 _STARTS_FACTOR = frozenset(
     {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum"}
 )
-_NO_LETTERS = frozenset("dEiIj")
+_NO_LETTERS = frozenset("EiIj")
+# Letter runs the grammar's lexer reads as one token (its bare-word function and matrix names;
+# the longest match wins, so "tr" is never t·r), and what makes ``d`` a differential ``dx``.
+_LEXER_WORDS = re.compile(
+    r"tr|eig|svd|SVD|gcd|lcm|eye|floor|ceil|zeros|ones|cols|rows|diag|norm|rank|rref|hstack"
+    r"|vstack|orth|nullspace|matrix|pmatrix|bmatrix|vmatrix|arsinh|arcsinh|arcosh|arccosh"
+    r"|artanh|arctanh"
+)
+_DIFFERENTIAL = re.compile(r"\s*\\?[A-Za-z]")
+_TRANSPOSE = re.compile(r"\^(?:T|\{T\})")  # the lexer's transpose tokens, not a power
 _COMMA_NUMBER = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")  # the grammar reads a number
 
 
@@ -131,8 +140,10 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 raise _Decline("number followed by '.' or 'e'")
             out.append(("num", value))
         elif kind == "letter":
-            if value in _NO_LETTERS:
-                raise _Decline(f"letter {value!r}")
+            if value in _NO_LETTERS or _LEXER_WORDS.match(text, pos - 1):
+                raise _Decline(f"letter {value!r} (or a word the lexer reads whole)")
+            if value == "d" and _DIFFERENTIAL.match(text, pos):
+                raise _Decline("a differential d…")
             out.append(("letter", value))
         elif kind == "env":
             name = value[value.index("{") + 1 : -1]
@@ -155,6 +166,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         elif kind == "rel" or value in "=<>":
             out.append(("rel", _RELATIONS[value]))
         else:
+            if value == "^" and _TRANSPOSE.match(text, pos - 1):
+                raise _Decline("a transpose ^T")
             out.append((value, value))
     out.append(("eof", ""))
     return out

@@ -143,6 +143,48 @@ def _check(texts: list[str]) -> tuple[int, list[str]]:
     return accepted, wrong
 
 
+# Shapes read since the reader first shipped, with variants around each (the grammar decides
+# every one of them here; the fast reader must build the same object or decline).
+_SHAPES = [
+    # the letter d (a differential only before a letter or a command)
+    "d", "d+1", "2d", "d_1", "d^2", "x_d", "d = 5", "ad", "tx", "rt", r"\frac{d}{2}",
+]  # fmt: skip
+
+
+def test_identical_to_the_grammar_on_the_newer_shapes() -> None:
+    accepted, wrong = _check(_SHAPES)
+    assert not wrong, "\n".join(wrong[:20])
+    assert accepted >= 0.8 * len(_SHAPES)
+
+
+def _lexer_tokens(text: str) -> list[str]:
+    from antlr4 import InputStream
+    from latex2sympy2_extended.antlr_parser import PSLexer
+
+    lexer = PSLexer(InputStream(text))
+    lexer.removeErrorListeners()
+    out = []
+    while (token := lexer.nextToken()).type != -1:
+        out.append(token.text)
+    return out
+
+
+def test_letter_runs_the_lexer_reads_as_one_token_are_declined() -> None:
+    """``tr``, ``eye``, ``dx``…: the grammar's lexer takes the longest match, so a run of
+    letters is not always a product of letters; whatever the reader accepts, it lexes as one
+    letter per token."""
+    from latex2sympy2_extended.antlr_parser import PSLexer
+
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    letters += [c.upper() for c in letters]
+    words = [a + b for a in letters for b in letters]
+    words += [a + b + c for a in letters[:26] for b in letters[:26] for c in letters[:26]]
+    words += [n.strip("'") for n in PSLexer.literalNames if n.strip("'").isalpha()]
+    for w in words:
+        if read_fast(w, is_real=True) is not None:
+            assert _lexer_tokens(w) == list(w), w
+
+
 def test_identical_to_the_grammar_on_the_warm_up_traps_and_priming_corpus() -> None:
     raw = list(WARM_ANSWERS) + prime_corpus() + [t for pair in TRAPS for t in pair]
     texts = _texts(raw)
@@ -209,6 +251,12 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         "1,000",  # the grammar's comma number
         "1.5.2",
         "x^-1",
+        "x^T",  # the lexer's transpose token
+        "x^{T}",
+        "tr",  # a bare-word token of the lexer (trace)
+        "2 eye",
+        "dx",  # a differential
+        r"d \cdot 2",
         "2^3^2",
         r"\sin 2x",  # where its argument ends is the grammar's to say
         r"\sin(x, y)",
