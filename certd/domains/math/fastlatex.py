@@ -78,6 +78,7 @@ _RELATIONS = {
     "<=": "<=",
     ">=": ">=",
     "!=": "!=",
+    "\\approx": "approx",
 }
 _TRIG = frozenset("sin cos tan csc sec cot".split())
 _FUNCTIONS = _TRIG | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
@@ -102,11 +103,17 @@ _SIMPLE_COMMANDS = {
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])"
     r"|(?P<env>\\(?:begin|end)\{[a-z]+\})|(?P<cmd>\\[A-Za-z]+|\\[{}()]|\\\\)"
-    r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&]))"
+    r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&|]))"
 )
 _STARTS_FACTOR = frozenset(
     {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum"}
 )
+# What may follow a number's ignored subscript (``204_5``) without another reading.
+_ENDS_TERM = frozenset(
+    {"+", "-", "*", "/", ":", "rel", ",", "eof", ")", "]", "}", "}set", ")v", "pm", "cup"}
+)
+# What may follow a closing ``|`` when more bars come later (so it cannot be an opening one).
+_AFTER_ABS = frozenset({"rel", ",", "eof", ")", "]", "}", "}set", ")v", "pm", "cup", "*", "/"})
 _NO_LETTERS = frozenset("EiIj")
 # Letter runs the grammar's lexer reads as one token (its bare-word function and matrix names;
 # the longest match wins, so "tr" is never t·r), and what makes ``d`` a differential ``dx``.
@@ -168,7 +175,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         else:
             if value == "^" and _TRANSPOSE.match(text, pos - 1):
                 raise _Decline("a transpose ^T")
-            out.append((value, value))
+            out.append(("bar" if value == "|" else value, value))
     out.append(("eof", ""))
     return out
 
@@ -218,7 +225,28 @@ def _unary_minus(x: Any) -> Any:
     return sympy.Mul(-1, x, evaluate=False)
 
 
+def _only_symbols(expr: Any) -> bool:
+    """The converter's ``is_expr_of_only_symbols`` (what ``\\approx`` keeps or drops)."""
+    if getattr(expr, "is_Symbol", False):
+        return True
+    if (
+        getattr(expr, "is_Pow", False)
+        and expr.args[1] == -1
+        and (
+            getattr(expr.args[0], "is_Symbol", False)
+            or (hasattr(expr.args[0], "args") and all(_only_symbols(a) for a in expr.args[0].args))
+        )
+    ):
+        return True
+    args = getattr(expr, "args", ())
+    if len(args) > 0:
+        return all(_only_symbols(a) for a in args)
+    return False
+
+
 def _relate(op: str, lh: Any, rh: Any) -> Any:
+    if op == "approx":  # the converter's reading: ``x \\approx 3`` is 3, ``2x \\approx 3`` is 2x
+        return rh if _only_symbols(lh) else lh
     make = {
         "<": sympy.StrictLessThan,
         "<=": sympy.LessThan,
@@ -239,11 +267,17 @@ class _Reader:
         self.toks = _tokens(text)
         self.i = 0
         self.is_real = is_real
+        self.in_abs = False
 
     # -- token helpers ---------------------------------------------------------------------
     @property
     def kind(self) -> str:
         return self.toks[self.i][0]
+
+    def starts_factor(self) -> bool:
+        """The next token starts another factor of an implicit product (``|`` opens one only
+        outside ``|…|``, where it closes)."""
+        return self.kind in _STARTS_FACTOR or (self.kind == "bar" and not self.in_abs)
 
     def take(self, kind: str) -> str:
         k, v = self.toks[self.i]
@@ -420,7 +454,7 @@ class _Reader:
                 return -inner
             return _mul_flat(-1, inner)
         parts = [self.postfix()]
-        while self.kind in _STARTS_FACTOR:
+        while self.starts_factor():
             parts.append(self.postfix())
         return self._postfix_list(parts)
 
@@ -505,28 +539,36 @@ class _Reader:
         if k == "num":
             text = self.take("num")
             if self.kind == "_":
-                raise _Decline("a number with a subscript")
+                self._number_subscript()
             return _number(text)
         if k == "letter" and self.toks[self.i][1] == "e":
             return self._euler()
         if k == "letter":
             letter = self.take("letter")
-            value = self._symbol(letter, self._subscript())
-            self._not_applied()
-            return value
+            subscript = self._subscript()
+            if self._is_call():
+                if subscript:
+                    raise _Decline("a subscripted name applied to an atom")
+                return self._call(letter)
+            return self._symbol(letter, subscript)
+        if k == "bar":
+            return self._abs()
         if k == "greek":
             name = self.take("greek")
             if self.kind == "_":
                 raise _Decline("a Greek letter with a subscript")
-            self._not_applied()
+            if self._is_call():
+                raise _Decline("a Greek letter applied to an atom")
             return self._symbol(name, "")
         if k == "pi":
             self.i += 1
-            self._not_applied()
+            if self._is_call():
+                raise _Decline("\\pi applied to an atom")
             return get_symbol("\\pi", self.is_real, True)
         if k == "infty":
             self.i += 1
-            self._not_applied()
+            if self._is_call():
+                raise _Decline("\\infty applied to an atom")
             return sympy.oo
         if k == "(":
             self.i += 1
@@ -582,7 +624,10 @@ class _Reader:
             self.take(")")
         else:
             arg = self._atom_only()
-            if self.kind in _STARTS_FACTOR or self.kind in ("^", "_", "!", "*", "/", ":"):
+            # The bare argument is a product without functions (``mp_nofunc``): it ends at
+            # the next function (``2\\sin b \\cos a``) and must end here otherwise.
+            ends = self.kind in ("func", "sqrt")
+            if not ends and (self.starts_factor() or self.kind in ("^", "_", "!", "*", "/", ":")):
                 raise _Decline("a function argument without parentheses")
         _no_matrix(arg)
         if name in _TRIG:
@@ -646,14 +691,107 @@ class _Reader:
             raise _Decline("e applied to parentheses")
         return sympy.exp(arg)
 
-    def _not_applied(self) -> None:
-        """A symbol directly before ``(`` (or ``^…(``) may be a function application:
-        ``f(x)`` is ``Function('f')(x)`` to the grammar, ``x(x+1)`` a product."""
+    def _is_call(self) -> bool:
+        """A name directly before ``(`` (or ``^…(``) is applied as a function when the
+        parentheses hold one atom or a comma (the grammar's ``func_common_args``):
+        ``f(x)``, ``f(2)``, ``f^2(x)`` are calls, ``x(x+1)`` and ``f(-1)`` products.
+
+        Raises:
+            _Decline: a comma in the parentheses (several arguments), or a shape not sorted.
+        """
         j = self.i
         if self.toks[j][0] == "^":
-            j += 2 if self.toks[j + 1][0] != "{" else self._after_group(j + 1) - j
-        if self.toks[j][0] == "(":
-            raise _Decline("a letter applied to parentheses")
+            j = self._script_end(j + 1)
+        if self.toks[j][0] != "(":
+            return False
+        close = self._closer(j)
+        depth = 0
+        for kind, _ in self.toks[j + 1 : close]:
+            depth += (kind in self._OPEN) - (kind in self._CLOSE)
+            if kind == "," and depth == 0:
+                raise _Decline("a name applied to several arguments")
+        kind, value = self.toks[j + 1]
+        end = j + 2
+        if kind == "num" and self.toks[end][0] == "_":
+            end = self._script_end(end + 1)
+        elif kind in ("letter", "greek", "pi") and value != "e":
+            seen: set[str] = set()
+            while self.toks[end][0] in ("_", "^") and self.toks[end][0] not in seen:
+                seen.add(self.toks[end][0])
+                end = self._script_end(end + 1)
+        elif kind not in ("num", "infty"):
+            return False
+        return end == close
+
+    def _script_end(self, j: int) -> int:
+        """Where a sub- or superscript's argument starting at ``j`` ends."""
+        kind = self.toks[j][0]
+        if kind == "{":
+            return self._after_group(j)
+        if kind in ("num", "letter", "greek", "pi", "infty"):
+            return j + 1
+        raise _Decline(f"a script argument {kind}")
+
+    def _closer(self, j: int) -> int:
+        """The index of the bracket that closes the one at ``j``."""
+        depth = 0
+        for k in range(j, len(self.toks)):
+            kind = self.toks[k][0]
+            depth += (kind in self._OPEN) - (kind in self._CLOSE)
+            if depth == 0:
+                return k
+        raise _Decline("an unclosed bracket")
+
+    def _call(self, name: str) -> Any:
+        """``f(x)``, ``f^2(x)``: ``Function(name)(atom)``, raised to the power if one is
+        written, as the converter's ``convert_func`` builds an applied name."""
+        power: Any = None
+        if self.kind == "^":
+            self.i += 1
+            power = self._exponent()
+        self.take("(")
+        arg = self.exp()
+        self.take(")")
+        _no_matrix(arg)
+        value = sympy.Function(name)(arg)
+        if power is not None:
+            if self.kind == "^":
+                raise _Decline("a power of a powered call")
+            value = sympy.Pow(value, power, evaluate=False)
+        return value
+
+    def _number_subscript(self) -> None:
+        """``204_5``, ``12_{10}``: the grammar reads the number and drops the subscript."""
+        self.take("_")
+        if self.kind == "{":
+            self._braced()
+        elif self.kind == "num" or (self.kind == "letter" and self.toks[self.i][1] != "e"):
+            self.i += 1
+        else:
+            raise _Decline("a number's subscript")
+        if self.kind not in _ENDS_TERM:
+            raise _Decline("a number's subscript followed by more")
+
+    def _abs(self) -> Any:
+        """``|x|``: ``Abs(x)``, unevaluated. Nested bars, and a closing bar that more bars
+        follow where it could also open one (``|a|b|c|``), are the grammar's to read."""
+        if self.in_abs:
+            raise _Decline("nested |…|")
+        self.take("bar")
+        self.in_abs = True
+        value = self.expr()
+        self.in_abs = False
+        self.take("bar")
+        _no_matrix(value)
+        more = any(kind == "bar" for kind, _ in self.toks[self.i :])
+        if more and self.kind not in _AFTER_ABS:
+            # ``|x|+|y|`` and ``|x|^2`` are safe; ``|a|-b|c|`` is |a·|-b|·c| to the grammar,
+            # and ``|x|^{2}…|`` could hold an evaluation bar ``x|^{2}``.
+            after = self.toks[self.i + 1][0]
+            sign_then_bar = self.kind in ("+", "-") and after == "bar"
+            if not (sign_then_bar or (self.kind == "^" and after != "{")):
+                raise _Decline("a closing | that could open another")
+        return sympy.Abs(value, evaluate=False)
 
     def _after_group(self, j: int) -> int:
         depth = 0
@@ -706,7 +844,7 @@ def read_fast(text: str, *, is_real: bool) -> Any | None:
         The SymPy object the grammar's converter would build, or None when the text is
         outside the subset (the caller then parses it with the grammar).
     """
-    if ";" in text or "|" in text or _COMMA_NUMBER.match(text):
+    if ";" in text or _COMMA_NUMBER.match(text):
         return None
     try:
         return _Reader(text, is_real).top()
