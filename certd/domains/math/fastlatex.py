@@ -288,6 +288,8 @@ class _Reader:
 
     # -- top level: comma lists, sets, intervals, unions, relations ------------------------
     def top(self) -> Any:
+        if self._names_then_list():
+            return self.names_equal_list()
         elements = self.element()
         while self.kind == ",":
             self.i += 1
@@ -297,10 +299,84 @@ class _Reader:
             return elements[0]
         if any(isinstance(e, sympy.Union) for e in elements):
             raise _Decline("a union in a list: the grammar does not read it")
-        relations = [isinstance(e, sympy.core.relational.Relational | And) for e in elements]
-        if any(relations) and not all(relations):
-            raise _Decline("'a = 1, 2': the grammar reads one relation to a set")
-        return FiniteSet(*elements)
+        return FiniteSet(*elements)  # ``x = 1, 2`` was read by names_equal_list
+
+    def _names_then_list(self) -> bool:
+        """The text is the grammar's ``set_elements_relation``: a name or a parenthesised
+        list of names, ``=``, then values with no relation among them (``n = 1, 2, 3``,
+        ``(p, q) = (3, 2)``, ``D = (0, 1)``). The grammar prefers that reading to the others."""
+        end = self._names_end(0)
+        if end is None or self.toks[end] != ("rel", "="):
+            return False
+        depth = 0
+        for kind, _ in self.toks[end + 1 :]:
+            depth += (kind in self._OPEN) - (kind in self._CLOSE)
+            if kind == "rel" and depth == 0:
+                return False
+        return True
+
+    def _names_end(self, j: int) -> int | None:
+        """Where the grammar's ``atom_expr_list`` starting at ``j`` ends, if one does."""
+        if self.toks[j][0] != "(":
+            return self._name_end(j)
+        while True:
+            end = self._name_end(j + 1)
+            if end is None:
+                return None
+            if self.toks[end][0] == ")":
+                return end + 1
+            if self.toks[end][0] != ",":
+                return None
+            j = end
+
+    def _name_end(self, j: int) -> int | None:
+        """Where the grammar's ``atom_expr`` (a letter or Greek letter with at most one
+        subscript and one superscript) starting at ``j`` ends, if one does."""
+        kind, value = self.toks[j]
+        if kind not in ("letter", "greek", "pi") or value == "e":
+            return None
+        end, seen = j + 1, set()
+        while self.toks[end][0] in ("_", "^") and self.toks[end][0] not in seen:
+            seen.add(self.toks[end][0])
+            end = self._script_end(end + 1)
+        return end
+
+    def names_equal_list(self) -> Any:
+        """``names = v1, v2, …`` as the converter's ``convert_set_elements_relation``: one
+        value stands alone, several make a set (``±`` makes two)."""
+        if self.kind == "(":
+            self.i += 1
+            names = [self._name()]
+            while self.kind == ",":
+                self.i += 1
+                names.append(self._name())
+            self.take(")")
+            lhs = names[0] if len(names) == 1 else sympy.Tuple(*names)
+        else:
+            lhs = self._name()
+        self.take("rel")
+        values: list[Any] = []
+        while True:
+            if self._set_ahead():
+                values.append(self.set_atom())
+                if self.kind == "cup":
+                    raise _Decline("a union after 'x ='")
+            else:
+                values += self._plus_minus()
+            if self.kind != ",":
+                break
+            self.i += 1
+        self.take("eof")
+        _no_matrix(lhs, *values)
+        value = values[0] if len(values) == 1 else FiniteSet(*values)
+        return sympy.Eq(lhs, value, evaluate=False)
+
+    def _name(self) -> Any:
+        end = self._name_end(self.i)
+        value = self.exp()
+        if self.i != end:
+            raise _Decline("a name the reader builds differently")
+        return value
 
     def element(self) -> list[Any]:
         """One comma-separated element: a set, a relation chain, an expression, or ``a ± b``

@@ -108,8 +108,12 @@ def _generated_newer(n: int = 400) -> list[str]:
     out = []
     for i in range(n):
         a, b = _expr(rng, 2, _NEWER_ATOMS), _expr(rng, 2, _NEWER_ATOMS)
-        shape = i % 4
-        if shape == 0:
+        shape = i % 5
+        if shape == 4:
+            name = rng.choice(["x", "n", "(p, q)", "x_1", "D", r"\alpha", "y^2", "f(x)", "2x"])
+            values = [_top(rng) if rng.random() < 0.3 else a, b][: rng.randint(1, 2)]
+            out.append(f"{name} = {', '.join(values)}")
+        elif shape == 0:
             out.append(a)
         elif shape == 1:
             out.append(f"{a} {rng.choice([*_RELATIONS, _APPROX])} {b}")
@@ -199,6 +203,17 @@ _SHAPES = [
     # a bare function argument ends at the next function
     r"2 \sin b \cos a", r"\sin b \cos a", r"\sin x \sqrt{2}", r"\sin x \ln y",
     r"\sin x \cos^2 x", r"\sin x \cos(x)", r"\sin^2 x \cos x", r"\log_2 8 \ln 3",
+    # names = values: one relation to the values (a set when there are several)
+    "n=1, 2, 3", "n=2, 3, 4", r"x = 1 \pm 2", r"x = \pm 2", r"x = 1, 2 \pm 3", "(p,q)=(3,2)",
+    "(p,q,r)=(3,2,7)", "D = (0, 1)", "D = (0, 1.5)", "x = [0, 1]", "x = (1)", "(x) = 1",
+    "(x, y) = (5, 8)  ,  (8, 5)", "x^2 = 1, 2", "x_1 = 1, 2", r"\alpha = 1, 2",
+    r"x = \{1, 2\}", "a=4, -8, -10", "(p, q) = 1", "(x, y) = (1, 2), (3, 4)", "x = 3",
+    r"y = -\frac{1}{2}x + \frac{3}{4}", r"\pi = 3.14, 3", "x_1^2 = 4, 5", "x = f(2), 3",
+    "(a, b) = (1, 2] ", "x = |y|, 2", r"x=\sum_{k=1}^{n} k, 2", "d = 3, 4", r"x = (1, 2), \{3\}",
+    # anything else with a relation in a list is a set of its elements
+    "x = 1, y = 2", "x + 1 = 2, 3", "e = 2, 3", "f(x) = 1, 2", "x = 1, 2, y = 3", "2x = 4, 5",
+    "3, x = 2", "1, 2 < x", "x < 1, 2", r"x \approx 2, 3", r"x = y \approx 2, 3",
+    "x = 1 = 2, 3", "(x+1) = 2, 3", "x > 1, 2", "x = 1 = 2",
 ]  # fmt: skip
 
 
@@ -303,7 +318,8 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         r"\sum_{k}^{n} k",  # no k = a
         r"\int_0^1 x\,dx",
         r"\frac{d}{dx} x^2",
-        "a = 4, -8, -10",  # the grammar reads a = {4, -8, -10}
+        r"x = (0,1) \cup (2,3)",  # a union after a name: the grammar's set_relation
+        r"x = \begin{pmatrix}1\end{pmatrix}",
         "1,000",  # the grammar's comma number
         "1.5.2",
         "x^-1",
