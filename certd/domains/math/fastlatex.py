@@ -106,7 +106,7 @@ _TOKEN = re.compile(
     r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&|]))"
 )
 _STARTS_FACTOR = frozenset(
-    {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum"}
+    {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum", "begin"}
 )
 # What may follow a number's ignored subscript (``204_5``) without another reading.
 _ENDS_TERM = frozenset(
@@ -203,6 +203,24 @@ def _mul_flat(lh: Any, rh: Any) -> Any:
         args += list(rh.args) if getattr(rh, "is_Mul", False) else [rh]
         return sympy.Mul(*args, evaluate=False)
     return sympy.Mul(lh, rh, evaluate=False)
+
+
+def _mat_add_flat(lh: Any, rh: Any) -> Any:
+    """The converter's ``mat_add_flat``: a sum with a matrix in it, flattened, unevaluated."""
+    if getattr(lh, "is_MatAdd", False) or getattr(rh, "is_MatAdd", False):
+        args = list(lh.args) if getattr(lh, "is_MatAdd", False) else [lh]
+        args += list(rh.args) if getattr(rh, "is_MatAdd", False) else [rh]
+        return sympy.MatAdd(*args, evaluate=False)
+    return sympy.MatAdd(lh, rh, evaluate=False)
+
+
+def _mat_mul_flat(lh: Any, rh: Any) -> Any:
+    """The converter's ``mat_mul_flat``: a product with a matrix in it, flattened."""
+    if getattr(lh, "is_MatMul", False) or getattr(rh, "is_MatMul", False):
+        args = list(lh.args) if getattr(lh, "is_MatMul", False) else [lh]
+        args += list(rh.args) if getattr(rh, "is_MatMul", False) else [rh]
+        return sympy.MatMul(*args, evaluate=False)
+    return sympy.MatMul(lh, rh, evaluate=False)
 
 
 def _divide(lh: Any, rh: Any) -> Any:
@@ -499,7 +517,9 @@ class _Reader:
             op = self.kind
             self.i += 1
             rh = self.mp()
-            _no_matrix(value, rh)
+            if _is_matrix(value) or _is_matrix(rh):
+                value = _mat_add_flat(value, rh if op == "+" else _mat_mul_flat(-1, rh))
+                continue
             if op == "-":
                 rh = -rh if rh.func.is_Number else _mul_flat(-1, rh)
             value = _add_flat(value, rh)
@@ -511,8 +531,9 @@ class _Reader:
             op = self.kind
             self.i += 1
             rh = self.unary()
-            if op == "*":
-                _no_matrix(value, rh)
+            if op == "*" and (_is_matrix(value) or _is_matrix(rh)):
+                value = _mat_mul_flat(value, rh)
+            elif op == "*":
                 value = _mul_flat(value, rh)
             else:
                 value = _divide(value, rh)
@@ -525,7 +546,8 @@ class _Reader:
         if self.kind == "-":
             self.i += 1
             inner = self.unary()
-            _no_matrix(inner)
+            if _is_matrix(inner):
+                return _mat_mul_flat(-1, inner)
             if getattr(inner, "func", None) is not None and inner.func.is_Number:
                 return -inner
             return _mul_flat(-1, inner)
@@ -539,7 +561,8 @@ class _Reader:
         if len(parts) == 1:
             return res
         rh = self._postfix_list(parts[1:])
-        _no_matrix(res, rh)
+        if _is_matrix(res) or _is_matrix(rh):
+            return _mat_mul_flat(res, rh)
         if (
             getattr(res, "is_Integer", False)
             and getattr(rh, "is_Rational", False)

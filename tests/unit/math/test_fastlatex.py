@@ -215,6 +215,16 @@ _SHAPES = [
     "3, x = 2", "1, 2 < x", "x < 1, 2", r"x \approx 2, 3", r"x = y \approx 2, 3",
     "x = 1 = 2, 3", "(x+1) = 2, 3", "x > 1, 2", "x = 1 = 2",
 ]  # fmt: skip
+_M = r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}"
+_N = r"\begin{bmatrix}5 & 6 \\ 7 & 8\end{bmatrix}"
+_V = r"\begin{pmatrix}1 \\ 2\end{pmatrix}"
+_SHAPES += [  # sums and products of matrices, unevaluated (MatAdd, MatMul)
+    f"{_M} + {_N}", f"{_M} {_N}", f"{_M} - {_N}", f"2{_M}", f"-{_M}", rf"{_M} \cdot {_V}",
+    f"{_M} + {_N} + {_M}", f"{_M} + {_N} - {_M}", f"{_M} {_N} {_V}", f"x{_M}",
+    rf"\frac{{1}}{{2}}{_M}", f"2{_M} + {_N}", f"{_M}, {_N}", f"({_M})", rf"{_M} \times {_N}",
+    f"{_M} * {_N}", rf"2 \cdot {_M}", f"-2{_M}", f"{_M}{_V} + {_V}", f"{_V} - {_V}",
+    f"{_M} + 1", f"{_M} + {_V}",
+]  # fmt: skip
 
 
 def test_identical_to_the_grammar_on_the_newer_shapes() -> None:
@@ -343,7 +353,10 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         r"\sin(x, y)",
         "1; 2",
         r"\begin{vmatrix}1 & 2\\3 & 4\end{vmatrix}",  # a determinant
-        r"\begin{pmatrix}1\end{pmatrix} + \begin{pmatrix}2\end{pmatrix}",
+        r"\begin{pmatrix}1\end{pmatrix} / 2",  # a matrix divided, powered or related
+        r"\begin{pmatrix}1\end{pmatrix}^2",
+        r"x = \begin{pmatrix}1\end{pmatrix}",
+        r"\sin x \begin{pmatrix}1\end{pmatrix}",
         "3 + 4i",
         r"\frac{1}{",
         "",
