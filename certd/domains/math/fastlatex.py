@@ -103,7 +103,7 @@ _SIMPLE_COMMANDS = {
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])"
     r"|(?P<env>\\(?:begin|end)\{[a-z]+\})|(?P<cmd>\\[A-Za-z]+|\\[{}()]|\\\\)"
-    r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},=<>&|]))"
+    r"|(?P<rel>[!<>]=)|(?P<op>[-+*/:^_!()\[\]{},;=<>&|]))"
 )
 _STARTS_FACTOR = frozenset(
     {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum", "begin"}
@@ -262,6 +262,16 @@ def _only_symbols(expr: Any) -> bool:
     return False
 
 
+def _set_or_tuple(groups: list[list[Any]]) -> Any:
+    """The converter's ``convert_elements_to_set_or_tuple`` over semicolon-separated groups
+    of comma-separated elements."""
+    if len(groups) == 1:
+        return groups[0][0] if len(groups[0]) == 1 else FiniteSet(*groups[0])
+    if all(len(g) == 1 for g in groups):
+        return FiniteSet(*(g[0] for g in groups))
+    return FiniteSet(*(sympy.Tuple(*g) for g in groups))
+
+
 def _relate(op: str, lh: Any, rh: Any) -> Any:
     if op == "approx":  # the converter's reading: ``x \\approx 3`` is 3, ``2x \\approx 3`` is 2x
         return rh if _only_symbols(lh) else lh
@@ -308,16 +318,22 @@ class _Reader:
     def top(self) -> Any:
         if self._names_then_list():
             return self.names_equal_list()
+        groups = [self._comma_elements()]
+        while self.kind == ";":
+            self.i += 1
+            groups.append(self._comma_elements())
+        self.take("eof")
+        if len(groups) > 1 or len(groups[0]) > 1:
+            if any(isinstance(e, sympy.Union) for g in groups for e in g):
+                raise _Decline("a union in a list: the grammar does not read it")
+        return _set_or_tuple(groups)  # ``x = 1, 2`` was read by names_equal_list
+
+    def _comma_elements(self) -> list[Any]:
         elements = self.element()
         while self.kind == ",":
             self.i += 1
             elements += self.element()
-        self.take("eof")
-        if len(elements) == 1:
-            return elements[0]
-        if any(isinstance(e, sympy.Union) for e in elements):
-            raise _Decline("a union in a list: the grammar does not read it")
-        return FiniteSet(*elements)  # ``x = 1, 2`` was read by names_equal_list
+        return elements
 
     def _names_then_list(self) -> bool:
         """The text is the grammar's ``set_elements_relation``: a name or a parenthesised
@@ -373,21 +389,22 @@ class _Reader:
         else:
             lhs = self._name()
         self.take("rel")
-        values: list[Any] = []
+        groups: list[list[Any]] = [[]]
         while True:
             if self._set_ahead():
-                values.append(self.set_atom())
+                groups[-1].append(self.set_atom())
                 if self.kind == "cup":
                     raise _Decline("a union after 'x ='")
             else:
-                values += self._plus_minus()
-            if self.kind != ",":
+                groups[-1] += self._plus_minus()
+            if self.kind == ";":
+                groups.append([])
+            elif self.kind != ",":
                 break
             self.i += 1
         self.take("eof")
-        _no_matrix(lhs, *values)
-        value = values[0] if len(values) == 1 else FiniteSet(*values)
-        return sympy.Eq(lhs, value, evaluate=False)
+        _no_matrix(lhs, *(v for g in groups for v in g))
+        return sympy.Eq(lhs, _set_or_tuple(groups), evaluate=False)
 
     def _name(self) -> Any:
         end = self._name_end(self.i)
@@ -409,7 +426,7 @@ class _Reader:
                 left = FiniteSet(*value) if isinstance(value, sympy.Tuple) else value
                 right = FiniteSet(*right) if isinstance(right, sympy.Tuple) else right
                 value = sympy.Union(left, right, evaluate=False)
-            if self.kind not in (",", "eof"):
+            if self.kind not in (",", ";", "eof"):
                 raise _Decline("a set followed by more")
             return [value]
         values = self._plus_minus()
@@ -417,7 +434,7 @@ class _Reader:
             return values
         value = values[0]
         if _is_matrix(value):
-            if self.kind not in (",", "eof"):
+            if self.kind not in (",", ";", "eof"):
                 raise _Decline("a matrix followed by more")
             return [value]
         while self.kind == "rel":
@@ -425,7 +442,7 @@ class _Reader:
             rh = self.expr()
             _no_matrix(value, rh)
             value = _relate(op, value, rh)
-        if self.kind not in (",", "eof"):
+        if self.kind not in (",", ";", "eof"):
             raise _Decline(f"unexpected {self.kind}")
         return [value]
 
@@ -437,7 +454,7 @@ class _Reader:
         self.i += 1
         right = self.expr()
         _no_matrix(left, right)
-        if self.kind not in (",", "eof", ")", "]", ")v", "}set", "}"):
+        if self.kind not in (",", ";", "eof", ")", "]", ")v", "}set", "}"):
             raise _Decline("a ± followed by more")
         if left is None:
             return [_unary_minus(right), right]
@@ -464,17 +481,19 @@ class _Reader:
                 depth -= 1
                 if depth == 0:
                     return False
-            elif kind == "," and depth == 1:
+            elif kind in (",", ";") and depth == 1:
                 return True
             elif kind == "eof":
                 return False
         return False
 
-    def _items(self, close: tuple[str, ...]) -> tuple[list[Any], bool]:
-        """Comma-separated expressions up to a closer; whether a ``±`` made two of one."""
+    def _items(self, close: tuple[str, ...]) -> tuple[list[Any], bool, bool]:
+        """Expressions separated by commas or semicolons up to a closer, flattened; whether
+        a ``±`` made two of one, and whether a semicolon separated any."""
         items = self._plus_minus()
-        pm = len(items) == 2
-        while self.kind == ",":
+        pm, semicolon = len(items) == 2, False
+        while self.kind in (",", ";"):
+            semicolon = semicolon or self.kind == ";"
             self.i += 1
             more = self._plus_minus()
             pm = pm or len(more) == 2
@@ -482,19 +501,23 @@ class _Reader:
         if self.kind not in close:
             raise _Decline(f"unexpected {self.kind} in a set")
         _no_matrix(*items)
-        return items, pm
+        return items, pm, semicolon
 
     def set_atom(self) -> Any:
         opener = self.kind
         self.i += 1
         if opener in ("{set", "{"):
-            items, _ = self._items(("}set",) if opener == "{set" else ("}",))
+            items, _, _ = self._items(("}set",) if opener == "{set" else ("}",))
             self.i += 1
             return FiniteSet(*items)
-        items, pm = self._items((")", "]", ")v"))
+        items, pm, semicolon = self._items((")", "]", ")v"))
         closer = self.kind
         self.i += 1
         parens = opener in ("(", "(v") and closer in (")", ")v")
+        if semicolon:  # an ordered tuple ``(0; -2; 6)``, never an interval
+            if (opener, closer) not in (("(", ")"), ("(v", ")v"), ("[", "]")):
+                raise _Decline("mismatched brackets around a semicolon list")
+            return sympy.Tuple(*items)
         if pm or len(items) != 2:
             if parens:
                 return sympy.Tuple(*items)
@@ -943,7 +966,7 @@ def read_fast(text: str, *, is_real: bool) -> Any | None:
         The SymPy object the grammar's converter would build, or None when the text is
         outside the subset (the caller then parses it with the grammar).
     """
-    if ";" in text or _COMMA_NUMBER.match(text):
+    if _COMMA_NUMBER.match(text):
         return None
     try:
         return _Reader(text, is_real).top()

@@ -214,6 +214,12 @@ _SHAPES = [
     "x = 1, y = 2", "x + 1 = 2, 3", "e = 2, 3", "f(x) = 1, 2", "x = 1, 2, y = 3", "2x = 4, 5",
     "3, x = 2", "1, 2 < x", "x < 1, 2", r"x \approx 2, 3", r"x = y \approx 2, 3",
     "x = 1 = 2, 3", "(x+1) = 2, 3", "x > 1, 2", "x = 1 = 2",
+    # semicolons: groups of a list (tuples when any group has several), or an ordered tuple
+    "-12;-11;-10", "(0;0;0),(0;-2;0)", "(0;0;0)", "1;2", "1,2;3,4", "x;y", r"\{1;2\}", "(1;2)",
+    "x=1;y=2", "1; 2", "p=5,q=2;p=7,q=2", "x=1,2;3", "[1;2]", "(1;2]", "(1,2;3)", "1;2,3",
+    r"1 \pm 2; 3", r"\{1;2, 3\}", r"(1;2) \cup (3;4)", "(0,1);(2,3)", "-12;-11;-10;-8;-7;-6",
+    "(0;0;0),(0;-2;0),(0;0;6),(0;-2;6),(4;0;0),(4;-2;0),(4;0;6),(4;-2;6)", "x = 1; 2",
+    "(p,q) = (1;2)", "1;", ";1", "(x;y)=1", r"(\frac{1}{2}; -3; x^2)",
 ]  # fmt: skip
 _M = r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}"
 _N = r"\begin{bmatrix}5 & 6 \\ 7 & 8\end{bmatrix}"
@@ -351,7 +357,7 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         "2^3^2",
         r"\sin 2x",  # where its argument ends is the grammar's to say
         r"\sin(x, y)",
-        "1; 2",
+        "f(1;2)",
         r"\begin{vmatrix}1 & 2\\3 & 4\end{vmatrix}",  # a determinant
         r"\begin{pmatrix}1\end{pmatrix} / 2",  # a matrix divided, powered or related
         r"\begin{pmatrix}1\end{pmatrix}^2",
