@@ -388,9 +388,14 @@ def _parse(text: str, lim: MathLimits, numbers: bool) -> Parsed:
     except MathUnparsedError:
         # A chain "a = b = c" that does not parse whole: its last part is the answer.
         parts = re.split(r"(?<![<>!\\])=", s)
-        if len(parts) < 3 or "," in s or not parts[-1].strip():
+        tail = parts[-1].strip()
+        if len(parts) < 3 or "," in s or not tail:
             raise
-        value = _latex(parts[-1].strip())
+        value = _simple(tail)
+        if value is None:
+            value = read_fast(tail, is_real=not _COMPLEX.search(tail))
+        if value is None:
+            value = _latex(tail)
     if value is None:
         raise MathUnparsedError("does not parse")
     check_tree_caps(value, lim)

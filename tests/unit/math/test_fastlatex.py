@@ -370,3 +370,17 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
 )
 def test_declines_what_it_does_not_read(text: str) -> None:
     assert read_fast(text, is_real=True) is None
+
+
+def test_a_chain_that_does_not_parse_whole_reads_its_last_part_without_the_grammar(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from certd.domains.math import parse
+    from certd.domains.math.limits import MathLimits
+
+    calls: list[str] = []
+    inner = parse._latex
+    monkeypatch.setattr(parse, "_latex", lambda s: calls.append(s) or inner(s))
+    got = parse._parse(r"1 = \zzz = x = 2x + 1", MathLimits(), True)
+    assert got.value == inner("2x + 1")
+    assert calls == [r"1 = \zzz = x = 2x + 1"]  # the whole, once; not the tail
