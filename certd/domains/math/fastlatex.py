@@ -6,6 +6,10 @@ Example:
     Eq(y, -1*1/2*x + 3/4)
     >>> read_fast(r"(3, 1) \\cup [2, \\infty)", is_real=True)  # (3, 1) is a pair, not an interval
     Union({1, 3}, Interval(2, oo))
+    >>> read_fast("n = 1, 2, 3", is_real=True)  # the grammar's reading: one relation, a set
+    Eq(n, {1, 2, 3})
+    >>> read_fast("f(2) < f(1)", is_real=True)  # a letter applied to an atom is a call
+    f(2) < f(1)
     >>> read_fast(r"\\int_0^1 x\\,dx", is_real=True) is None   # not in the subset: declined
     True
 
@@ -20,25 +24,38 @@ and priming corpora, the trap suite, a generated corpus and Math-Verify's public
 
 The subset (anything else returns ``None`` and the caller uses the grammar):
 
-- numbers ``12``, ``3.25``; single letters except ``d E i I j`` (differentials, the letter the
-  grammar reads as a symbol ``e``, the imaginary unit); ``e`` and ``e^{…}`` (Euler's number,
-  ``exp``); Greek letters; ``\\pi``; ``\\infty``; subscripts ``x_1``, ``a_{n}``, ``F_{n-k-1}``;
+- numbers ``12``, ``3.25``, and with a base subscript the grammar drops (``204_5`` is 204);
+  single letters except ``E i I j`` (the letter the grammar reads as a symbol ``e``, the
+  imaginary unit), with ``d`` only where it is not a differential (``dx``), and no run of
+  letters the grammar's lexer reads as one word (``tr``, ``eye``, ``svd``…); ``e`` and
+  ``e^{…}`` (Euler's number, ``exp``); Greek letters; ``\\pi``; ``\\infty``; subscripts
+  ``x_1``, ``a_{n}``, ``F_{n-k-1}``;
 - ``+ -`` (binary and unary), ``* \\cdot \\times / \\div :``, implicit products (with the
   grammar's mixed-number reading: ``2\\frac{1}{2}`` is 5/2), ``^`` with a braced, digit or
-  letter exponent, ``!``, ``\\frac{}{}``, ``\\sqrt{}``, ``\\sqrt[n]{}``, parentheses;
-- ``\\sin``-family functions, ``\\arcsin``-family, ``\\exp``, ``\\ln``, ``\\log``, ``\\log_b``
-  with a parenthesised argument or a lone atom (``\\sin x``), ``\\sin^2(x)``, ``\\sin^{-1}(x)``;
-  ``\\sum_{k=a}^{b}`` and ``\\prod`` over a product chain;
-- relations ``= < > \\le \\ge \\ne`` (chains become ``And``, as the grammar's);
-- at the top: comma lists, ``a \\pm b``, intervals and tuples ``(a, b]``, sets ``\\{…\\}``,
-  unions with ``\\cup``; a matrix (``pmatrix``, ``bmatrix``, ``matrix``) standing alone.
+  letter exponent (not the transpose ``^T``), ``!``, ``\\frac{}{}``, ``\\sqrt{}``,
+  ``\\sqrt[n]{}``, parentheses, ``|…|`` (``Abs``) where no bar could be read otherwise;
+- ``\\sin``-family functions, ``\\arcsin``-family, ``\\exp``, ``\\ln``, ``\\log``,
+  ``\\log_b`` with a parenthesised argument or a lone atom (``\\sin x``, which ends at the next
+  function: ``2\\sin b \\cos a``), ``\\sin^2(x)``, ``\\sin^{-1}(x)``; ``\\sum_{k=a}^{b}`` and
+  ``\\prod`` over a product chain;
+- a letter applied to one atom, which the grammar reads as a call: ``f(x)``, ``f(2)``,
+  ``f^2(x)`` are ``Function('f')(…)``; before anything else in parentheses a letter is a
+  factor (``x(x+1)``, ``f(-1)``);
+- relations ``= < > \\le \\ge \\ne`` (chains become ``And``, as the grammar's) and
+  ``\\approx``, which keeps the right side after names only (``x \\approx 3`` is 3,
+  ``2x \\approx 3`` is 2x), as the converter does;
+- at the top: lists separated by commas and semicolons (groups become tuples), ``a \\pm b``,
+  intervals and tuples ``(a, b]``, ``(0; -2; 6)``, sets ``\\{…\\}``, unions with ``\\cup``;
+  names, ``=``, then values (``n = 1, 2, 3`` is ``Eq(n, {1, 2, 3})``, ``(p, q) = (3, 2)``,
+  ``D = (0, 1)``), the grammar's ``set_elements_relation``; a matrix (``pmatrix``,
+  ``bmatrix``, ``matrix``) alone, or in sums and products (``MatAdd``, ``MatMul``).
 
-A symbol directly before ``(`` is declined (``f(x)`` is a function to the grammar, ``x(x+1)``
-a product), and so is a list mixing relations and values (``a = 4, -8, -10`` is
-``a = {4, -8, -10}`` to the grammar). The reader evaluates exactly where the converter does
-(integer fractions become ``Rational``, ``e^{…}`` becomes ``exp(…)``, intervals and sums are
-built by their constructors) and nowhere else; the caps (``parse.check_tree_caps``) still run
-on its result before anything else evaluates it.
+Declined, among others: a subscripted or Greek name applied to an atom (its function name is
+the grammar's raw text), several arguments ``f(x, y)`` (each is parsed again from its text),
+nested bars, a matrix divided, powered or in a relation. The reader evaluates exactly where
+the converter does (integer fractions become ``Rational``, ``e^{…}`` becomes ``exp(…)``,
+intervals and sums are built by their constructors) and nowhere else; the caps
+(``parse.check_tree_caps``) still run on its result before anything else evaluates it.
 """
 
 from __future__ import annotations
