@@ -664,7 +664,7 @@ class _Reader:
                 raise _Decline("empty subscript")
         elif self.kind == "num" and len(self.toks[self.i][1]) == 1:
             text = self.take("num")
-        elif self.kind == "letter":
+        elif self.kind == "letter" and self.toks[self.i][1] != "e":  # ``e`` is no atom there
             text = self.take("letter")
         else:
             raise _Decline("subscript")

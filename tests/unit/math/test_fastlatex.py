@@ -179,7 +179,7 @@ def _check(texts: list[str]) -> tuple[int, list[str]]:
 # every one of them here; the fast reader must build the same object or decline).
 _SHAPES = [
     # the letter d (a differential only before a letter or a command)
-    "d", "d+1", "2d", "d_1", "d^2", "x_d", "d = 5", "ad", "tx", "rt", r"\frac{d}{2}",
+    "d", "d+1", "2d", "d_1", "d^2", "x_d", "a_{e}", "d = 5", "ad", "tx", "rt", r"\frac{d}{2}",
     # a name applied to one atom is a function call; to anything else, a product
     "f(x)", "f(2)", "f(y) = y", "f(2) < f(1) < f(4)", "0<f(x)<1", "f(x)=1", "f(y)", "x(x+1)",
     "a(b)", "f(x)^2", "f^2(x)", "F(x)", "g(x+1)", "2f(x)", "f(x)g(x)", "f (x)", "f(x)!",
@@ -354,6 +354,7 @@ def test_reads_common_shapes(text: str, expected: Any) -> None:
         r"\sin x |y|",  # sin(x·|y|)
         "12_x^2",  # the subscript's atom takes the power: 12
         "204_5 x",
+        "a_e",  # e is not an atom to the grammar: a_{e} is a subscript, a_e does not parse
         "2^3^2",
         r"\sin 2x",  # where its argument ends is the grammar's to say
         r"\sin(x, y)",
