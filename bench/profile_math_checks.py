@@ -6,7 +6,10 @@ warm-up a math worker gets (``warm_up``, grammar priming over the whole corpus, 
 warm-up inputs), timing the parse, the grammar (ANTLR) calls and the equivalence. Then, with
 ``--embed``, times the first-step embedding of the cases' distinct first steps: batches of 16
 (what certd does) against 64, and an int8 dynamically quantised copy of the model (not used:
-it moves the embeddings; the labels it would change are counted).
+it moves the embeddings; the labels it would change are counted). Where the CPU has native
+bfloat16, also the bfloat16 screen certd uses (``StepEmbedder``, ``math.embed_screen``): its
+time against float32 alone, the steps it leaves to float32, the labels it changes (must be 0),
+and how far bfloat16 moves a cosine over every sentence of the cases that could be a step.
 
 Run: ``.venv/bin/python bench/profile_math_checks.py [--no-fast] [--embed]`` (prints JSON).
 ``--no-fast`` turns the fast reader off, so every answer outside the integer/fraction
@@ -76,24 +79,43 @@ def checks(fast: bool) -> dict[str, Any]:
     }
 
 
+def _sentences(cases: list[Any]) -> list[str]:
+    """Every sentence of the cases' predictions that could be a step, and the move exemplars."""
+    from certd.domains.math.first_step import _SPLIT, MOVES
+
+    out = {s.strip()[:300] for c in cases for s in _SPLIT.split(c.pred) if len(s.strip()) >= 10}
+    out.update(ex for _, examples in MOVES for ex in examples)
+    return sorted(out)
+
+
 def embedding() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from certd.authority.embedder import StepEmbedder
+    from certd.authority.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native
     from certd.domains.math.first_step import first_step_text
 
-    steps = sorted({s for c in load_cases() if (s := first_step_text(c.pred)) is not None})
-    emb = StepEmbedder.load(threads=1)
+    cases = load_cases()
+    steps = sorted({s for c in cases if (s := first_step_text(c.pred)) is not None})
+    emb = StepEmbedder.load(threads=1, screen="off")
     model = emb._model
 
-    def best(m: Any, batch: int) -> tuple[float, Any]:
+    def best(m: Any, batch: int, texts: list[str] = steps) -> tuple[float, Any]:
         out, seconds = None, []
         for _ in range(3):
             t0 = time.perf_counter()
-            out = m.encode(steps, batch_size=batch, normalize_embeddings=True)
+            out = m.encode(texts, batch_size=batch, normalize_embeddings=True)
             seconds.append(time.perf_counter() - t0)
         return min(seconds), np.asarray(out, dtype=np.float64)
+
+    def labels_by(e: StepEmbedder) -> tuple[float, list[str]]:
+        seconds, out = [], []
+        for _ in range(3):
+            e._cache.clear()
+            t0 = time.perf_counter()
+            out = e.moves(steps)
+            seconds.append(time.perf_counter() - t0)
+        return min(seconds), out
 
     s16, v16 = best(model, 16)
     s64, _ = best(model, 64)
@@ -101,7 +123,7 @@ def embedding() -> dict[str, Any]:
     s8, v8 = best(q, 16)
     labels = [emb._nearest(list(v)) for v in v16]
     labels_q = [emb._nearest(list(v)) for v in v8]
-    return {
+    out: dict[str, Any] = {
         "distinct_first_steps": len(steps),
         "torch_threads": 1,
         "seconds_batch_16": round(s16, 3),
@@ -109,7 +131,36 @@ def embedding() -> dict[str, Any]:
         "seconds_int8_batch_16": round(s8, 3),
         "int8_median_cosine_to_float": round(float(np.median((v16 * v8).sum(axis=1))), 4),
         "int8_labels_changed": sum(a != b for a, b in zip(labels, labels_q, strict=True)),
+        "bf16_native": bf16_native(),
     }
+    if not out["bf16_native"]:
+        return out
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        sb, _ = best(model, 16)
+    exact_s, exact_labels = labels_by(emb)
+    screened = StepEmbedder(model, emb.model_sha256, screen=True)
+    screen_s, screen_labels = labels_by(screened)
+    # How far bfloat16 moves a cosine to a move exemplar, over a wider set of sentences.
+    corpus = _sentences(cases)
+    unit = emb._matrix / emb._norms[:, None]
+    _, c32 = best(model, 16, corpus)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, cb = best(model, 16, corpus)
+    deviation = np.abs(c32 @ unit.T - cb @ unit.T)
+    out["bf16"] = {
+        "seconds_encode_batch_16": round(sb, 3),
+        "seconds_moves_float32": round(exact_s, 3),
+        "seconds_moves_screened": round(screen_s, 3),
+        "screen_margin": SCREEN_MARGIN,
+        "steps_decided_in_float32": screened.exact // 3,
+        "labels_changed_by_screen": sum(
+            a != b for a, b in zip(exact_labels, screen_labels, strict=True)
+        ),
+        "sentences_for_deviation": len(corpus),
+        "max_cosine_deviation": round(float(deviation.max()), 5),
+        "median_cosine_deviation": round(float(np.median(deviation)), 5),
+    }
+    return out
 
 
 def main() -> None:

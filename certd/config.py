@@ -84,6 +84,12 @@ class MathConfig(_Strict):
     boxed: str = Field("last", pattern="^(last|first)$")
     first_step: bool = Field(True, description="label math.first-step.v1 (needs the model)")
     embed_threads: int = Field(1, ge=1, description="torch threads for first-step embeddings")
+    embed_screen: str = Field(
+        "auto",
+        pattern="^(auto|on|off)$",
+        description="screen first-step embeddings in bfloat16 (auto: where the CPU has it "
+        "natively); float32 decides every close call, so labels do not change",
+    )
     reward_correct: float = 1.0
     reward_wrong_answer: float = 0.0
     reward_unparsed: float = 0.0

@@ -121,7 +121,9 @@ class MathChecker:
     def _get_embedder(self) -> StepEmbedder:
         with self._embed_lock:
             if self._embedder is None:
-                self._embedder = StepEmbedder.load(threads=self.cfg.embed_threads)
+                self._embedder = StepEmbedder.load(
+                    threads=self.cfg.embed_threads, screen=self.cfg.embed_screen
+                )
                 if self._embedder.kappa != self.first_step_kappa:
                     raise ConfigError(
                         f"model changed on disk: κ {self._embedder.kappa}, "
@@ -171,7 +173,7 @@ class MathChecker:
                 def label() -> None:
                     try:
                         steps.extend(first_step_text(r) for _, r in pairs)
-                        moves.extend(self._get_embedder().moves(steps))
+                        moves.extend(self._get_embedder().moves(steps, spare=pool.idle))
                     except (OSError, RuntimeError, ConfigError) as e:
                         failed.append(e)
 

@@ -312,6 +312,10 @@ class MathPool:
                     results[i] = self._timeout(pairs[i][1])
         return [r for r in results if r is not None]
 
+    def idle(self) -> bool:
+        """Whether no check is in flight: every worker waits for work."""
+        return self._idle.qsize() >= self.workers
+
     def worker_pids(self) -> list[int]:
         """The live workers' process ids (for health checks and tests)."""
         with self._lock:

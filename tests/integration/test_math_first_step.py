@@ -5,15 +5,16 @@ from __future__ import annotations
 import hashlib
 import random
 
+import numpy as np
 import pytest
 
-from certd.authority.embedder import StepEmbedder, model_dir
-from certd.domains.math.first_step import nearest_move
+from certd.authority.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native, model_dir
+from certd.domains.math.first_step import MOVES, nearest_move
 
 
 @pytest.fixture(scope="module")
 def embedder() -> StepEmbedder:
-    return StepEmbedder.load()
+    return StepEmbedder.load(screen="off")  # float32 only: the labels' definition
 
 
 def test_model_loads_from_the_package_and_its_hash_is_in_the_kappa(
@@ -60,3 +61,59 @@ def test_screened_nearest_move_is_the_exhaustive_one(embedder: StepEmbedder) -> 
     vectors.append([0.0] * len(vectors[0]))
     for v in vectors:
         assert embedder._nearest(v) == nearest_move(v, embedder._prototypes)
+
+
+# Sentences in the style of first steps: the cases below are compared float32 vs the screen.
+_STEPS = [
+    *(ex for _, examples in MOVES for ex in examples),
+    "We substitute u = x^2, so the equation becomes u^2 - 5u + 4 = 0.",
+    "Let u = x^2; then the equation is quadratic in u.",
+    "Factor the quadratic: (x - 2)(x - 3) = 0.",
+    "By the Pythagorean theorem, the hypotenuse is 5.",
+    "There are 5 choose 2 = 10 ways to pick the pair.",
+    "Consider the cases n even and n odd.",
+    "The area is one half base times height, 6.",
+    "Let z = a + bi with a, b real.",
+    "First compute 17 * 23 = 391, then add 9 to get 400.",
+    "Taking logarithms base 2 of both sides, n = log_2 1024 = 10.",
+    "Since the triangle is isosceles, the base angles are equal: 2x + 40 = 180.",
+    "The derivative f'(x) = 2x - 4 vanishes at x = 2.",
+    "Reducing modulo 9, the digit sum 2 + 0 + 2 + 6 = 10 leaves remainder 1.",
+    "Place A at the origin and B = (6, 0) so that C lies on the y-axis.",
+    "The expected value is the sum of each outcome times its probability.",
+    "Write 360 = 2^3 \\cdot 3^2 \\cdot 5 and count divisors: 4 \\cdot 3 \\cdot 2 = 24.",
+    "If we let the width be w then the length is 2w and 2(w + 2w) = 36.",
+    "Note that a_{n+1} - a_n = 3, so the sequence is arithmetic.",
+    "Multiply both sides by 12 to clear the denominators.",
+    "Using the law of cosines with C = 60 degrees, c^2 = 49 + 64 - 56.",
+]
+
+
+@pytest.mark.skipif(not bf16_native(), reason="no native bfloat16 on this CPU: screen is off")
+def test_bf16_screen_gives_the_float32_labels(embedder: StepEmbedder) -> None:
+    screened = StepEmbedder(embedder._model, embedder.model_sha256, screen=True)
+    assert screened.screen and not embedder.screen
+    assert screened.moves(_STEPS) == embedder.moves(_STEPS)
+    distinct = len(set(_STEPS))
+    assert screened.screened + screened.exact == distinct
+    assert screened.screened > 0  # the exemplars themselves lead by far more than the margin
+    # Every step the screen decided leads its runner-up in float32 by well over the margin's
+    # half (the worst bfloat16 cosine error the margin allows).
+    exact = embedder._encode(_STEPS)
+    for v32, v16 in zip(exact, screened._encode(_STEPS, bf16=True), strict=True):
+        sims = (embedder._matrix @ np.asarray(v32)) / embedder._norms
+        per_move = np.sort(np.maximum.reduceat(sims, embedder._move_starts))
+        if screened._screened(v16) is not None:
+            assert per_move[-1] - per_move[-2] > SCREEN_MARGIN / 2
+
+
+def test_spare_threads_give_the_same_labels(embedder: StepEmbedder) -> None:
+    one = StepEmbedder(embedder._model, embedder.model_sha256, threads=1)
+    spare = StepEmbedder(embedder._model, embedder.model_sha256, threads=1)
+    assert one.moves(_STEPS) == spare.moves(_STEPS, spare=lambda: True)
+    assert spare.spare_threads >= 1
+
+
+def test_load_reads_the_screen_setting() -> None:
+    assert StepEmbedder.load(screen="off").screen is False
+    assert StepEmbedder.load(screen="auto").screen is bf16_native()

@@ -136,6 +136,24 @@ def test_threads_share_the_pool(pool: MathPool) -> None:
     assert results == [Status.CORRECT] * 8
 
 
+def test_idle_says_whether_a_check_is_in_flight(pool: MathPool) -> None:
+    _healthy(pool)
+    assert pool.idle()
+    seen: list[bool] = []
+    runner = threading.Thread(
+        target=pool.verify, args=(MathTask(gold="3"), BOMBS["nested fractions"])
+    )
+    runner.start()
+    deadline = time.monotonic() + HANG_S
+    while runner.is_alive() and time.monotonic() < deadline:
+        seen.append(pool.idle())
+        time.sleep(0.05)
+    runner.join()
+    assert False in seen  # the 2 s check was seen in flight
+    _healthy(pool)
+    assert pool.idle()
+
+
 def test_memory_cap_is_set_in_each_worker(pool: MathPool) -> None:
     for pid in pool.worker_pids():
         limits = open(f"/proc/{pid}/limits").read().splitlines()
