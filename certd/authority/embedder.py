@@ -24,8 +24,8 @@ them and the label is exactly ``nearest_move``'s over all prototypes, at a fract
 cost.
 
 **bfloat16 screen** (``screen="auto"``: on where torch runs bfloat16 natively, AVX-512 BF16
-or AMX). New steps are first encoded under ``torch.autocast(bfloat16)``, about twice as fast
-as float32 on this model. A step whose best move leads the next move by at least
+or AMX). New steps are first encoded under ``torch.autocast(bfloat16)``, about 1.8× faster
+than float32 on this model. A step whose best move leads the next move by at least
 ``SCREEN_MARGIN`` (0.015 in cosine) takes that move; every other step is encoded again in
 float32 and decided exactly as above. bfloat16 moved a cosine by at most 0.0031 over 735
 sentences (``bench/profile_math_checks.py --embed``), and only an error above 0.0075 (half
