@@ -6,10 +6,12 @@ warm-up a math worker gets (``warm_up``, grammar priming over the whole corpus, 
 warm-up inputs), timing the parse, the grammar (ANTLR) calls and the equivalence. Then, with
 ``--embed``, times the first-step embedding of the cases' distinct first steps: batches of 16
 (what certd does) against 64, and an int8 dynamically quantised copy of the model (not used:
-it moves the embeddings; the labels it would change are counted). Where the CPU has native
-bfloat16, also the bfloat16 screen certd uses (``StepEmbedder``, ``math.embed_screen``): its
-time against float32 alone, the steps it leaves to float32, the labels it changes (must be 0),
-and how far bfloat16 moves a cosine over every sentence of the cases that could be a step.
+it moves the embeddings; the labels it would change are counted), and a 32-word-piece step cut
+instead of 64 (not used either: another κ version; the labels it changes are counted).
+Where the CPU has native bfloat16, also the bfloat16 screen certd uses (``StepEmbedder``,
+``math.embed_screen``): its time against float32 alone, the steps it leaves to float32, the
+labels it changes (must be 0), and how far bfloat16 moves a cosine over every sentence of
+the cases that could be a step.
 
 Run: ``.venv/bin/python bench/profile_math_checks.py [--no-fast] [--embed]`` (prints JSON).
 ``--no-fast`` turns the fast reader off, so every answer outside the integer/fraction
@@ -93,7 +95,7 @@ def embedding() -> dict[str, Any]:
     import torch
 
     from certd.authority.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native
-    from certd.domains.math.first_step import first_step_text
+    from certd.domains.math.first_step import MAX_SEQ_TOKENS, first_step_text
 
     cases = load_cases()
     steps = sorted({s for c in cases if (s := first_step_text(c.pred)) is not None})
@@ -123,6 +125,10 @@ def embedding() -> dict[str, Any]:
     s8, v8 = best(q, 16)
     labels = [emb._nearest(list(v)) for v in v16]
     labels_q = [emb._nearest(list(v)) for v in v8]
+    model.max_seq_length = 32  # a shorter step cut (another κ version): what it saves, changes
+    s32, v32 = best(model, 16)
+    model.max_seq_length = MAX_SEQ_TOKENS
+    labels_32 = [emb._nearest(list(v)) for v in v32]
     out: dict[str, Any] = {
         "distinct_first_steps": len(steps),
         "torch_threads": 1,
@@ -131,6 +137,8 @@ def embedding() -> dict[str, Any]:
         "seconds_int8_batch_16": round(s8, 3),
         "int8_median_cosine_to_float": round(float(np.median((v16 * v8).sum(axis=1))), 4),
         "int8_labels_changed": sum(a != b for a, b in zip(labels, labels_q, strict=True)),
+        "seconds_cut_32_tokens_batch_16": round(s32, 3),
+        "cut_32_tokens_labels_changed": sum(a != b for a, b in zip(labels, labels_32, strict=True)),
         "bf16_native": bf16_native(),
     }
     if not out["bf16_native"]:

@@ -132,24 +132,32 @@ class StepEmbedder:
         self._move_labels = [label for label, _ in MOVES]
         self._move_starts = np.cumsum([0] + [len(examples) for _, examples in MOVES[:-1]])
 
-    def _nearest(self, vector: list[float]) -> str:
-        """``nearest_move(vector, prototypes)``, screened by one NumPy product (see above)."""
+    def _cosines(self, vector: Sequence[float]) -> Any:
+        """Cosine of ``vector`` to every prototype (one NumPy product), or None for a zero."""
         a = np.asarray(vector, dtype=np.float64)
         na = math.sqrt(float(a @ a))
         if not na or not self._norms.all():
+            return None
+        return (self._matrix @ a) / (self._norms * na)
+
+    def move_cosines(self, vector: Sequence[float]) -> Any:
+        """Each move's best cosine to ``vector`` (``MOVES`` order), or None for a zero vector."""
+        sims = self._cosines(vector)
+        return None if sims is None else np.maximum.reduceat(sims, self._move_starts)
+
+    def _nearest(self, vector: list[float]) -> str:
+        """``nearest_move(vector, prototypes)``, screened by one NumPy product (see above)."""
+        sims = self._cosines(vector)
+        if sims is None:
             return nearest_move(vector, self._prototypes)
-        sims = (self._matrix @ a) / (self._norms * na)
         close = np.flatnonzero(sims >= sims.max() - 1e-5)
         return nearest_move(vector, [self._prototypes[int(i)] for i in close])
 
     def _screened(self, vector: list[float]) -> str | None:
         """The move, when it leads every other move by ``SCREEN_MARGIN``; else None."""
-        a = np.asarray(vector, dtype=np.float64)
-        na = math.sqrt(float(a @ a))
-        if not na or not self._norms.all():
+        per_move = self.move_cosines(vector)
+        if per_move is None:
             return None
-        sims = (self._matrix @ a) / (self._norms * na)
-        per_move = np.maximum.reduceat(sims, self._move_starts)
         first, second = np.sort(per_move)[-2:][::-1]
         if first - second < SCREEN_MARGIN:
             return None

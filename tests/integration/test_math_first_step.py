@@ -101,8 +101,7 @@ def test_bf16_screen_gives_the_float32_labels(embedder: StepEmbedder) -> None:
     # half (the worst bfloat16 cosine error the margin allows).
     exact = embedder._encode(_STEPS)
     for v32, v16 in zip(exact, screened._encode(_STEPS, bf16=True), strict=True):
-        sims = (embedder._matrix @ np.asarray(v32)) / embedder._norms
-        per_move = np.sort(np.maximum.reduceat(sims, embedder._move_starts))
+        per_move = np.sort(embedder.move_cosines(v32))
         if screened._screened(v16) is not None:
             assert per_move[-1] - per_move[-2] > SCREEN_MARGIN / 2
 
@@ -111,9 +110,12 @@ def test_spare_threads_give_the_same_labels(embedder: StepEmbedder) -> None:
     one = StepEmbedder(embedder._model, embedder.model_sha256, threads=1)
     spare = StepEmbedder(embedder._model, embedder.model_sha256, threads=1)
     assert one.moves(_STEPS) == spare.moves(_STEPS, spare=lambda: True)
-    assert spare.spare_threads >= 1
+    assert spare._threads_now == spare.spare_threads  # the batches did run on the spare CPUs
+    fresh = ["Halve both sides of 4x = 10.", "Square both sides: x + 1 = 9."]  # not cached
+    assert one.moves(fresh, spare=lambda: False) == spare.moves(fresh)
+    assert spare._threads_now == spare.threads == 1
 
 
-def test_load_reads_the_screen_setting() -> None:
-    assert StepEmbedder.load(screen="off").screen is False
+def test_load_reads_the_screen_setting(embedder: StepEmbedder) -> None:
+    assert embedder.screen is False  # the fixture loads with screen="off"
     assert StepEmbedder.load(screen="auto").screen is bf16_native()

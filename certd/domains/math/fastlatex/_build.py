@@ -53,38 +53,31 @@ def _no_matrix(*xs: Any) -> None:
         raise _Decline("a matrix in an operation")
 
 
+def _flat(op: Any, lh: Any, rh: Any) -> Any:
+    """``op(lh, rh)`` unevaluated, a side that is itself an ``op`` spliced in: the converter's
+    ``add_flat``, ``mul_flat``, ``mat_add_flat`` and ``mat_mul_flat``."""
+    flag = f"is_{op.__name__}"
+    left = lh.args if getattr(lh, flag, False) else (lh,)
+    right = rh.args if getattr(rh, flag, False) else (rh,)
+    return op(*left, *right, evaluate=False)
+
+
 def _add_flat(lh: Any, rh: Any) -> Any:
-    if getattr(lh, "is_Add", False) or getattr(rh, "is_Add", False):
-        args = list(lh.args) if getattr(lh, "is_Add", False) else [lh]
-        args += list(rh.args) if getattr(rh, "is_Add", False) else [rh]
-        return sympy.Add(*args, evaluate=False)
-    return sympy.Add(lh, rh, evaluate=False)
+    return _flat(sympy.Add, lh, rh)
 
 
 def _mul_flat(lh: Any, rh: Any) -> Any:
-    if getattr(lh, "is_Mul", False) or getattr(rh, "is_Mul", False):
-        args = list(lh.args) if getattr(lh, "is_Mul", False) else [lh]
-        args += list(rh.args) if getattr(rh, "is_Mul", False) else [rh]
-        return sympy.Mul(*args, evaluate=False)
-    return sympy.Mul(lh, rh, evaluate=False)
+    return _flat(sympy.Mul, lh, rh)
 
 
 def _mat_add_flat(lh: Any, rh: Any) -> Any:
-    """The converter's ``mat_add_flat``: a sum with a matrix in it, flattened, unevaluated."""
-    if getattr(lh, "is_MatAdd", False) or getattr(rh, "is_MatAdd", False):
-        args = list(lh.args) if getattr(lh, "is_MatAdd", False) else [lh]
-        args += list(rh.args) if getattr(rh, "is_MatAdd", False) else [rh]
-        return sympy.MatAdd(*args, evaluate=False)
-    return sympy.MatAdd(lh, rh, evaluate=False)
+    """A sum with a matrix in it."""
+    return _flat(sympy.MatAdd, lh, rh)
 
 
 def _mat_mul_flat(lh: Any, rh: Any) -> Any:
-    """The converter's ``mat_mul_flat``: a product with a matrix in it, flattened."""
-    if getattr(lh, "is_MatMul", False) or getattr(rh, "is_MatMul", False):
-        args = list(lh.args) if getattr(lh, "is_MatMul", False) else [lh]
-        args += list(rh.args) if getattr(rh, "is_MatMul", False) else [rh]
-        return sympy.MatMul(*args, evaluate=False)
-    return sympy.MatMul(lh, rh, evaluate=False)
+    """A product with a matrix in it."""
+    return _flat(sympy.MatMul, lh, rh)
 
 
 def _divide(lh: Any, rh: Any) -> Any:
