@@ -4,39 +4,58 @@ Example (the supervisor runs it; it needs to be pid 1 of a fresh PID namespace):
 
     python3 -I -S -c "$(cat sandboxes/_zygote.py)"   # inside bwrap --as-pid-1 / a container
 
-It speaks length-prefixed frames on fds 0/1 with the supervisor outside the sandbox. For every
-run it makes a fresh work directory, forks a fresh process that gets new stdio pipes, a clean
-environment and kernel rlimits, then kills every other process of the namespace and wipes every
-writable place (/work, /tmp, /dev/shm) before the next run. It never runs untrusted code in its
-own process, keeps itself non-dumpable (no /proc/1/mem, /proc/1/fd for the runs), and as pid 1
-of the namespace it cannot be killed from inside it. Standard library only: it runs under the
-sandbox's system python3, not the caller's virtual environment.
+It speaks length-prefixed frames on fds 0/1 with the supervisor outside the sandbox. Per run it
+answers two frames: the result, then whether the sandbox is back to its empty state.
+
+Every run gets an address space that never held another run's data: a native program is
+exec'd from a child forked a moment before (only trusted code runs between fork and exec); an
+inline Python run is forked from the *template* (``_template.py``), an interpreter exec'd when
+the sandbox starts that receives limits, argv and file descriptors, never files, stdin or
+output. pid 1 holds inputs and outputs in its heap, so no untrusted code ever runs in a process
+forked from it without exec.
+
+After a run pid 1 kills every other process of the namespace (the template excepted), then
+returns the sandbox to its start state and checks it: the writable places (/work, /tmp, /dev/shm) emptied without recursion
+and verified empty, every SysV IPC object and POSIX message queue removed and verified gone, no
+process left, its own rlimits, niceness and scheduler unchanged. Anything it cannot verify makes
+the second frame say "dirty", and the supervisor replaces the whole sandbox. pid 1 is
+non-dumpable (no /proc/1/mem for runs) and, as pid 1 of the namespace, cannot be killed from
+inside it. Standard library only: it runs under the sandbox's system python3.
 """
 
 from __future__ import annotations
 
-import builtins
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import select
 import signal
+import socket
 import struct
 import sys
 import time
-import traceback
 from typing import Any
 
 __all__ = ["main"]
 
 _WORKDIR = "/work/run"
 _WIPE = ("/work", "/tmp", "/dev/shm")
+_MQUEUE = "/dev/mqueue"
+_SYSVIPC = ("shm", "msg", "sem")
 _LEN = struct.Struct(">I")
 _MAX_FRAME = 1 << 30
 _DRAIN_S = 0.2  # after the program exits, how long leftovers may hold its pipes open
+_WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
+_WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 _PR_SET_DUMPABLE = 4
+_IPC_RMID = 0
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+_TEMPLATE_SOURCE = ""  # sandboxes/_template.py, put here by worker.zygote_source()
+_REAPED: dict[int, tuple[int, Any]] = {}  # children reaped while killing: pid -> (status, usage)
 
 
 def _read_exact(fd: int, n: int) -> bytearray:
@@ -67,26 +86,125 @@ def _send(header: dict[str, Any], *blobs: bytes | bytearray) -> None:
         _write_all(1, blob)
 
 
-def _wipe(path: str) -> None:
+def _arrange(fds: list[int]) -> None:
+    """In a fresh child: make ``fds`` its fds 0..n-1 (no clobbering) and close every other."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 256) for fd in fds]
+    for i, fd in enumerate(high):
+        os.dup2(fd, i)
+    os.closerange(len(fds), 65536)
+
+
+def _set_limits(lim: dict[str, Any], nproc: int | None) -> None:
+    cpu = max(1, int(lim["cpu_time_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_bytes"], lim["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def _exec_child(req: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child of a native run: stdio, limits, environment, execve. Never returns.
+
+    Only this trusted code runs between the fork and the execve, which replaces the address
+    space (and with it the copy of pid 1's heap) before the program's first instruction.
+    """
     try:
-        entries = list(os.scandir(path))
-    except OSError:
-        return
-    for entry in entries:
+        os.setsid()
+        os.chdir(_WORKDIR)
+        _arrange(fds)
+        _set_limits(req["limits"], req.get("nproc"))
         try:
-            if entry.is_dir(follow_symlinks=False):
-                os.chmod(entry.path, 0o700)
-                _wipe(entry.path)
-                os.rmdir(entry.path)
-            else:
-                os.unlink(entry.path)
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")  # the kernel's OOM killer takes a run before the worker
         except OSError:
+            pass  # not permitted while non-dumpable on some kernels
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        argv = req["argv"]
+        os.execvpe(argv[0], argv, dict(_ENV, HOME=_WORKDIR))
+    except BaseException as exc:  # noqa: BLE001 - nothing may escape into the zygote's loop
+        try:
+            os.write(2, f"sandbox: cannot start {req.get('argv')!r}: {exc}\n".encode())
+        finally:
+            os._exit(127)
+
+
+class _TemplateGoneError(Exception):
+    """The template died, was tampered with or did not answer; it is replaced."""
+
+
+class _Template:
+    """The clean interpreter that forks inline Python runs (see ``_template.py``)."""
+
+    def __init__(self) -> None:
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.setsid()
+                os.chdir("/")
+                _arrange([devnull, devnull, devnull, theirs.fileno()])
+                exe = sys.executable or "/usr/bin/python3"
+                argv = [exe, "-I", "-S", "-c", _TEMPLATE_SOURCE]
+                os.execve(exe, argv, dict(_ENV, HOME=_WORKDIR))
+            finally:
+                os._exit(127)
+        os.close(devnull)
+        theirs.close()
+        self.sock.settimeout(30.0)
+        if self._recv() != b"ready":
+            self.kill()
+            raise _TemplateGoneError("the template did not start")
+
+    def _recv(self) -> bytes:
+        try:
+            return self.sock.recv(256)
+        except OSError:
+            return b""
+
+    def fork_run(self, msg: bytes, fds: list[int]) -> int:
+        """Have the template fork a run; returns its pid once pid 1 has a pidfd of it."""
+        try:
+            os.kill(self.pid, signal.SIGCONT)  # a run may have stopped it
+            self.sock.settimeout(10.0)
+            socket.send_fds(self.sock, [msg], fds)
+        except OSError as exc:
+            raise _TemplateGoneError(str(exc)) from exc
+        reply = self._recv()
+        if not reply.startswith(b"pid "):
+            raise _TemplateGoneError(reply.decode(errors="replace") or "no answer")
+        return int(reply[4:])
+
+    def go(self) -> None:
+        try:
+            self.sock.send(b"go")
+        except OSError:
+            pass  # its report will be missing; the run's status comes from pid 1's reaping
+
+    def report(self) -> tuple[int, float, int] | None:
+        """The run's wait status, CPU seconds and peak RSS (KiB), as the template reaped it."""
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            return None
+        self.sock.settimeout(5.0)
+        parts = self._recv().split()
+        if len(parts) != 5 or parts[0] != b"exit":
+            return None
+        return int(parts[1]), float(parts[2]) + float(parts[3]), int(parts[4])
+
+    def kill(self) -> None:
+        """Kill and reap the template."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
             pass
-
-
-def _other_pids() -> list[int]:
-    me = os.getpid()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+        self.sock.close()
+        _collect(self.pid)
 
 
 def _kill_all() -> None:
@@ -96,95 +214,55 @@ def _kill_all() -> None:
         pass
 
 
-def _reap_all() -> None:
+def _reap_nohang() -> None:
     while True:
         try:
-            os.waitpid(-1, 0)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
+        if pid == 0:
+            return
+        _REAPED[pid] = (status, usage)
 
 
-def _child(req: dict[str, Any], fds: dict[str, int]) -> None:
-    """In the forked process: stdio, limits, environment, then the program. Never returns."""
+def _collect(pid: int) -> tuple[int, Any] | None:
+    """Wait for child ``pid`` (or take what an earlier reap recorded)."""
+    if pid in _REAPED:
+        return _REAPED.pop(pid)
     try:
-        os.setsid()
-        os.chdir(_WORKDIR)
-        os.dup2(fds["stdin"], 0)
-        os.dup2(fds["out"], 1)
-        os.dup2(fds["err"], 2)
-        keep = 3
-        if "done_w" in fds:
-            os.dup2(fds["done_w"], 3)
-            os.dup2(fds["nonce_r"], 4)
-            keep = 5
-        os.closerange(keep, 65536)
-        lim = req["limits"]
-        cpu = max(1, int(lim["cpu_time_s"] + 0.999))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (lim["memory_bytes"], lim["memory_bytes"]))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"],) * 2)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"],) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        try:
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")  # the kernel's OOM killer takes a run before the worker
-        except OSError:
-            pass  # not permitted while non-dumpable on some kernels
-        if req.get("nproc"):
-            resource.setrlimit(resource.RLIMIT_NPROC, (req["nproc"],) * 2)
-        env = dict(_ENV, HOME=_WORKDIR)
-        argv = req["argv"]
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        if req.get("inline"):
-            _inline(argv, env)
-        os.execvpe(argv[0], argv, env)
-    except BaseException as exc:  # noqa: BLE001 - nothing may escape into the zygote's loop
-        try:
-            os.write(2, f"sandbox: cannot start {req.get('argv')!r}: {exc}\n".encode())
-        finally:
-            os._exit(127)
+        _, status, usage = os.wait4(pid, 0)
+    except ChildProcessError:
+        return None
+    return status, usage
 
 
-def _inline(argv: list[str], env: dict[str, str]) -> None:
-    """Run ``python3 FILE`` in this freshly forked interpreter. Never returns."""
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it up
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    os.environ.clear()
-    os.environ.update(env)
-    sys.argv = list(argv[1:])
-    sys.path.insert(0, _WORKDIR)
-    with open(argv[1], "rb") as f:
-        source = f.read()
-    code = 0
-    try:
-        compiled = compile(source, argv[1], "exec", dont_inherit=True)
-        exec(compiled, {"__name__": "__main__", "__file__": argv[1], "__builtins__": builtins})
-    except SystemExit as exc:
-        if exc.code is None:
-            code = 0
-        elif isinstance(exc.code, int):
-            code = exc.code & 0xFF
+def _kill_except(keep: int | None) -> None:
+    """Kill every process of the namespace but pid 1 and ``keep``, until none is left."""
+    if keep is not None:
+        for _ in range(200):
+            pids = [p for p in _other_pids() if p != keep]
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            _reap_nohang()
+            time.sleep(0.0005)  # zombies of the template's child go when it reaps them
         else:
-            print(exc.code, file=sys.stderr)
-            code = 1
-    except BaseException:  # noqa: BLE001 - the interpreter prints any uncaught error
-        traceback.print_exc()
-        code = 1
-    try:
-        import atexit
-
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
-        code = code or 120
-    os._exit(code)
+            _kill_all()  # it did not settle: the template goes too (and is replaced)
+    else:
+        _kill_all()
+    _reap_nohang()
 
 
-def _run(req: dict[str, Any], blobs: memoryview) -> None:
-    lim = req["limits"]
-    cap = int(lim["output_bytes"])
+def _other_pids() -> list[int]:
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+
+def _write_files(req: dict[str, Any], blobs: memoryview, stdin_fd: int) -> None:
     os.mkdir(_WORKDIR, 0o755)
     pos = 0
     for name, size, executable in req["files"]:
@@ -196,96 +274,284 @@ def _run(req: dict[str, Any], blobs: memoryview) -> None:
         _write_all(fd, blobs[pos : pos + size])
         os.close(fd)
         pos += size
-    stdin_fd = os.memfd_create("stdin", 0)
     _write_all(stdin_fd, blobs[pos : pos + req["stdin_len"]])
     os.lseek(stdin_fd, 0, os.SEEK_SET)
+
+
+def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[str, Any]:
+    """Start the run; returns its pid, pidfd and pid 1's ends of its pipes."""
+    lim = req["limits"]
+    completion = bool(req.get("completion"))
+    stdin_fd = os.memfd_create("stdin", 0)
+    _write_files(req, blobs, stdin_fd)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    fds = {"stdin": stdin_fd, "out": out_w, "err": err_w}
+    child = [stdin_fd, out_w, err_w]
     done_r = nonce_w = -1
-    if req.get("completion"):
-        done_r, fds["done_w"] = os.pipe()
-        fds["nonce_r"], nonce_w = os.pipe()
+    if completion:
+        done_r, done_w = os.pipe()
+        nonce_r, nonce_w = os.pipe()
+        child += [done_w, nonce_r]
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(req, fds)
-    for key in ("stdin", "out", "err", "done_w", "nonce_r"):
-        if key in fds:
-            os.close(fds[key])
-    nonce = b""
-    if nonce_w >= 0:
-        nonce = os.urandom(24).hex().encode()  # made after the fork: never in the child's memory
-        os.write(nonce_w, nonce)
-        os.close(nonce_w)
+    if req.get("inline"):
+        cpu = max(1, int(lim["cpu_time_s"] + 0.999))
+        fields = [cpu, lim["memory_bytes"], lim["file_size_bytes"], lim["open_files"]]
+        fields += [req.get("nproc") or 0, int(completion)]
+        msg = "\0".join([str(v) for v in fields] + list(req["argv"])).encode()
+        pid = _template_fork(box, msg, child)
+    else:
+        pid = os.fork()
+        if pid == 0:
+            _exec_child(req, child)
+    for fd in child:
+        os.close(fd)
     pidfd = os.pidfd_open(pid)
+    if req.get("inline"):
+        box["template"].go()
+    run: dict[str, Any] = {"pid": pid, "pidfd": pidfd, "out": out_r, "err": err_r}
+    run.update(done=done_r, nonce=nonce_w, start=start)
+    return run
+
+
+def _template_fork(box: dict[str, Any], msg: bytes, fds: list[int]) -> int:
+    """Fork an inline run from the template, replacing a template that is gone or tainted."""
+    for attempt in range(2):
+        if box.get("template") is None:
+            box["template"] = _Template()
+        try:
+            pid: int = box["template"].fork_run(msg, fds)
+            return pid
+        except _TemplateGoneError:
+            box.pop("template").kill()
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _kill_run(box: dict[str, Any]) -> None:
+    template = box.get("template")
+    _kill_except(template.pid if template is not None else None)
+
+
+def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) -> dict[str, Any]:
+    """Collect the run's output until it exits; enforce the wall and output limits."""
+    cap = int(lim["output_bytes"])
+    out_r, err_r, done_r, pidfd = run["out"], run["err"], run["done"], run["pidfd"]
+    nonce = b""
+    if run["nonce"] >= 0:
+        nonce = os.urandom(24).hex().encode()  # made after the fork: never in the child's memory
+        os.write(run["nonce"], nonce)
+        os.close(run["nonce"])
     bufs = {out_r: bytearray(), err_r: bytearray()}
     truncated = {out_r: False, err_r: False}
     done = bytearray()
     open_fds = [out_r, err_r] + ([done_r] if done_r >= 0 else [])
-    deadline = start + float(lim["wall_time_s"])
+    deadline = run["start"] + float(lim["wall_time_s"])
     killed_for = None
     exited_at = None
-    while True:
-        now = time.monotonic()
-        if exited_at is not None and (not open_fds or now >= exited_at + _DRAIN_S):
-            break
-        if now >= deadline and exited_at is None:
-            killed_for = "wall"
-            _kill_all()
-            deadline = float("inf")
-        watch = open_fds + ([pidfd] if exited_at is None else [])
-        limit_at = exited_at + _DRAIN_S if exited_at is not None else deadline
-        ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, 1.0)))
-        for fd in ready:
-            if fd == pidfd:
-                exited_at = time.monotonic()
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                open_fds.remove(fd)
-                continue
-            if fd == done_r:
-                if len(done) < 4096:
-                    done += chunk
-                continue
-            room = cap - len(bufs[fd])
-            bufs[fd] += chunk[: max(room, 0)]
-            if len(chunk) > room:
-                truncated[fd] = True
-                if killed_for is None and exited_at is None:
-                    killed_for = "output"
-                    _kill_all()
-    wall = time.monotonic() - start
-    leftovers = _other_pids()
-    _kill_all()
-    _, status, usage = os.wait4(pid, 0)
-    _reap_all()
-    for fd in [out_r, err_r, pidfd] + ([done_r] if done_r >= 0 else []):
-        os.close(fd)
-    for path in _WIPE:
-        _wipe(path)
-    anomaly = None
-    others = [p for p in leftovers if p != pid]
-    if others:
-        anomaly = f"{len(others)} leftover process(es) killed"
+    try:
+        while True:
+            now = time.monotonic()
+            if exited_at is not None and (not open_fds or now >= exited_at + _DRAIN_S):
+                break
+            if now >= deadline and exited_at is None:
+                killed_for = "wall"
+                _kill_run(box)
+                deadline = float("inf")
+            watch = open_fds + ([pidfd] if exited_at is None else [])
+            limit_at = exited_at + _DRAIN_S if exited_at is not None else deadline
+            ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, 1.0)))
+            for fd in ready:
+                if fd == pidfd:
+                    exited_at = time.monotonic()
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    open_fds.remove(fd)
+                    continue
+                if fd == done_r:
+                    if len(done) < 4096:
+                        done += chunk
+                    continue
+                room = cap - len(bufs[fd])
+                bufs[fd] += chunk[: max(room, 0)]
+                if len(chunk) > room:
+                    truncated[fd] = True
+                    if killed_for is None and exited_at is None:
+                        killed_for = "output"
+                        _kill_run(box)
+    except (OSError, MemoryError):
+        # Only a run can make pid 1 fail here (e.g. prlimit on pid 1 where seccomp allows it).
+        _kill_run(box)
+        killed_for = "interference"
+    return {
+        "wall": time.monotonic() - run["start"],
+        "out": bufs[out_r],
+        "err": bufs[err_r],
+        "out_trunc": truncated[out_r],
+        "err_trunc": truncated[err_r],
+        "killed_for": killed_for,
+        "completed": bool(nonce) and bytes(done) == nonce,
+    }
+
+
+def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
+    run = _start(req, blobs, box)
+    seen = _supervise(run, req["limits"], box)
+    pid = run["pid"]
+    template = box.get("template")
+    keep = template.pid if template is not None else None
+    leftovers = [p for p in _other_pids() if p not in (pid, keep)]
+    _kill_except(keep)
+    outcome: tuple[int, float, int] | None = None
+    if req.get("inline") and template is not None:
+        outcome = template.report()
+        if outcome is None:  # the run killed, stopped or tampered with the template
+            box.pop("template").kill()
+            seen["killed_for"] = seen["killed_for"] or "interference"
+    if outcome is None:
+        reaped = _collect(pid)
+        if reaped is not None:
+            status, usage = reaped
+            outcome = status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    status, cpu, maxrss_kib = outcome if outcome is not None else (int(signal.SIGKILL), 0.0, 0)
+    for fd in (run["out"], run["err"], run["pidfd"], run["done"]):
+        if fd >= 0:
+            os.close(fd)
     header = {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "cpu_time_s": usage.ru_utime + usage.ru_stime,
-        "wall_time_s": wall,
-        "peak_memory_bytes": usage.ru_maxrss * 1024,
-        "stdout_len": len(bufs[out_r]),
-        "stderr_len": len(bufs[err_r]),
-        "stdout_truncated": truncated[out_r],
-        "stderr_truncated": truncated[err_r],
-        "killed_for": killed_for,
-        "completed": bool(nonce) and bytes(done) == nonce,
-        "anomaly": anomaly,
+        "cpu_time_s": cpu,
+        "wall_time_s": seen["wall"],
+        "peak_memory_bytes": maxrss_kib * 1024,
+        "stdout_len": len(seen["out"]),
+        "stderr_len": len(seen["err"]),
+        "stdout_truncated": seen["out_trunc"],
+        "stderr_truncated": seen["err_trunc"],
+        "killed_for": seen["killed_for"],
+        "completed": seen["completed"],
+        "anomaly": f"{len(leftovers)} leftover process(es) killed" if leftovers else None,
     }
-    _send(header, bufs[out_r], bufs[err_r])
-    for buf in bufs.values():
+    _send(header, seen["out"], seen["err"])
+    for buf in (seen["out"], seen["err"]):
         buf[:] = bytes(len(buf))
+
+
+def _empty_dir(path: str, budget_end: float) -> bool:
+    """Remove everything under ``path`` without recursion; True when it is empty afterwards.
+
+    Directories the program made unreadable are opened up again (all files belong to the
+    sandbox's one uid); a directory deeper than ``_WIPE_DEPTH`` is moved up to ``path`` and
+    removed from there, so neither the stack nor the open fds grow with the nesting depth.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        top = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        os.fchmod(top, 0o1777)
+    except OSError:
+        pass  # a root-owned mount point (Docker): the program could not change it either
+    stack: list[tuple[int, str]] = [(top, "")]
+    try:
+        while stack:
+            if time.monotonic() > budget_end:
+                return False
+            fd = stack[-1][0]
+            child = _clear_entries(fd)
+            if child is None:
+                if len(stack) == 1:
+                    break
+                _, name = stack.pop()
+                os.close(fd)
+                os.rmdir(name, dir_fd=stack[-1][0])
+                continue
+            if len(stack) >= _WIPE_DEPTH:
+                os.rename(child, f".wipe-{os.urandom(8).hex()}", src_dir_fd=fd, dst_dir_fd=top)
+                continue
+            os.chmod(child, 0o700, dir_fd=fd)
+            stack.append((os.open(child, flags, dir_fd=fd), child))
+        return not os.listdir(top)
+    except OSError:
+        return False
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _clear_entries(fd: int) -> str | None:
+    """Unlink the files and empty directories of ``fd``; return a non-empty directory's name."""
+    with os.scandir(fd) as entries:
+        names = [e.name for e in entries]
+    for name in names:
+        try:
+            os.unlink(name, dir_fd=fd)
+            continue
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            pass
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            return name
+    return None
+
+
+def _sysv_ids(kind: str) -> list[int]:
+    with open(f"/proc/sysvipc/{kind}") as f:
+        return [int(line.split()[1]) for line in f.readlines()[1:] if line.strip()]
+
+
+def _purge_ipc() -> list[str]:
+    """Remove every SysV IPC object and POSIX message queue; what could not be removed."""
+    left: list[str] = []
+    for kind in _SYSVIPC:
+        for ident in _sysv_ids(kind):
+            if kind == "sem":
+                _LIBC.semctl(ident, 0, _IPC_RMID)
+            else:
+                getattr(_LIBC, f"{kind}ctl")(ident, _IPC_RMID, None)
+        still = _sysv_ids(kind)
+        if still:
+            left.append(f"{len(still)} SysV {kind} object(s)")
+    try:
+        queues = os.listdir(_MQUEUE)
+    except OSError:
+        return [*left, f"{_MQUEUE} is not mounted: message queues cannot be checked"]
+    for name in queues:
+        try:
+            os.unlink(f"{_MQUEUE}/{name}")
+        except OSError:
+            pass
+    if os.listdir(_MQUEUE):
+        left.append("POSIX message queues")
+    return left
+
+
+def _self_state() -> tuple[object, ...]:
+    """pid 1's own limits, niceness and scheduler: a run must not be able to change them."""
+    limits = tuple(
+        resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
+    )
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+
+
+def _cleanup(baseline: tuple[object, ...], keep: int | None) -> list[str]:
+    """Return the sandbox to its start state; what is left that could not be (empty = clean)."""
+    left: list[str] = []
+    try:
+        left += _purge_ipc()
+        budget_end = time.monotonic() + _WIPE_BUDGET_S
+        left += [f"{p} not emptied" for p in _WIPE if not _empty_dir(p, budget_end)]
+        if [p for p in _other_pids() if p != keep]:
+            left.append("processes survived")
+        if _self_state() != baseline:
+            left.append("the worker's own limits or priority were changed")
+    except (OSError, ValueError, MemoryError) as exc:
+        left.append(f"cleanup failed: {exc}")
+    return left
 
 
 def main() -> None:
@@ -293,10 +559,13 @@ def main() -> None:
     if os.getpid() != 1:
         _send({"error": "the sandbox worker must be pid 1 of its own PID namespace"})
         return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    for path in _WIPE:
-        _wipe(path)
+    _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    baseline = _self_state()
+    left = _cleanup(baseline, None)
+    if left:
+        _send({"error": "the sandbox is not empty at start: " + "; ".join(left)})
+        return
+    box: dict[str, Any] = {"template": _Template()}
     _send({"ready": True, "python": list(sys.version_info[:3])})
     while True:
         try:
@@ -310,9 +579,14 @@ def main() -> None:
         req = json.loads(bytes(frame[4 : 4 + head_len]))
         try:
             with memoryview(frame) as view:
-                _run(req, view[4 + head_len :])
+                _run(req, view[4 + head_len :], box)
         finally:
             frame[:] = bytes(len(frame))  # nothing of this run lingers for the next one
+        template = box.get("template")
+        left = _cleanup(baseline, template.pid if template is not None else None)
+        _send({"clean": not left, "left": "; ".join(left)})
+        if left:
+            return
 
 
 if __name__ == "__main__":

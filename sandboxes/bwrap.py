@@ -277,6 +277,8 @@ class BwrapSandbox(Sandbox):
             ("/dev/shm", 4 * _MIB),
         ):
             argv += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
+        argv += ["--mqueue", "/dev/mqueue"]  # so the zygote can list and remove message queues
+        argv += ["--remount-ro", "/dev"]  # device nodes and symlinks stay what bwrap made them
         argv += ["--remount-ro", "/"]  # the root tmpfs bwrap builds; /work, /tmp stay writable
         argv += ["--chdir", "/work", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
         argv += ["--setenv", "LANG", "C.UTF-8"]

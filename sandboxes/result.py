@@ -49,7 +49,7 @@ class RawOutcome(NamedTuple):
     stderr: bytes
     stdout_truncated: bool = False
     stderr_truncated: bool = False
-    killed_for: str | None = None  # "wall" | "output" | None, set by the supervisor
+    killed_for: str | None = None  # "wall" | "output" | "interference" | None (supervisor)
     oom_killed: bool = False  # the cgroup/engine reported an out-of-memory kill
     completed: bool = False
     anomaly: str | None = None  # leftovers the supervisor had to clean (worker is recycled)
@@ -159,6 +159,8 @@ def classify(raw: RawOutcome, limits: Limits) -> ExecResult:
 def _status(raw: RawOutcome, limits: Limits) -> tuple[ExecStatus, str]:
     if raw.killed_for == "output":
         return ExecStatus.OUTPUT_LIMIT, f"output exceeded {limits.output_bytes} bytes"
+    if raw.killed_for == "interference":
+        return ExecStatus.RUNTIME_ERROR, "the program interfered with its sandbox's supervisor"
     if raw.killed_for == "wall":
         return ExecStatus.TIME_LIMIT, f"wall time exceeded {limits.wall_time_s:g} s"
     sig = raw.signal

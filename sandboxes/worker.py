@@ -17,6 +17,7 @@ sends anything malformed. Such a worker is broken for good: pools replace it.
 from __future__ import annotations
 
 import json
+import signal
 import struct
 import threading
 import time
@@ -34,12 +35,21 @@ __all__ = ["Transport", "Worker", "zygote_source"]
 
 _LEN = struct.Struct(">I")
 _GRACE_S = 5.0
+_CLEAN_GRACE_S = 15.0  # the zygote gives up emptying after 5 s and says so
 _MAX_REPLY = 1 << 28
 
 
 def zygote_source() -> str:
-    """The source text of the in-sandbox worker (run with ``python3 -I -S -c``)."""
-    return (Path(__file__).with_name("_zygote.py")).read_text()
+    """The source text of the in-sandbox worker (run with ``python3 -I -S -c``).
+
+    The zygote carries the template's source (``_template.py``) in ``_TEMPLATE_SOURCE``.
+    """
+    here = Path(__file__).parent
+    zygote = (here / "_zygote.py").read_text()
+    template = (here / "_template.py").read_text()
+    slot = '_TEMPLATE_SOURCE = ""'
+    assert zygote.count(slot) == 1, "the zygote lost its template slot"
+    return zygote.replace(slot, f"_TEMPLATE_SOURCE = {template!r}")
 
 
 class Transport(ABC):
@@ -151,7 +161,7 @@ class Worker:
                 "file_size_bytes": limits.file_size_bytes,
                 "open_files": limits.open_files,
             },
-            "nproc": (limits.processes + 1) if self._nproc else None,
+            "nproc": (limits.processes + 2) if self._nproc else None,  # + pid 1, template
             "inline": program.inline_python and program.argv[0] == "python3",
             "completion": program.completion_channel,
         }
@@ -164,25 +174,69 @@ class Worker:
         try:
             self.transport.send(_LEN.pack(len(payload)) + payload)
             reply, blobs = self._recv(start + limits.wall_time_s + _GRACE_S)
-            out_len, err_len = int(reply["stdout_len"]), int(reply["stderr_len"])
-            raw = RawOutcome(
-                exit_code=reply["exit_code"],
-                signal=reply["signal"],
-                cpu_time_s=float(reply["cpu_time_s"]),
-                wall_time_s=float(reply["wall_time_s"]),
-                peak_memory_bytes=int(reply["peak_memory_bytes"]),
-                stdout=blobs[:out_len],
-                stderr=blobs[out_len : out_len + err_len],
-                stdout_truncated=bool(reply["stdout_truncated"]),
-                stderr_truncated=bool(reply["stderr_truncated"]),
-                killed_for=reply["killed_for"],
-                oom_killed=(self._oom_kills() if self._oom_kills else 0) > oom_before,
-                completed=reply["completed"] is True,
-                anomaly=reply["anomaly"],
-            )
+            raw = _raw_outcome(reply, blobs, self._oom_kills, oom_before)
         except (SandboxProtocolError, KeyError, TypeError, ValueError) as exc:
+            oom = self._oom_kills is not None and self._oom_kills() > oom_before
             self.kill()
+            if oom:  # the kernel's OOM killer took the sandbox during this run: its doing
+                return classify(_oom_outcome(time.monotonic() - start), limits)
             return ExecResult.sandbox_error(
                 f"worker failed: {exc}", wall_time_s=time.monotonic() - start
             )
+        left = self._await_clean()
+        if left:
+            raw = raw._replace(anomaly="; ".join(filter(None, (raw.anomaly, left))))
         return classify(raw, limits)
+
+    def _await_clean(self) -> str:
+        """Read the zygote's second frame; a sandbox it could not empty is killed.
+
+        Returns:
+            '' when the sandbox is back to its start state, else what was left (the worker is
+            then killed, so the next check gets a fresh sandbox).
+        """
+        try:
+            status, _ = self._recv(time.monotonic() + _CLEAN_GRACE_S)
+            if status.get("clean") is True:
+                return ""
+            left = f"sandbox replaced: {str(status.get('left', status))[:300]}"
+        except SandboxProtocolError as exc:
+            left = f"sandbox replaced: no clean state after the run ({exc})"
+        self.kill()
+        return left
+
+
+def _raw_outcome(
+    reply: dict[str, Any], blobs: bytes, oom_kills: Callable[[], int] | None, oom_before: int
+) -> RawOutcome:
+    out_len, err_len = int(reply["stdout_len"]), int(reply["stderr_len"])
+    return RawOutcome(
+        exit_code=reply["exit_code"],
+        signal=reply["signal"],
+        cpu_time_s=float(reply["cpu_time_s"]),
+        wall_time_s=float(reply["wall_time_s"]),
+        peak_memory_bytes=int(reply["peak_memory_bytes"]),
+        stdout=blobs[:out_len],
+        stderr=blobs[out_len : out_len + err_len],
+        stdout_truncated=bool(reply["stdout_truncated"]),
+        stderr_truncated=bool(reply["stderr_truncated"]),
+        killed_for=reply["killed_for"],
+        oom_killed=(oom_kills() if oom_kills else 0) > oom_before,
+        completed=reply["completed"] is True,
+        anomaly=reply["anomaly"],
+    )
+
+
+def _oom_outcome(wall_time_s: float) -> RawOutcome:
+    """What a run gets when the OOM killer took the whole sandbox (zygote included)."""
+    return RawOutcome(
+        exit_code=None,
+        signal=int(signal.SIGKILL),
+        cpu_time_s=0.0,
+        wall_time_s=wall_time_s,
+        peak_memory_bytes=0,
+        stdout=b"",
+        stderr=b"",
+        oom_killed=True,
+        anomaly="the sandbox was OOM-killed during the run",
+    )

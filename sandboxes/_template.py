@@ -1,0 +1,174 @@
+"""The clean template that forks every inline Python run (runs inside the sandbox, stdlib only).
+
+Example (pid 1 of the sandbox starts it; fd 3 is a SOCK_SEQPACKET socket to pid 1)::
+
+    python3 -I -S -c "$(cat sandboxes/_template.py)"
+
+Why it exists: forking a run from pid 1 would hand the run a copy of pid 1's heap, which holds
+earlier runs' files, stdin and output. This interpreter is exec'd fresh when the sandbox starts
+and never receives any run's data: per run it gets the limits, the argv and *file descriptors*
+(stdin memfd, output pipes, completion channel) over SCM_RIGHTS, forks, and the child becomes
+``python3 -I -S FILE`` reading its own file from the work directory. Forking it costs a
+millisecond where exec'ing a new interpreter costs ten.
+
+What a run could do to it, and why that cannot reach the next run: it is non-dumpable (no
+ptrace, no /proc/PID/mem, no pidfd_getfd without CAP_SYS_PTRACE, which no run has); it ignores
+every catchable signal, pid 1 sends it SIGCONT before each run, and if it dies pid 1 starts a
+new one; before each fork it compares its own rlimits, niceness, scheduler and CPU affinity with
+what they were at start (``prlimit``/``setpriority`` on a process of the same uid) and refuses
+("tainted") when they differ, so pid 1 replaces it.
+
+Protocol (one message per line of this list, over fd 3):
+  template → pid 1: ``ready``
+  pid 1 → template: ``cpu\\0as\\0fsize\\0nofile\\0nproc\\0completion\\0argv...`` + fds
+      [stdin, stdout, stderr] (+ [done_w, nonce_r] with completion)
+  template → pid 1: ``pid N`` or ``tainted: WHY``
+  pid 1 → template: ``go`` (pid 1 has its pidfd; the template may reap the child now)
+  template → pid 1: ``exit STATUS UTIME STIME MAXRSS_KIB``
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import resource
+import signal
+import socket
+import sys
+from types import ModuleType
+
+_PR_SET_DUMPABLE = 4
+_WORKDIR = "/work/run"
+_KEEP = (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT)
+
+
+def _state() -> tuple[object, ...]:
+    limits = tuple(
+        resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
+    )
+    return (
+        limits,
+        os.getpriority(os.PRIO_PROCESS, 0),
+        os.sched_getscheduler(0),
+        os.sched_getaffinity(0),
+    )
+
+
+def _child(fields: list[str], fds: list[int]) -> None:
+    """In the forked child: stdio, limits, signals, then the program. Never returns."""
+    try:
+        os.setsid()
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 256) for fd in fds]
+        for i, fd in enumerate(high):
+            os.dup2(fd, i)  # 0-2 stdio; with completion 3 = done_w, 4 = nonce_r
+        os.closerange(len(fds), 65536)
+        cpu, mem, fsize, nofile, nproc = (int(v) for v in fields[:5])
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if nproc:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        for sig in signal.valid_signals():
+            if sig not in _KEEP:
+                try:
+                    signal.signal(sig, signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it up
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        os.chdir(_WORKDIR)
+        argv = fields[6:]
+        sys.argv = argv[1:]
+        sys.path.insert(0, _WORKDIR)
+        with open(argv[1], "rb") as f:
+            source = f.read()
+    except BaseException as exc:  # noqa: BLE001 - nothing may escape into the template's loop
+        os.write(2, f"sandbox: cannot start the program: {exc}\n".encode())
+        os._exit(127)
+    _execute(argv[1], source)
+
+
+def _execute(path: str, source: bytes, os: ModuleType = os, sys: ModuleType = sys) -> None:
+    """Run ``source`` as ``__main__`` with the semantics of ``python3 -I -S FILE``."""
+    import __main__
+
+    g = __main__.__dict__
+    for k in [k for k in g if k != "__builtins__"]:
+        del g[k]
+    g.update(__name__="__main__", __file__=path, __doc__=None, __package__=None)
+    g.update(__spec__=None, __loader__=None, __cached__=None)
+    code = 0
+    try:
+        exec(compile(source, path, "exec", dont_inherit=True), g)
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code & 0xFF
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:  # noqa: BLE001 - the interpreter prints any uncaught error
+        t, v, tb = sys.exc_info()
+        tb = tb.tb_next if tb is not None else None
+        try:
+            sys.excepthook(t, v.with_traceback(tb), tb)
+        except BaseException:  # noqa: BLE001 - as the interpreter: nothing more to do
+            pass
+        code = 1
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001
+        code = code or 120
+    os._exit(code)
+
+
+def main() -> None:
+    """Fork one run per request from pid 1 until the socket closes."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # inherited by every run: the OOM killer takes runs first
+    except OSError:
+        pass
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    for sig in signal.valid_signals():
+        if sig not in _KEEP:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
+    sock = socket.socket(fileno=3)
+    baseline = _state()
+    sock.send(b"ready")
+    while True:
+        msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 5)
+        if not msg:
+            return
+        if _state() != baseline:
+            for fd in fds:
+                os.close(fd)
+            sock.send(b"tainted: its limits, priority or affinity were changed")
+            return
+        fields = msg.decode().split("\0")
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child(fields, fds)
+        for fd in fds:
+            os.close(fd)
+        sock.send(f"pid {pid}".encode())
+        sock.recv(16)  # "go": pid 1 holds a pidfd of the run now
+        _, status, usage = os.wait4(pid, 0)
+        sock.send(f"exit {status} {usage.ru_utime} {usage.ru_stime} {usage.ru_maxrss}".encode())
+
+
+if __name__ == "__main__":
+    main()
