@@ -15,12 +15,13 @@ output. pid 1 holds inputs and outputs in its heap, so no untrusted code ever ru
 forked from it without exec.
 
 After a run pid 1 kills every other process of the namespace (the template excepted), then
-returns the sandbox to its start state and checks it: the writable places (/work, /tmp, /dev/shm) emptied without recursion
-and verified empty, every SysV IPC object and POSIX message queue removed and verified gone, no
-process left, its own rlimits, niceness and scheduler unchanged. Anything it cannot verify makes
-the second frame say "dirty", and the supervisor replaces the whole sandbox. pid 1 is
-non-dumpable (no /proc/1/mem for runs) and, as pid 1 of the namespace, cannot be killed from
-inside it. Standard library only: it runs under the sandbox's system python3.
+returns the sandbox to its start state and checks it: the writable places (/work, /tmp,
+/dev/shm) emptied without recursion and verified empty, every SysV IPC object and POSIX message
+queue removed and verified gone, no process left, its own rlimits, niceness and scheduler
+unchanged. Anything it cannot verify makes the second frame say "dirty", and the supervisor
+replaces the whole sandbox. pid 1 is non-dumpable (no /proc/1/mem for runs) and, as pid 1 of
+the namespace, cannot be killed from inside it. Standard library only: it runs under the
+sandbox's system python3.
 """
 
 from __future__ import annotations
