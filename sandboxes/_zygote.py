@@ -238,24 +238,32 @@ def _collect(pid: int) -> tuple[int, Any] | None:
 
 
 def _kill_except(keep: int | None) -> None:
-    """Kill every process of the namespace but pid 1 and ``keep``, until none is left."""
-    if keep is not None:
-        for _ in range(200):
-            pids = [p for p in _other_pids() if p != keep]
-            if not pids:
-                break
-            for p in pids:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            _reap_nohang()
-            time.sleep(0.0005)  # zombies of the template's child go when it reaps them
-        else:
-            _kill_all()  # it did not settle: the template goes too (and is replaced)
-    else:
+    """Kill every process of the namespace but pid 1 and ``keep``, until none is left.
+
+    When that does not settle (or /proc cannot be listed) everything goes, template included;
+    a missing template is started again for the next inline run.
+    """
+    if keep is None or not _kill_others(keep):
         _kill_all()
     _reap_nohang()
+
+
+def _kill_others(keep: int) -> bool:
+    for _ in range(200):
+        try:
+            pids = [p for p in _other_pids() if p != keep]
+        except OSError:  # pid 1 cannot list /proc (its fd limit was lowered from outside)
+            return False
+        if not pids:
+            return True
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap_nohang()
+        time.sleep(0.0005)  # zombies of the template's child go when it reaps them
+    return False
 
 
 def _other_pids() -> list[int]:
@@ -402,7 +410,10 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
     pid = run["pid"]
     template = box.get("template")
     keep = template.pid if template is not None else None
-    leftovers = [p for p in _other_pids() if p not in (pid, keep)]
+    try:
+        leftovers = [p for p in _other_pids() if p not in (pid, keep)]
+    except OSError:
+        leftovers = []  # the cleanup cannot list /proc either: the sandbox is replaced
     _kill_except(keep)
     outcome: tuple[int, float, int] | None = None
     if req.get("inline") and template is not None:

@@ -264,6 +264,14 @@ class DockerSandbox(Sandbox):
             "memswap_limit": memory,
             "nano_cpus": int(self.options.cpus * 1e9),
             "ipc_mode": "private",
+            # IPC-namespace limits: SysV shared memory is not charged to a process's RLIMIT_AS
+            # once detached, so cap what a run can create (and pid 1 removes it after the run).
+            "sysctls": {
+                "kernel.shmmax": str(lim.memory_bytes),
+                "kernel.shmall": str(lim.memory_bytes // 4096),
+                "kernel.shmmni": "64",
+                "fs.mqueue.queues_max": "64",
+            },
             "log_config": {"type": "none", "config": {}},
             "labels": {"forkgate.sandbox": "worker"},
         }

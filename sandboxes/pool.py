@@ -14,7 +14,8 @@ and afterwards every process it left is killed and every writable place wiped, s
 check leaves (files, processes, imported modules, environment) reaches the next. The pool is
 bounded (``size`` checks at once), callers queue with backpressure (more than ``queue_limit``
 waiting raises ``SandboxBusyError``), and a worker is replaced after ``max_runs`` checks or any
-anomaly (it broke, timed out talking to the supervisor, or left processes behind).
+anomaly (it broke, timed out talking to the supervisor, or left processes behind) or a
+MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox).
 """
 
 from __future__ import annotations
@@ -192,6 +193,7 @@ class WarmPool:
             or worker.broken
             or result.anomaly is not None
             or result.status is ExecStatus.SANDBOX_ERROR
+            or result.status is ExecStatus.MEMORY_LIMIT  # memory it may have pinned goes too
         )
         recycle = anomalous or worker.runs >= self.max_runs
         with self._cond:

@@ -73,6 +73,9 @@ class ExecResult:
         completed: The completion channel received the run's nonce (see ``Program``).
         detail: A short human-readable reason for a non-OK status.
         anomaly: What the supervisor had to clean up after the run (leftover processes, ...).
+        died_during_run: SANDBOX_ERROR only: the sandbox died or broke off while the program ran
+            (rather than before it started). The program may have caused that; a caller that
+            must attribute it runs the program once more in a fresh sandbox.
     """
 
     status: ExecStatus
@@ -88,6 +91,7 @@ class ExecResult:
     completed: bool = False
     detail: str = ""
     anomaly: str | None = None
+    died_during_run: bool = False
 
     @property
     def ok(self) -> bool:
@@ -95,12 +99,15 @@ class ExecResult:
         return self.status is ExecStatus.OK
 
     @classmethod
-    def sandbox_error(cls, detail: str, *, wall_time_s: float = 0.0) -> ExecResult:
-        """A result for an infrastructure failure (never the program's fault).
+    def sandbox_error(
+        cls, detail: str, *, wall_time_s: float = 0.0, during_run: bool = False
+    ) -> ExecResult:
+        """A result for a failure of the sandbox machinery.
 
         Args:
             detail: What went wrong.
             wall_time_s: Time spent before the failure.
+            during_run: The sandbox died while the program ran (see ``died_during_run``).
 
         Returns:
             An ``ExecResult`` with status ``SANDBOX_ERROR``.
@@ -118,6 +125,7 @@ class ExecResult:
             peak_memory_bytes=0,
             detail=detail,
             anomaly=detail,
+            died_during_run=during_run,
         )
 
 

@@ -10,8 +10,11 @@ The filter (x86-64 only; elsewhere ``deny_list_filter`` returns None and ``certd
 so) kills the process on a foreign architecture or an x32 system call and answers EPERM to
 calls a checked program never needs: ptrace and cross-process memory access, mount and
 namespace changes, kernel modules, kexec, reboot, BPF, perf events, keyrings, io_uring,
-userfaultfd and the clock. bubblewrap installs it (``--seccomp FD``) after it has built the
-namespaces; Docker adds its own default profile on top of the same isolation.
+userfaultfd and the clock; and it refuses prlimit, setpriority and the scheduler calls aimed
+at any process but the caller (so a run cannot weaken the zygote or the template). bubblewrap
+installs it (``--seccomp FD``) after it has built the namespaces. Docker uses the engine's
+default profile instead, which allows those calls between processes of one uid: there the
+zygote and the template notice the change after the run and the sandbox is replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import errno
 import platform
 import struct
 
-__all__ = ["DENIED_SYSCALLS_X86_64", "deny_list_filter"]
+__all__ = ["DENIED_SYSCALLS_X86_64", "SELF_ONLY_SYSCALLS_X86_64", "deny_list_filter"]
 
 # linux/arch/x86/entry/syscalls/syscall_64.tbl
 DENIED_SYSCALLS_X86_64: dict[str, int] = {
@@ -72,6 +75,18 @@ DENIED_SYSCALLS_X86_64: dict[str, int] = {
     "mount_setattr": 442,
 }
 
+# Calls allowed only on the caller itself: each argument listed must be 0 (pid 0 / PRIO_PROCESS
+# and who 0). Otherwise a program could lower the zygote's or the template's rlimits (prlimit is
+# allowed between processes of one uid) or deprioritise them: EPERM instead.
+SELF_ONLY_SYSCALLS_X86_64: dict[str, tuple[int, tuple[int, ...]]] = {
+    "setpriority": (141, (0, 1)),
+    "sched_setparam": (142, (0,)),
+    "sched_setscheduler": (144, (0,)),
+    "sched_setaffinity": (203, (0,)),
+    "prlimit64": (302, (0,)),
+    "sched_setattr": (314, (0,)),
+}
+
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_SYSCALL_BIT = 0x40000000
 # linux/filter.h, linux/bpf_common.h, linux/seccomp.h
@@ -84,6 +99,7 @@ _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _OFF_NR = 0
 _OFF_ARCH = 4
+_OFF_ARGS = 16  # struct seccomp_data: 8 bytes per argument, low word first
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -99,7 +115,6 @@ def deny_list_filter() -> bytes | None:
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
     denied = sorted(set(DENIED_SYSCALLS_X86_64.values()))
-    n = len(denied)
     prog = [
         _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
         _insn(_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
@@ -108,9 +123,24 @@ def deny_list_filter() -> bytes | None:
         _insn(_JGE_K, 0, 1, _X32_SYSCALL_BIT),
         _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),
     ]
-    # One JEQ per denied number, each jumping to the EPERM return after the ALLOW.
-    for i, nr in enumerate(denied):
+    # Jumps to the final EPERM are resolved once the program's length is known.
+    to_eperm: list[int] = []
+    for nr, args in SELF_ONLY_SYSCALLS_X86_64.values():
+        block = 4 * len(args) + 1  # per argument: load and test both words; then allow
+        prog.append(_insn(_JEQ_K, 0, block, nr))
+        for arg in args:
+            for word in (0, 4):
+                prog.append(_insn(_LD_W_ABS, 0, 0, _OFF_ARGS + 8 * arg + word))
+                to_eperm.append(len(prog))
+                prog.append(b"")  # JEQ 0 ? next : EPERM, filled below
+        prog.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
+    n = len(denied)
+    for i, nr in enumerate(denied):  # one JEQ per denied number, jumping to the EPERM return
         prog.append(_insn(_JEQ_K, n - i, 0, nr))
     prog.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
+    eperm = len(prog)
     prog.append(_insn(_RET_K, 0, 0, _RET_ERRNO | errno.EPERM))
+    for at in to_eperm:
+        assert eperm - at - 1 < 256, "a BPF jump offset is 8 bits"
+        prog[at] = _insn(_JEQ_K, 0, eperm - at - 1, 0)
     return b"".join(prog)

@@ -181,7 +181,7 @@ class Worker:
             if oom:  # the kernel's OOM killer took the sandbox during this run: its doing
                 return classify(_oom_outcome(time.monotonic() - start), limits)
             return ExecResult.sandbox_error(
-                f"worker failed: {exc}", wall_time_s=time.monotonic() - start
+                f"worker failed: {exc}", wall_time_s=time.monotonic() - start, during_run=True
             )
         left = self._await_clean()
         if left:

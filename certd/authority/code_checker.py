@@ -15,7 +15,9 @@ no engine, a full queue) is an INFRA_ERROR verdict, never a wrong answer.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,11 +27,20 @@ from certd.config import CodeConfig
 from certd.domains import code as cc
 from certd.domains.verdict import Status, Verdict
 from certd.errors import UnsupportedError
-from sandboxes import ExecResult, Limits, Program, Sandbox, SandboxError, WarmPool
+from sandboxes import ExecResult, ExecStatus, Limits, Program, Sandbox, SandboxError, WarmPool
 
 __all__ = ["CodeChecker", "make_backend"]
 
 _MAX_ANSWER_CHARS = 65_536
+_log = logging.getLogger("certd.code")
+
+
+def _request_id() -> str:
+    """The serving RPC's request id (the service's ``certd_request_id`` context variable)."""
+    for var, value in contextvars.copy_context().items():
+        if var.name == "certd_request_id" and value:
+            return str(value)
+    return "-"
 
 
 def _limits(cfg: CodeConfig, *, compile_step: bool = False) -> Limits:
@@ -135,7 +146,27 @@ class CodeChecker:
             return self._pool
 
     def _run(self, program: Program, limits: Limits) -> ExecResult:
-        return self.pool().run(program, limits)
+        """Run on the pool; a sandbox that dies under the program twice is the program's doing.
+
+        A sandbox that died while the program ran may have been killed by the program (it
+        exhausted the sandbox's memory or lowered its supervisor's limits) or by the host. The
+        program runs once more in a fresh sandbox: a second death is a RUNTIME_ERROR of the
+        program, never an INFRA_ERROR it could use to drop itself from training.
+        """
+        result = self.pool().run(program, limits)
+        if result.status is not ExecStatus.SANDBOX_ERROR or not result.died_during_run:
+            return result
+        _log.warning(
+            "sandbox died during a run, running it again [%s]: %s", _request_id(), result.detail
+        )
+        again = self.pool().run(program, limits)
+        if again.status is not ExecStatus.SANDBOX_ERROR or not again.died_during_run:
+            return again
+        return dataclasses.replace(
+            again,
+            status=ExecStatus.RUNTIME_ERROR,
+            detail=f"the program's sandbox died twice while it ran ({again.detail})",
+        )
 
     def _verdict(self, outcome: cc.Outcome, base: Verdict | None = None) -> Verdict:
         if outcome.status is Status.CORRECT:
@@ -169,14 +200,17 @@ class CodeChecker:
             ``code.first-tool.v1`` (``labels``).
         """
         try:
-            return self._verify(task, response, canonical)
+            verdict = self._verify(task, response, canonical)
         except SandboxError as exc:
-            return Verdict(
+            verdict = Verdict(
                 status=Status.INFRA_ERROR,
                 reward=0.0,
                 verifier=self.verifier,
                 detail=f"sandbox unavailable: {exc}"[:300],
             )
+        if verdict.status is Status.INFRA_ERROR:
+            _log.error("code check INFRA_ERROR [%s]: %s", _request_id(), verdict.detail)
+        return verdict
 
     def _verify(self, task: cc.CodeTask, response: str, canonical: bool) -> Verdict:
         if len(response.encode(errors="replace")) > self.task_limits.max_response_bytes:
@@ -229,7 +263,12 @@ class CodeChecker:
         Returns:
             One verdict per pair.
         """
-        return list(self._executor.map(lambda p: self.verify(p[0], p[1]), pairs))
+        # Each check runs in a copy of the caller's context, so its log lines carry the request id.
+        futures = [
+            self._executor.submit(contextvars.copy_context().run, self.verify, task, response)
+            for task, response in pairs
+        ]
+        return [f.result() for f in futures]
 
     def enumerate(self, task: cc.CodeTask) -> NoReturn:
         """Code families are not enumerable; they become feasible when a witness is certified.

@@ -165,7 +165,7 @@ def test_a_daemonised_child_is_killed_and_reported(worker: Worker) -> None:
         py("import os; print(sorted(p for p in os.listdir('/proc') if p.isdigit()))"), SHORT
     )
     pids = eval(r.stdout)
-    assert len(pids) == 2  # the zygote (1) and this run
+    assert len(pids) == 3  # the zygote (1), the inline-run template and this run
 
 
 def test_fork_bomb_is_contained(worker: Worker) -> None:
