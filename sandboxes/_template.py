@@ -38,6 +38,8 @@ import socket
 import sys
 from types import ModuleType
 
+__all__ = ["main"]
+
 _PR_SET_DUMPABLE = 4
 _WORKDIR = "/work/run"
 _KEEP = (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT)

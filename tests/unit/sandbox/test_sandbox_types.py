@@ -9,7 +9,7 @@ import pytest
 
 from sandboxes import ExecStatus, Limits, Program, SandboxConfigError
 from sandboxes.result import RawOutcome, classify
-from sandboxes.seccomp import DENIED_SYSCALLS_X86_64, deny_list_filter
+from sandboxes.seccomp import DENIED_SYSCALLS_X86_64, SELF_ONLY_SYSCALLS_X86_64, deny_list_filter
 
 RAW = RawOutcome(
     exit_code=0,
@@ -71,6 +71,7 @@ def test_bad_programs_are_refused(kw: dict[str, object]) -> None:
         ({"exit_code": None, "signal": int(signal.SIGXFSZ)}, ExecStatus.OUTPUT_LIMIT),
         ({"killed_for": "wall"}, ExecStatus.TIME_LIMIT),
         ({"killed_for": "output"}, ExecStatus.OUTPUT_LIMIT),
+        ({"killed_for": "interference"}, ExecStatus.RUNTIME_ERROR),
         ({"oom_killed": True, "exit_code": None, "signal": 9}, ExecStatus.MEMORY_LIMIT),
         ({"exit_code": 1, "stderr": b"...\nMemoryError\n"}, ExecStatus.MEMORY_LIMIT),
         ({"exit_code": None, "signal": 6, "stderr": b"std::bad_alloc"}, ExecStatus.MEMORY_LIMIT),
@@ -85,14 +86,40 @@ def test_classify(changes: dict[str, object], status: ExecStatus) -> None:
     assert (result.detail == "") == (status is ExecStatus.OK)
 
 
+def _run_bpf(prog: bytes, nr: int, args: tuple[int, ...] = (), arch: int = 0xC000003E) -> int:
+    """A reference interpreter of the few classic-BPF instructions the filter uses."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
+    insns = [struct.unpack("<HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:  # LD W ABS
+            acc = struct.unpack_from("<I", data, k)[0]
+            pc += 1
+        elif code == 0x15:  # JEQ K
+            pc += 1 + (jt if acc == k else jf)
+        elif code == 0x35:  # JGE K
+            pc += 1 + (jt if acc >= k else jf)
+        elif code == 0x06:  # RET K
+            return int(k)
+        else:
+            raise AssertionError(f"unexpected BPF opcode {code:#x}")
+
+
 def test_seccomp_program_is_well_formed() -> None:
     prog = deny_list_filter()
     if prog is None:
         pytest.skip("seccomp filter is x86-64 only; this machine is not")
-    insns = [struct.unpack("<HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
-    assert len(insns) == 6 + len(set(DENIED_SYSCALLS_X86_64.values())) + 2
-    assert insns[-2] == (0x06, 0, 0, 0x7FFF0000)  # allow
-    assert insns[-1][3] & 0xFFFF0000 == 0x00050000  # errno
-    # Every JEQ on a syscall number lands on the errno return.
-    for idx, (code, jt, _, _) in enumerate(insns[6:-2], start=6):
-        assert code == 0x15 and idx + 1 + jt == len(insns) - 1
+    allow, eperm, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000
+    assert _run_bpf(prog, 39) == allow  # getpid
+    for nr in DENIED_SYSCALLS_X86_64.values():
+        assert _run_bpf(prog, nr) == eperm
+    assert _run_bpf(prog, 39 | 0x40000000) == kill  # x32
+    assert _run_bpf(prog, 39, arch=0x40000003) == kill  # i386
+    # Calls on the caller itself pass; aimed at another process (pid 1, the template) they fail.
+    for name, (nr, checked) in SELF_ONLY_SYSCALLS_X86_64.items():
+        assert _run_bpf(prog, nr, (0, 0, 5)) == allow, name
+        for arg in checked:
+            for value in (1, 1 << 32, 0xFFFFFFFF):
+                args = tuple(value if i == arg else 0 for i in range(3))
+                assert _run_bpf(prog, nr, args) == eperm, (name, args)
