@@ -251,6 +251,10 @@ def _kill_except(keep: int | None) -> None:
 def _kill_others(keep: int) -> bool:
     for _ in range(200):
         try:
+            os.kill(keep, signal.SIGCONT)  # a stopped template could not reap the run
+        except ProcessLookupError:
+            return False
+        try:
             pids = [p for p in _other_pids() if p != keep]
         except OSError:  # pid 1 cannot list /proc (its fd limit was lowered from outside)
             return False
