@@ -34,10 +34,11 @@ class Program:
         files: Files written into the fresh work directory before the run (name -> bytes).
         executables: Names in ``files`` that get mode 0755.
         stdin: Bytes fed to the program's standard input.
-        inline_python: Run ``argv[1]`` (a Python file of ``files``) in a freshly forked
-            interpreter instead of exec'ing a new one: the same semantics as
-            ``python3 -I -S FILE`` without the interpreter's start-up cost. Ignored unless
-            ``argv[0]`` is ``python3``.
+        inline_python: Run ``argv[1]`` (a Python file of ``files``) in a process forked from
+            the sandbox's clean template interpreter (which never holds any run's data)
+            instead of exec'ing a new one: the same semantics as ``python3 -I -S FILE``
+            without the interpreter's start-up cost. Ignored unless ``argv[0]`` is
+            ``python3``.
         completion_channel: Give the program a completion channel: fd 4 yields a one-time
             nonce, fd 3 takes it back. ``ExecResult.completed`` says whether exactly that nonce
             came back; a program cannot learn the nonce before it reads fd 4.
