@@ -37,25 +37,23 @@ import socket
 import struct
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox these come from the inlined _cleanup.py (see below)
+    from sandboxes._cleanup import cleanup, other_pids, self_state
 
 __all__ = ["main"]
 
 _WORKDIR = "/work/run"
-_WIPE = ("/work", "/tmp", "/dev/shm")
-_MQUEUE = "/dev/mqueue"
-_SYSVIPC = ("shm", "msg", "sem")
 _LEN = struct.Struct(">I")
 _MAX_FRAME = 1 << 30
 _DRAIN_S = 0.2  # after the program exits, how long leftovers may hold its pipes open
-_WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
-_WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 _PR_SET_DUMPABLE = 4
-_IPC_RMID = 0
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 _TEMPLATE_SOURCE = ""  # sandboxes/_template.py, put here by worker.zygote_source()
+# @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here
 _REAPED: dict[int, tuple[int, Any]] = {}  # children reaped while killing: pid -> (status, usage)
 
 
@@ -255,7 +253,7 @@ def _kill_others(keep: int) -> bool:
         except ProcessLookupError:
             return False
         try:
-            pids = [p for p in _other_pids() if p != keep]
+            pids = [p for p in other_pids() if p != keep]
         except OSError:  # pid 1 cannot list /proc (its fd limit was lowered from outside)
             return False
         if not pids:
@@ -268,11 +266,6 @@ def _kill_others(keep: int) -> bool:
         _reap_nohang()
         time.sleep(0.0005)  # zombies of the template's child go when it reaps them
     return False
-
-
-def _other_pids() -> list[int]:
-    me = os.getpid()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
 
 
 def _write_files(req: dict[str, Any], blobs: memoryview, stdin_fd: int) -> None:
@@ -415,7 +408,7 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
     template = box.get("template")
     keep = template.pid if template is not None else None
     try:
-        leftovers = [p for p in _other_pids() if p not in (pid, keep)]
+        leftovers = [p for p in other_pids() if p not in (pid, keep)]
     except OSError:
         leftovers = []  # the cleanup cannot list /proc either: the sandbox is replaced
     _kill_except(keep)
@@ -453,131 +446,14 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
         buf[:] = bytes(len(buf))
 
 
-def _empty_dir(path: str, budget_end: float) -> bool:
-    """Remove everything under ``path`` without recursion; True when it is empty afterwards.
-
-    Directories the program made unreadable are opened up again (all files belong to the
-    sandbox's one uid); a directory deeper than ``_WIPE_DEPTH`` is moved up to ``path`` and
-    removed from there, so neither the stack nor the open fds grow with the nesting depth.
-    """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    try:
-        top = os.open(path, flags)
-    except OSError:
-        return False
-    try:
-        os.fchmod(top, 0o1777)
-    except OSError:
-        pass  # a root-owned mount point (Docker): the program could not change it either
-    stack: list[tuple[int, str]] = [(top, "")]
-    try:
-        while stack:
-            if time.monotonic() > budget_end:
-                return False
-            fd = stack[-1][0]
-            child = _clear_entries(fd)
-            if child is None:
-                if len(stack) == 1:
-                    break
-                _, name = stack.pop()
-                os.close(fd)
-                os.rmdir(name, dir_fd=stack[-1][0])
-                continue
-            if len(stack) >= _WIPE_DEPTH:
-                os.rename(child, f".wipe-{os.urandom(8).hex()}", src_dir_fd=fd, dst_dir_fd=top)
-                continue
-            os.chmod(child, 0o700, dir_fd=fd)
-            stack.append((os.open(child, flags, dir_fd=fd), child))
-        return not os.listdir(top)
-    except OSError:
-        return False
-    finally:
-        for fd, _ in stack:
-            os.close(fd)
-
-
-def _clear_entries(fd: int) -> str | None:
-    """Unlink the files and empty directories of ``fd``; return a non-empty directory's name."""
-    with os.scandir(fd) as entries:
-        names = [e.name for e in entries]
-    for name in names:
-        try:
-            os.unlink(name, dir_fd=fd)
-            continue
-        except FileNotFoundError:
-            continue
-        except IsADirectoryError:
-            pass
-        try:
-            os.rmdir(name, dir_fd=fd)
-        except OSError:
-            return name
-    return None
-
-
-def _sysv_ids(kind: str) -> list[int]:
-    with open(f"/proc/sysvipc/{kind}") as f:
-        return [int(line.split()[1]) for line in f.readlines()[1:] if line.strip()]
-
-
-def _purge_ipc() -> list[str]:
-    """Remove every SysV IPC object and POSIX message queue; what could not be removed."""
-    left: list[str] = []
-    for kind in _SYSVIPC:
-        for ident in _sysv_ids(kind):
-            if kind == "sem":
-                _LIBC.semctl(ident, 0, _IPC_RMID)
-            else:
-                getattr(_LIBC, f"{kind}ctl")(ident, _IPC_RMID, None)
-        still = _sysv_ids(kind)
-        if still:
-            left.append(f"{len(still)} SysV {kind} object(s)")
-    try:
-        queues = os.listdir(_MQUEUE)
-    except OSError:
-        return [*left, f"{_MQUEUE} is not mounted: message queues cannot be checked"]
-    for name in queues:
-        try:
-            os.unlink(f"{_MQUEUE}/{name}")
-        except OSError:
-            pass
-    if os.listdir(_MQUEUE):
-        left.append("POSIX message queues")
-    return left
-
-
-def _self_state() -> tuple[object, ...]:
-    """pid 1's own limits, niceness and scheduler: a run must not be able to change them."""
-    limits = tuple(
-        resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
-    )
-    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
-
-
-def _cleanup(baseline: tuple[object, ...], keep: int | None) -> list[str]:
-    """Return the sandbox to its start state; what is left that could not be (empty = clean)."""
-    left: list[str] = []
-    try:
-        left += _purge_ipc()
-        budget_end = time.monotonic() + _WIPE_BUDGET_S
-        left += [f"{p} not emptied" for p in _WIPE if not _empty_dir(p, budget_end)]
-        if [p for p in _other_pids() if p != keep]:
-            left.append("processes survived")
-        if _self_state() != baseline:
-            left.append("the worker's own limits or priority were changed")
-    except (OSError, ValueError, MemoryError) as exc:
-        left.append(f"cleanup failed: {exc}")
-    return left
-
-
 def main() -> None:
     """Serve runs until the supervisor closes fd 0."""
     if os.getpid() != 1:
         _send({"error": "the sandbox worker must be pid 1 of its own PID namespace"})
         return
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    baseline = _self_state()
-    left = _cleanup(baseline, None)
+    baseline = self_state()
+    left = cleanup(baseline, None)
     if left:
         _send({"error": "the sandbox is not empty at start: " + "; ".join(left)})
         return
@@ -599,7 +475,7 @@ def main() -> None:
         finally:
             frame[:] = bytes(len(frame))  # nothing of this run lingers for the next one
         template = box.get("template")
-        left = _cleanup(baseline, template.pid if template is not None else None)
+        left = cleanup(baseline, template.pid if template is not None else None)
         _send({"clean": not left, "left": "; ".join(left)})
         if left:
             return

@@ -37,19 +37,25 @@ _LEN = struct.Struct(">I")
 _GRACE_S = 5.0
 _CLEAN_GRACE_S = 15.0  # the zygote gives up emptying after 5 s and says so
 _MAX_REPLY = 1 << 28
+_TEMPLATE_SLOT = '_TEMPLATE_SOURCE = ""'
+_CLEANUP_SLOT = "# @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here"
+_CLEANUP_MARK = "# ---- inline: worker.zygote_source() copies everything below into the zygote ----"
 
 
 def zygote_source() -> str:
     """The source text of the in-sandbox worker (run with ``python3 -I -S -c``).
 
-    The zygote carries the template's source (``_template.py``) in ``_TEMPLATE_SOURCE``.
+    The zygote carries the template's source (``_template.py``) in ``_TEMPLATE_SOURCE`` and
+    the body of ``_cleanup.py`` in place of its ``# @cleanup`` line.
     """
     here = Path(__file__).parent
     zygote = (here / "_zygote.py").read_text()
     template = (here / "_template.py").read_text()
-    slot = '_TEMPLATE_SOURCE = ""'
-    assert zygote.count(slot) == 1, "the zygote lost its template slot"
-    return zygote.replace(slot, f"_TEMPLATE_SOURCE = {template!r}")
+    cleanup = (here / "_cleanup.py").read_text().split(_CLEANUP_MARK, 1)[1]
+    for slot in (_TEMPLATE_SLOT, _CLEANUP_SLOT):
+        assert zygote.count(slot) == 1, f"the zygote lost its slot {slot!r}"
+    zygote = zygote.replace(_TEMPLATE_SLOT, f"_TEMPLATE_SOURCE = {template!r}")
+    return zygote.replace(_CLEANUP_SLOT, cleanup)
 
 
 class Transport(ABC):

@@ -1,0 +1,152 @@
+"""Returning a sandbox to its start state after a run, and checking that it is (stdlib only).
+
+Example (inside a sandbox, as pid 1 after killing every other process)::
+
+    left = cleanup(self_state(), keep=None)   # [] when the sandbox is empty again
+
+The zygote runs this as part of its own source: ``worker.zygote_source()`` inlines everything
+below the ``inline`` marker into ``_zygote.py``. Nothing here recurses: a directory tree is
+emptied by an explicit stack of directory fds, and a tree deeper than ``_WIPE_DEPTH`` is cut
+into pieces moved up to the top, so neither Python's stack nor the open fds grow with depth.
+Whatever cannot be removed or verified is reported, and the supervisor replaces the sandbox.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import time
+
+__all__ = ["cleanup", "other_pids", "self_state"]
+
+# ---- inline: worker.zygote_source() copies everything below into the zygote ----
+_WIPE = ("/work", "/tmp", "/dev/shm")
+_MQUEUE = "/dev/mqueue"
+_SYSVIPC = ("shm", "msg", "sem")
+_WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
+_WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
+_IPC_RMID = 0
+_IPC_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def other_pids() -> list[int]:
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+
+def _empty_dir(path: str, budget_end: float) -> bool:
+    """Remove everything under ``path`` without recursion; True when it is empty afterwards.
+
+    Directories the program made unreadable are opened up again (all files belong to the
+    sandbox's one uid); a directory deeper than ``_WIPE_DEPTH`` is moved up to ``path`` and
+    removed from there, so neither the stack nor the open fds grow with the nesting depth.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        top = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        os.fchmod(top, 0o1777)
+    except OSError:
+        pass  # a root-owned mount point (Docker): the program could not change it either
+    stack: list[tuple[int, str]] = [(top, "")]
+    try:
+        while stack:
+            if time.monotonic() > budget_end:
+                return False
+            fd = stack[-1][0]
+            child = _clear_entries(fd)
+            if child is None:
+                if len(stack) == 1:
+                    break
+                _, name = stack.pop()
+                os.close(fd)
+                os.rmdir(name, dir_fd=stack[-1][0])
+                continue
+            if len(stack) >= _WIPE_DEPTH:
+                os.rename(child, f".wipe-{os.urandom(8).hex()}", src_dir_fd=fd, dst_dir_fd=top)
+                continue
+            os.chmod(child, 0o700, dir_fd=fd)
+            stack.append((os.open(child, flags, dir_fd=fd), child))
+        return not os.listdir(top)
+    except OSError:
+        return False
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _clear_entries(fd: int) -> str | None:
+    """Unlink the files and empty directories of ``fd``; return a non-empty directory's name."""
+    with os.scandir(fd) as entries:
+        names = [e.name for e in entries]
+    for name in names:
+        try:
+            os.unlink(name, dir_fd=fd)
+            continue
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            pass
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            return name
+    return None
+
+
+def _sysv_ids(kind: str) -> list[int]:
+    with open(f"/proc/sysvipc/{kind}") as f:
+        return [int(line.split()[1]) for line in f.readlines()[1:] if line.strip()]
+
+
+def _purge_ipc() -> list[str]:
+    """Remove every SysV IPC object and POSIX message queue; what could not be removed."""
+    left: list[str] = []
+    for kind in _SYSVIPC:
+        for ident in _sysv_ids(kind):
+            if kind == "sem":
+                _IPC_LIBC.semctl(ident, 0, _IPC_RMID)
+            else:
+                getattr(_IPC_LIBC, f"{kind}ctl")(ident, _IPC_RMID, None)
+        still = _sysv_ids(kind)
+        if still:
+            left.append(f"{len(still)} SysV {kind} object(s)")
+    try:
+        queues = os.listdir(_MQUEUE)
+    except OSError:
+        return [*left, f"{_MQUEUE} is not mounted: message queues cannot be checked"]
+    for name in queues:
+        try:
+            os.unlink(f"{_MQUEUE}/{name}")
+        except OSError:
+            pass
+    if os.listdir(_MQUEUE):
+        left.append("POSIX message queues")
+    return left
+
+
+def self_state() -> tuple[object, ...]:
+    """pid 1's own limits, niceness and scheduler: a run must not be able to change them."""
+    limits = tuple(
+        resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
+    )
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+
+
+def cleanup(baseline: tuple[object, ...], keep: int | None) -> list[str]:
+    """Return the sandbox to its start state; what is left that could not be (empty = clean)."""
+    left: list[str] = []
+    try:
+        left += _purge_ipc()
+        budget_end = time.monotonic() + _WIPE_BUDGET_S
+        left += [f"{p} not emptied" for p in _WIPE if not _empty_dir(p, budget_end)]
+        if [p for p in other_pids() if p != keep]:
+            left.append("processes survived")
+        if self_state() != baseline:
+            left.append("the worker's own limits or priority were changed")
+    except (OSError, ValueError, MemoryError) as exc:
+        left.append(f"cleanup failed: {exc}")
+    return left
