@@ -1,15 +1,20 @@
-"""Limits, Program validation, status classification and the seccomp program's shape."""
+"""Limits, Program validation, status classification, the seccomp program, the zygote's parts."""
 
 from __future__ import annotations
 
+import os
 import signal
 import struct
+import time
+from pathlib import Path
 
 import pytest
 
 from sandboxes import ExecStatus, Limits, Program, SandboxConfigError
+from sandboxes._cleanup import _empty_dir
 from sandboxes.result import RawOutcome, classify
 from sandboxes.seccomp import DENIED_SYSCALLS_X86_64, SELF_ONLY_SYSCALLS_X86_64, deny_list_filter
+from sandboxes.worker import zygote_source
 
 RAW = RawOutcome(
     exit_code=0,
@@ -123,3 +128,28 @@ def test_seccomp_program_is_well_formed() -> None:
             for value in (1, 1 << 32, 0xFFFFFFFF):
                 args = tuple(value if i == arg else 0 for i in range(3))
                 assert _run_bpf(prog, nr, args) == eperm, (name, args)
+
+
+def test_zygote_source_carries_the_template_and_the_cleanup() -> None:
+    src = zygote_source()
+    compile(src, "<zygote>", "exec")
+    assert "_TEMPLATE_SOURCE = '" in src and "def cleanup(" in src and "def _empty_dir(" in src
+
+
+def test_emptying_a_deep_unreadable_tree_needs_no_recursion(tmp_path: Path) -> None:
+    top = tmp_path / "top"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for i in range(3000):  # deeper than the recursion limit, longer than PATH_MAX as one path
+        os.mkdir("a", dir_fd=fd)
+        if i % 500 == 0:
+            os.close(os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+        sub = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = sub
+    os.fchmod(fd, 0o300)
+    os.close(fd)
+    os.mkfifo(top / "fifo")
+    (top / "link").symlink_to("/")
+    assert _empty_dir(str(top), time.monotonic() + 60)
+    assert os.listdir(top) == []
