@@ -176,6 +176,10 @@ class ProcessTransport(Transport):
             got += len(chunk)
         return b"".join(chunks)
 
+    def last_words(self) -> str:
+        """What bwrap or the zygote wrote to stderr, once the process has been killed."""
+        return self.stderr_tail()
+
     def stderr_tail(self) -> str:
         """What bwrap or the zygote wrote to stderr, once the process has been killed."""
         if self.proc.stderr is None or not self._killed:

@@ -172,6 +172,10 @@ class DockerTransport(Transport):
         del self._out[:n]
         return data
 
+    def last_words(self) -> str:
+        """What the zygote wrote to stderr before the container went."""
+        return self.stderr_tail.decode(errors="replace").strip()
+
     def kill(self) -> None:
         """Kill and remove the container (every process in it dies with its pid 1)."""
         with self._kill_lock:

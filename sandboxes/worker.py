@@ -76,6 +76,10 @@ class Transport(ABC):
     def kill(self) -> None:
         """Kill the whole sandbox (every process in it) and release its resources."""
 
+    def last_words(self) -> str:
+        """What the sandbox wrote to stderr (the zygote's traceback), once it is killed."""
+        return ""
+
 
 class Worker:
     """One pre-started sandbox running the zygote; runs programs one at a time."""
@@ -184,6 +188,9 @@ class Worker:
         except (SandboxProtocolError, KeyError, TypeError, ValueError) as exc:
             oom = self._oom_kills is not None and self._oom_kills() > oom_before
             self.kill()
+            words = self.transport.last_words()[-400:]
+            if words:
+                exc = SandboxProtocolError(f"{exc}: {words}")
             if oom:  # the kernel's OOM killer took the sandbox during this run: its doing
                 return classify(_oom_outcome(time.monotonic() - start), limits)
             return ExecResult.sandbox_error(
