@@ -293,11 +293,19 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     child = [stdin_fd, out_w, err_w]
-    done_r = nonce_w = -1
+    done_r = -1
+    nonce = b""
     if completion:
         done_r, done_w = os.pipe()
         nonce_r, nonce_w = os.pipe()
         child += [done_w, nonce_r]
+        # The nonce waits in the pipe, written before the run starts (so no race with a run
+        # that closes fd 4 early): a run learns it only by reading fd 4. It is made in pid 1,
+        # whose memory no untrusted code ever sees (native runs exec; inline runs fork from
+        # the template).
+        nonce = os.urandom(24).hex().encode()
+        os.write(nonce_w, nonce)
+        os.close(nonce_w)
     start = time.monotonic()
     if req.get("inline"):
         cpu = max(1, int(lim["cpu_time_s"] + 0.999))
@@ -315,7 +323,7 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
     if req.get("inline"):
         box["template"].go()
     run: dict[str, Any] = {"pid": pid, "pidfd": pidfd, "out": out_r, "err": err_r}
-    run.update(done=done_r, nonce=nonce_w, start=start)
+    run.update(done=done_r, nonce=nonce, start=start)
     return run
 
 
@@ -343,11 +351,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
     """Collect the run's output until it exits; enforce the wall and output limits."""
     cap = int(lim["output_bytes"])
     out_r, err_r, done_r, pidfd = run["out"], run["err"], run["done"], run["pidfd"]
-    nonce = b""
-    if run["nonce"] >= 0:
-        nonce = os.urandom(24).hex().encode()  # made after the fork: never in the child's memory
-        os.write(run["nonce"], nonce)
-        os.close(run["nonce"])
+    nonce = run["nonce"]
     bufs = {out_r: bytearray(), err_r: bytearray()}
     truncated = {out_r: False, err_r: False}
     done = bytearray()

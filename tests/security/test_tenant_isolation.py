@@ -270,3 +270,20 @@ def test_a_run_cannot_weaken_the_workers_own_processes(pool: WarmPool) -> None:
     ), (r.status, r.detail)
     for _ in range(3):
         assert run(pool, py("print(input())", stdin=b"ok\n")).stdout == b"ok\n"
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_closing_the_completion_channel_early_is_the_programs_problem(
+    pool: WarmPool, inline: bool
+) -> None:
+    code = "import os\nos.close(4)\nos.close(3)\nprint('bye')\n"
+    for _ in range(3):  # the nonce write meets a closed pipe: pid 1 must not die of it
+        r = pool.run(
+            Program(
+                argv=("python3", "main.py"),
+                files={"main.py": code.encode()},
+                inline_python=inline,
+                completion_channel=True,
+            )
+        )
+        assert r.status is ExecStatus.OK and not r.completed, (r.status, r.detail)
