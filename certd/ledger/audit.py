@@ -37,7 +37,6 @@ import binascii
 import json
 import multiprocessing
 import os
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -45,6 +44,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from certd.atomicfile import write_atomic
 from certd.errors import CertdError, LedgerError, SigningError
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.ledger.merkle import (
@@ -163,7 +163,7 @@ class AuditState:
         return cls.from_json(data)
 
     def save(self, path: Path) -> None:
-        """Write the state file atomically (temporary file, fsync, rename).
+        """Write the state file atomically (``certd.atomicfile.write_atomic``).
 
         Args:
             path: the file.
@@ -173,17 +173,7 @@ class AuditState:
         """
         path = Path(path)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)  # e.g. a first ~/.local/state/forkgate
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(self.to_json())
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(path, self.to_json(), parents=True)
         except OSError as e:
             raise LedgerError(f"cannot write the audit state {path}: {e.strerror}") from e
 

@@ -38,7 +38,6 @@ back from an older snapshot), so a restarted replica never signs a fork either.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import random
 import threading
@@ -50,6 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from certd.atomicfile import write_atomic
 from certd.errors import (
     CertdError,
     ConsistencyError,
@@ -461,10 +461,8 @@ class Ledger:
         self._latest_at = time.time()
         path = self._checkpoint_file
         if path is not None:
-            tmp = path.with_name(path.name + ".tmp")
             try:
-                tmp.write_text(signed.note, encoding="utf-8")
-                os.replace(tmp, path)
+                write_atomic(path, signed.note.encode("utf-8"))
             except OSError as e:
                 raise LedgerError(f"cannot record the checkpoint in {path}: {e}") from e
 

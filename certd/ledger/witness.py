@@ -25,13 +25,13 @@ leaves the witness able to cosign a fork of what it already cosigned.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from certd.atomicfile import write_atomic
 from certd.errors import ConsistencyError, LedgerError, ProofError
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.ledger.merkle import verify_consistency
@@ -126,18 +126,8 @@ class Witness:
             "root_hash": state.root_hash.hex(),
             "note": state.note,
         }
-        tmp = self._path.with_name(self._path.name + ".tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(data, f, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path)
-            fd = os.open(self._path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_atomic(self._path, json.dumps(data, sort_keys=True).encode("utf-8"))
         except OSError as e:
             raise LedgerError(f"cannot record the witness state in {self._path}: {e}") from e
 
