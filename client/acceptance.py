@@ -29,9 +29,9 @@ from certd.statements import AcceptanceClaim
 from certd.v1 import authority_pb2, tasks_pb2
 
 from .aio import AsyncCertdClient
+from .checkpoint_ratchet import CheckpointRatchet, Promotion
 from .client import CertdClient
 from .errors import PromotionRefusedError
-from .ratchet import CheckpointRatchet
 from .tasks import TaskLike, as_task
 
 __all__ = [
@@ -214,7 +214,14 @@ def promote_checkpoint(
         checkpoint_digest=checkpoint_digest,
         target=target,
     )
-    return _promote(reply, ratchet, checkpoint, checkpoint_digest)
+    if not reply.accepted:
+        raise _refused(reply, checkpoint)
+    promotion = ratchet.promote(
+        checkpoint_digest,
+        reply.certificate,
+        fetch=lambda a, b: client.consistency_proof(a, b).hashes,
+    )
+    return _promoted(promotion, checkpoint)
 
 
 def _register_request(
@@ -258,18 +265,14 @@ def _samples(
     return samples
 
 
-def _promote(
-    reply: authority_pb2.AcceptResponse,
-    ratchet: CheckpointRatchet,
-    checkpoint: str,
-    checkpoint_digest: str,
-) -> AcceptanceClaim:
-    if not reply.accepted:
-        r = reply.refusal
-        raise PromotionRefusedError(
-            f"certd refused {checkpoint}: {r.detail}", reason=r.reason, drops=tuple(r.drops)
-        )
-    promotion = ratchet.promote(checkpoint_digest, reply.certificate)
+def _refused(reply: authority_pb2.AcceptResponse, checkpoint: str) -> PromotionRefusedError:
+    r = reply.refusal
+    return PromotionRefusedError(
+        f"certd refused {checkpoint}: {r.detail}", reason=r.reason, drops=tuple(r.drops)
+    )
+
+
+def _promoted(promotion: Promotion, checkpoint: str) -> AcceptanceClaim:
     if not promotion.promoted or promotion.claim is None:
         first = promotion.reasons[0] if promotion.reasons else ("NO_CERTIFICATE", "")
         raise PromotionRefusedError(
@@ -367,4 +370,12 @@ async def promote_checkpoint_async(
     challenge = await begin_acceptance_async(client, run, checkpoint, checkpoint_digest, target)
     samples = _samples(challenge, sampler)
     reply = await accept_async(client, challenge.evaluation_id, checkpoint_digest, samples)
-    return _promote(reply, ratchet, checkpoint, checkpoint_digest)
+    if not reply.accepted:
+        raise _refused(reply, checkpoint)
+    proofs: dict[tuple[int, int], list[bytes]] = {}
+    promotion = ratchet.promote(checkpoint_digest, reply.certificate)
+    while promotion.missing is not None and promotion.missing not in proofs:
+        a, b = promotion.missing  # the ratchet decides without I/O; the caller fetches
+        proofs[(a, b)] = list((await client.consistency_proof(a, b)).hashes)
+        promotion = ratchet.promote(checkpoint_digest, reply.certificate, proofs=proofs)
+    return _promoted(promotion, checkpoint)
