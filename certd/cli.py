@@ -9,7 +9,9 @@ Example::
     certd kappa-report --in verdicts.jsonl --json
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
-exits non-zero (2 for usage and input errors, 1 for faults such as a failed audit).
+exits with the codes of ``certd.exitcodes`` (docs/exit-codes.md): 0 all good, 1 refused or
+failed verification (a failed audit, a store the log does not explain), 2 usage and input
+errors, 3 a server or store that cannot be reached.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from certd.config import CertdConfig, load_config
 from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
 
@@ -281,7 +284,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "seconds": round(report.duration_s, 3),
     }
     _emit(args, obj, report.summary() + f"\n  auditor state: {state}")
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_REFUSED
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -396,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except CertdError as e:
         _emit(args, {"error": type(e).__name__, "message": str(e)}, f"certd: error: {e}")
-        return 2
+        return exit_code_of(e)
 
 
 if __name__ == "__main__":

@@ -133,6 +133,7 @@ class _Outcome:
 
     reasons: list[tuple[Reason, str]] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
+    seen: list[Checkpoint] = field(default_factory=list)
     missing: tuple[int, int] | None = None
 
     def refuse(self, e: Refused, where: str = "") -> None:
@@ -350,8 +351,14 @@ class Ratchet:
             out.refuse(refusal_of_plan(e))
             if isinstance(e, MissingProof):
                 out.missing = (e.first, e.second)
-        else:  # signed and consistent: the log's state, whatever the record's fate
+        else:
             self.state.trusted, self.state.known = trusted, known
+        try:  # every signed checkpoint the proofs link is the log's state, whatever the record
+            self.state.trusted, self.state.known = plan(
+                self.state.trusted, self.state.known, out.seen, proofs
+            )
+        except (MissingProof, PlanRefused):
+            pass  # learning is optional; the decision above stands
         if out.reasons:
             return Admission(False, tuple(out.reasons), out.missing)
         return Admission(True)
@@ -362,8 +369,16 @@ class Ratchet:
             open_log_checkpoint(envelope_proof.checkpoint.note, self.keys, self.origin)
         )
 
+    def _seen(self, proof: ledger_pb2.InclusionProof, out: _Outcome) -> None:
+        """Note a checkpoint signed by the log, whatever becomes of the entry it covers."""
+        try:
+            out.seen.append(open_log_checkpoint(proof.checkpoint.note, self.keys, self.origin))
+        except CertdError:
+            pass  # refused with its reason where the proof is checked
+
     def _check(self, fam: _Family, digest: str, out: _Outcome) -> None:
         cert = fam.certificate
+        self._seen(cert.inclusion, out)
         try:
             claim = verify_certificate(cert, self.keys, origin=self.origin)
         except CertdError as e:
@@ -446,6 +461,7 @@ class Ratchet:
         env_hash = hashlib.sha256(receipt.envelope).digest()
         seen = receipts.get(env_hash)
         if seen is None:  # each receipt of the group is opened once
+            self._seen(receipt.inclusion, out)
             try:
                 claim = verify_receipt(receipt, self.keys, self.origin)
                 self._proven(receipt.inclusion, out)

@@ -174,6 +174,7 @@ class Ledger:
         with self._commit_lock:
             self._refresh_latest(verified=remembered is None)
             self._check_store_matches_latest()
+            self._check_store_explained()
             self._sign_up_to(self._store.size())
         self._thread = threading.Thread(target=self._run, name="ledger-committer", daemon=True)
         self._thread.start()
@@ -531,6 +532,20 @@ class Ledger:
             raise self._fail(
                 f"expected the stored root at size {signed.size} to be "
                 f"{signed.root_hash.hex()} (latest checkpoint), got {root.hex()}"
+            )
+
+    def _check_store_explained(self) -> None:
+        """Refuse to start on a store holding rows beyond its tree (fail-stop, not UNAVAILABLE).
+
+        Such a row (a junk entry at ``idx = size``, say) would make every later append fail;
+        the operator must look (``certd audit`` names each row) and repair the store.
+        """
+        strays = self._store.unexplained()
+        if strays:
+            raise self._fail(
+                "refusing to start: the ledger store holds state its tree does not explain ("
+                + "; ".join(strays)
+                + "); run `certd audit` and repair the store before serving"
             )
 
     def _sign_up_to(self, size: int) -> None:
