@@ -321,7 +321,13 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         {"line": n + 1, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
     ]
     print(
-        json.dumps({"admitted": admitted, "refused": refused, "state": str(state)})
+        json.dumps(
+            {
+                "admitted": admitted,
+                "refused": refused,
+                "state": None if args.no_state else str(state),
+            }
+        )
         if args.json
         else "\n".join(
             [f"admitted {admitted}, refused {len(refused)}"]

@@ -121,6 +121,6 @@ def forkgate_exit_code(error: ForkgateError) -> int:
     """The CLI exit code of a client error (``certd.exitcodes``: 1 refused, 2 usage, 3 down)."""
     if isinstance(error, CertdUnavailableError | DeadlineExceededError):
         return 3
-    if isinstance(error, InvalidRequestError):
-        return 2
+    if isinstance(error, InvalidRequestError | NotFoundError):
+        return 2  # usage: a bad argument, or a name (run, certificate, size) that is not there
     return 1
