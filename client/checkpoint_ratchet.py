@@ -32,7 +32,7 @@ from certd.statements import AcceptanceClaim, open_log_checkpoint, verify_accept
 from certd.v1 import authority_pb2
 
 from ._base import load_keyring
-from .errors import ForkgateError
+from .errors import CertdUnavailableError, DeadlineExceededError, ForkgateError
 from .ratchet_state import (
     MissingProof,
     PlanRefused,
@@ -148,6 +148,8 @@ class CheckpointRatchet:
                 break
             try:
                 have[promotion.missing] = list(fetch(*promotion.missing))
+            except (CertdUnavailableError, DeadlineExceededError):
+                raise  # certd is down: not a refusal
             except (ForkgateError, CertdError) as e:
                 detail = f"consistency proof unavailable: {e}"
                 return Promotion(False, ((Reason.UNPROVEN_CHECKPOINT, detail),), None)

@@ -71,7 +71,12 @@ from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 from ._base import load_keyring
 from .checkpoint_ratchet import CheckpointRatchet, Promotion, log_id
-from .errors import ForkgateError, VerificationError
+from .errors import (
+    CertdUnavailableError,
+    DeadlineExceededError,
+    ForkgateError,
+    VerificationError,
+)
 from .ratchet_state import (
     MissingProof,
     PlanRefused,
@@ -236,7 +241,9 @@ class Ratchet:
                 return admission
             try:
                 have[miss] = list(self.consistency(*miss))
-            except (ForkgateError, CertdError) as e:  # the caller's transport failed
+            except (CertdUnavailableError, DeadlineExceededError):
+                raise  # certd is down: the caller says so (exit 3), not "refused"
+            except (ForkgateError, CertdError) as e:  # the source could not prove it
                 detail = f"consistency proof {miss[0]} → {miss[1]} unavailable: {e}"
                 return Admission(False, ((Reason.UNPROVEN_CHECKPOINT, detail),), miss)
             admission = decide(have)
