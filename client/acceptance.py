@@ -2,19 +2,22 @@
 
 Example::
 
-    with CertdClient("127.0.0.1:50051", trusted_keys=[vkey]) as client:
+    with CertdClient(address, trusted_keys=[vkey]) as client:
         register_task_set(client, "band-3", tasks3, k=8, route_kappa="countdown.first-op.v1",
                           route_field="operator")
         ratchet = CheckpointRatchet([vkey], run="run-1")
-        claim = promote_checkpoint(client, ratchet, sampler, run="run-1", checkpoint="step-100",
-                                   checkpoint_digest=digest_of_path("ckpt/step-100"),
-                                   target="band-3")
+        for step in ("step-0", "step-100"):
+            claim = promote_checkpoint(client, ratchet, samplers[step], run="run-1",
+                                       checkpoint=step, target="band-3",
+                                       checkpoint_digest=digest_of_path(Path("ckpt") / step))
         # PromotionRefusedError names the capability that fell, by how much, with its interval
+        ratchet.save_state(Path("ratchet.json"))   # the chain's head outlives the process
 
 certd draws the evaluation prompts (the trainer cannot pick easy ones), verifies every sample
 itself and signs only when the target improved and every other registered task set stayed
 within its tolerance of the run's previous accepted certificate. ``promote_checkpoint`` then
-checks the certificate offline through a ``CheckpointRatchet`` before it returns. Every
+checks the certificate offline through a ``CheckpointRatchet`` before it returns, fetching
+the consistency proofs the ratchet asks for through the client it is given. Every
 function has an ``…_async`` twin over ``AsyncCertdClient``.
 """
 
