@@ -172,9 +172,9 @@ class Ledger:
         remembered = self._load_file()
         self._latest = remembered
         with self._commit_lock:
+            self._check_store_explained()
             self._refresh_latest(verified=remembered is None)
             self._check_store_matches_latest()
-            self._check_store_explained()
             self._sign_up_to(self._store.size())
         self._thread = threading.Thread(target=self._run, name="ledger-committer", daemon=True)
         self._thread.start()
