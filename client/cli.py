@@ -296,6 +296,8 @@ def default_ratchet_state(log: str) -> Path:
 def _cmd_admit(args: argparse.Namespace) -> int:
     from .ratchet import CertifiedDataset, Ratchet
 
+    if not Path(args.input).is_file():
+        raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
     client = CertdClient(args.server) if args.server else None
     try:
         ratchet = Ratchet(

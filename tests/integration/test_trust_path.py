@@ -336,12 +336,13 @@ def test_another_key_is_unknown_and_a_usage_error_exits_2(
                 "--in",
                 str(tmp_path / "absent.jsonl"),
                 "--out",
-                "x",
+                str(tmp_path / "x"),
                 "--no-state",
             ]
         )
         == 2
     )
+    assert not (tmp_path / "x").exists()  # nothing half-written on a usage error
 
 
 def test_admit_with_certd_down_exits_3_and_offline_without_proofs_refuses(
