@@ -120,6 +120,25 @@ def test_the_readme_admit_line_admits_every_honest_record_offline(
     )
     assert again.returncode == 0 and again.stdout.startswith(f"admitted {n}, refused 0")
 
+    # the README's check-cert and audit lines, verbatim, on what this build wrote
+    (work / "cert.json").write_text(json.dumps(_records(trees)[0]["families"][0]["certificate"]))
+    for prefix, cwd, says in (
+        (".venv/bin/forkgate check-cert ", work, "certificate OK"),
+        (".venv/bin/certd audit --data-dir ", tmp_path, "OK"),
+    ):
+        [line] = [x for x in readme.splitlines() if x.startswith(prefix)]
+        (tmp_path / ".venv").unlink(missing_ok=True)
+        (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+        done = subprocess.run(
+            shlex.split(line, comments=True),
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0 and says in done.stdout, done.stdout + done.stderr
+
 
 def test_successive_runs_with_one_state_never_shrink_coverage(
     trees: Path, vkey: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
