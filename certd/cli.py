@@ -30,7 +30,7 @@ from types import FrameType
 from typing import Any
 
 from certd.config import CertdConfig, load_config
-from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
@@ -203,7 +203,10 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     keys = []
     for src in sources:
         text = Path(src).read_text().strip() if Path(src).is_file() else src.strip()
-        keys.append(VerifierKey.from_vkey(text))
+        try:
+            keys.append(VerifierKey.from_vkey(text))
+        except SigningError as e:  # a usage error: neither a key file nor a vkey
+            raise InvalidInputError(f"--trust: {e}", field="trust") from e
     return keys
 
 
@@ -239,6 +242,7 @@ def _remote_audit(
         return list(rpc(stub.GetConsistencyProof, req).hashes)
 
     try:
+        get_checkpoint()  # unreachable: StoreError, exit 3 (not a failed audit, exit 1)
         return audit_remote(get_checkpoint, get_entries, get_consistency, keys, state)
     finally:
         channel.close()

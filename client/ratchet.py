@@ -29,7 +29,8 @@ record is admitted whole or not at all, when for every family:
 and the record's checkpoints are consistent with the trusted one (``plan`` in
 ``forkgate.ratchet_state``): one that forks is ``INCONSISTENT_CHECKPOINT``; a newer one
 without a proof ``UNPROVEN_CHECKPOINT``; an older, unknown one without a proof
-``STALE_CHECKPOINT``. The task's certified coverage never shrinks (``COVERAGE_SHRANK``).
+``STALE_CHECKPOINT``. The task's certified coverage never shrinks (``COVERAGE_SHRANK``); a
+record with no families certifies nothing and is admitted unless it drops coverage.
 
 The ratchet does no I/O while it decides (python-tuf's ngclient style): a refusal for a
 missing proof names it in ``Admission.missing``; a caller that can fetch it passes it back
@@ -516,8 +517,6 @@ def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family], _P
             families.append(_Family(str(fam["label"]), str(fam["witness"]), cert))
     except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
         raise Refused(Reason.MALFORMED, f"record: {e!r:.200}") from e
-    if not families:
-        raise Refused(Reason.MALFORMED, "record has no families")
     return task, families, attached
 
 
