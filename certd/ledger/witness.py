@@ -33,10 +33,12 @@ from pathlib import Path
 
 from certd.atomicfile import write_atomic
 from certd.errors import ConsistencyError, LedgerError, ProofError
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint
+from certd.ledger.checkpoint import Checkpoint
 from certd.ledger.merkle import verify_consistency
+from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, VerifierKey
 from certd.signing.note import add_signature_lines, cosign
+from certd.statements import open_log_checkpoint
 
 __all__ = ["Witness", "WitnessState"]
 
@@ -85,7 +87,7 @@ class Witness:
             LedgerError: the state file is unreadable or for another log.
         """
         self.key = key
-        self._log_keys = list(log_keys)
+        self._log_keys = KeyRing(log_keys)
         self.origin = origin
         self._path = state_path
         self._clock = clock
@@ -147,7 +149,7 @@ class Witness:
         Returns:
             The note with this witness's cosignature appended.
         """
-        cp = open_checkpoint(note, self._log_keys, origin=self.origin)
+        cp = open_log_checkpoint(note, self._log_keys, self.origin)  # the one trust path
         with self._lock:
             old = self._state
             if old is not None:
