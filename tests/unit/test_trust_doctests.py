@@ -15,6 +15,7 @@ import pytest
 MODULES = [
     "certd.atomicfile",
     "certd.exitcodes",
+    "certd.opening",
     "certd.statements",
     "certd.ledger.audit",
     "forkgate.ratchet_state",
