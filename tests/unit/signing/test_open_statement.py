@@ -1,4 +1,3 @@
-
 """``open_statement``: each step of the one trust path fails with its own error."""
 
 from __future__ import annotations
