@@ -30,7 +30,14 @@ from types import FrameType
 from typing import Any
 
 from certd.config import CertdConfig, load_config
-from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
+from certd.errors import (
+    CertdError,
+    ConfigError,
+    InvalidInputError,
+    LedgerError,
+    SigningError,
+    StoreError,
+)
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
@@ -227,7 +234,10 @@ def _remote_audit(
         try:
             return fn(req, timeout=60)
         except grpc.RpcError as e:  # the boundary: transport errors become certd errors
-            raise StoreError(f"{address}: {e.code().name}: {e.details()}") from e
+            message = f"{address}: {e.code().name}: {e.details()}"
+            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise StoreError(message) from e  # certd is down: exit 3
+            raise LedgerError(message) from e  # e.g. PERMISSION_DENIED: an audit fault, exit 1
 
     def get_checkpoint() -> str:
         return str(rpc(stub.GetCheckpoint, ledger_pb2.GetCheckpointRequest()).note)
@@ -242,7 +252,12 @@ def _remote_audit(
         return list(rpc(stub.GetConsistencyProof, req).hashes)
 
     try:
-        get_checkpoint()  # unreachable: StoreError, exit 3 (not a failed audit, exit 1)
+        try:
+            get_checkpoint()  # unreachable: StoreError, exit 3 (not a failed audit, exit 1)
+        except StoreError:
+            raise
+        except LedgerError:
+            pass  # the audit reports it as a fault
         return audit_remote(get_checkpoint, get_entries, get_consistency, keys, state)
     finally:
         channel.close()
