@@ -35,6 +35,7 @@ setup: sysdeps $(STAMP)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports  # the layering contracts in pyproject.toml ([tool.importlinter])
 
 typecheck: setup
 	$(BIN)/mypy certd sandboxes client

@@ -9,7 +9,9 @@ Example::
     certd kappa-report --in verdicts.jsonl --json
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
-exits non-zero (2 for usage and input errors, 1 for faults such as a failed audit).
+exits with the codes of ``certd.exitcodes`` (docs/exit-codes.md): 0 all good, 1 refused or
+failed verification (a failed audit, a store the log does not explain), 2 usage and input
+errors, 3 a server or store that cannot be reached.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from types import FrameType
 from typing import Any
 
 from certd.config import CertdConfig, load_config
-from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.errors import (
+    CertdError,
+    ConfigError,
+    InvalidInputError,
+    LedgerError,
+    SigningError,
+    StoreError,
+)
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
 from certd.signing.keys import VerifierKey
 
@@ -200,7 +210,10 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     keys = []
     for src in sources:
         text = Path(src).read_text().strip() if Path(src).is_file() else src.strip()
-        keys.append(VerifierKey.from_vkey(text))
+        try:
+            keys.append(VerifierKey.from_vkey(text))
+        except SigningError as e:  # a usage error: neither a key file nor a vkey
+            raise InvalidInputError(f"--trust: {e}", field="trust") from e
     return keys
 
 
@@ -221,7 +234,10 @@ def _remote_audit(
         try:
             return fn(req, timeout=60)
         except grpc.RpcError as e:  # the boundary: transport errors become certd errors
-            raise StoreError(f"{address}: {e.code().name}: {e.details()}") from e
+            message = f"{address}: {e.code().name}: {e.details()}"
+            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise StoreError(message) from e  # certd is down: exit 3
+            raise LedgerError(message) from e  # e.g. PERMISSION_DENIED: an audit fault, exit 1
 
     def get_checkpoint() -> str:
         return str(rpc(stub.GetCheckpoint, ledger_pb2.GetCheckpointRequest()).note)
@@ -236,6 +252,12 @@ def _remote_audit(
         return list(rpc(stub.GetConsistencyProof, req).hashes)
 
     try:
+        try:
+            get_checkpoint()  # unreachable: StoreError, exit 3 (not a failed audit, exit 1)
+        except StoreError:
+            raise
+        except LedgerError:
+            pass  # the audit reports it as a fault
         return audit_remote(get_checkpoint, get_entries, get_consistency, keys, state)
     finally:
         channel.close()
@@ -281,7 +303,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "seconds": round(report.duration_s, 3),
     }
     _emit(args, obj, report.summary() + f"\n  auditor state: {state}")
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_REFUSED
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -396,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except CertdError as e:
         _emit(args, {"error": type(e).__name__, "message": str(e)}, f"certd: error: {e}")
-        return 2
+        return exit_code_of(e)
 
 
 if __name__ == "__main__":

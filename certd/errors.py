@@ -9,8 +9,14 @@ The tree::
     ├── CertificationRefusedError  a Certify request that policy refuses (FAILED_PRECONDITION)
     ├── NotFoundError              unknown certificate, entry or tree size (NOT_FOUND)
     ├── SigningError               bad key material or a signature that does not verify
+    │   ├── MalformedStatementError  not a well-formed envelope/statement, wrong payloadType
+    │   ├── UnknownKeyError        no trusted key has the key id (valid at the statement's time)
+    │   ├── BadSignatureError      a trusted key's signature does not verify
+    │   └── WrongPredicateError    a statement of another predicate type than expected
+    ├── TamperedError              a copy of a signed fact disagrees with the signed payload
     ├── LedgerError                the ledger store or its proofs
-    │   ├── ProofError             a proof that does not verify or cannot be built
+    │   ├── ProofError             a malformed proof, or arguments for which none exists
+    │   │   └── RootMismatchError  a well-formed proof that leads to another root (a fork)
     │   ├── ConsistencyError       a checkpoint inconsistent with an earlier one
     │   └── StoreError             the storage backend failed
     ├── UnsupportedError           a domain or κ this server does not serve (UNIMPLEMENTED)
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthenticationError",
+    "BadSignatureError",
     "CertdError",
     "CertificationRefusedError",
     "ConfigError",
@@ -35,13 +42,18 @@ __all__ = [
     "InvalidInputError",
     "LedgerError",
     "LimitExceededError",
+    "MalformedStatementError",
     "NotFoundError",
     "PermissionDeniedError",
     "ProofError",
     "RateLimitedError",
+    "RootMismatchError",
     "SigningError",
     "StoreError",
+    "TamperedError",
+    "UnknownKeyError",
     "UnsupportedError",
+    "WrongPredicateError",
 ]
 
 
@@ -109,12 +121,54 @@ class SigningError(CertdError):
     """Bad key material, or a signature or envelope that does not verify."""
 
 
+class MalformedStatementError(SigningError):
+    """Bytes that are not a well-formed DSSE envelope or in-toto statement of the expected shape."""
+
+
+class UnknownKeyError(SigningError):
+    """No trusted key has the envelope's key id, or none is valid at the statement's time."""
+
+
+class BadSignatureError(SigningError):
+    """A trusted key's signature over the envelope does not verify."""
+
+
+class WrongPredicateError(SigningError):
+    """A well-signed statement of another predicate type than the one expected."""
+
+
+class TamperedError(CertdError):
+    """A copy of a signed fact (certificate id, index, label, witness…) disagrees with the payload.
+
+    Attributes:
+        field: the copied field that disagrees (e.g. ``certificate_id``, ``label.kappa``).
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class LedgerError(CertdError):
     """Root of ledger errors."""
 
 
 class ProofError(LedgerError):
     """A Merkle proof that does not verify, or arguments for which no proof exists."""
+
+
+class RootMismatchError(ProofError):
+    """A well-formed proof that leads to another root than the one trusted: evidence of a fork.
+
+    Attributes:
+        expected: the trusted root.
+        got: the root the proof implies.
+    """
+
+    def __init__(self, message: str, *, expected: bytes, got: bytes) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.got = got
 
 
 class ConsistencyError(LedgerError):

@@ -1,7 +1,8 @@
 """Operator commands: ``certd witness`` (follow a log and cosign it) and ``certd health``.
 
 ``certd health --server HOST:PORT`` asks the gRPC health service and exits 0 when certd is
-SERVING, 1 otherwise (for container and Kubernetes probes; TLS flags as for ``witness``).
+SERVING, 1 otherwise, 3 when it cannot be reached (``certd.exitcodes``; for container and
+Kubernetes probes any non-zero is a failure; TLS flags as for ``witness``).
 
 Example::
 
@@ -32,6 +33,7 @@ from typing import Any
 import grpc
 
 from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
 from certd.signing.keys import VerifierKey, load_signing_key
 
@@ -223,10 +225,15 @@ def _cmd_health(args: argparse.Namespace) -> int:
         status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     except grpc.RpcError as e:
         status = f"{e.code().name}: {e.details()}"
+        down = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    else:
+        down = False
     finally:
         channel.close()
     print(json.dumps({"server": args.server, "status": status}) if args.json else status)
-    return 0 if status == "SERVING" else 1
+    if down:
+        return EXIT_UNAVAILABLE
+    return EXIT_OK if status == "SERVING" else EXIT_REFUSED
 
 
 def _tls_flags(p: argparse.ArgumentParser) -> None:

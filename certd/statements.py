@@ -18,14 +18,27 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from certd.errors import InvalidInputError, ProofError, SigningError
+from certd.errors import (
+    InvalidInputError,
+    MalformedStatementError,
+    ProofError,
+    TamperedError,
+)
 from certd.ledger import merkle
-from certd.ledger.checkpoint import open_checkpoint
-from certd.signing.dsse import Envelope, KeyRing, verify_envelope
-from certd.signing.statement import canonical_json, parse_statement
+from certd.opening import (
+    PREDICATE_ACCEPTANCE,
+    PREDICATE_ACCEPTANCE_REFUSAL,
+    PREDICATE_FEASIBILITY,
+    PREDICATE_TYPES,
+    PREDICATE_VERDICT_RECEIPT,
+    open_log_checkpoint,
+    open_statement,
+)
+from certd.signing.dsse import KeyRing
+from certd.signing.statement import canonical_json
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
@@ -34,10 +47,13 @@ __all__ = [
     "PREDICATE_ACCEPTANCE",
     "PREDICATE_ACCEPTANCE_REFUSAL",
     "PREDICATE_FEASIBILITY",
+    "PREDICATE_TYPES",
     "PREDICATE_VERDICT_RECEIPT",
     "ReceiptClaim",
     "batch_tree",
     "label_json",
+    "open_log_checkpoint",
+    "open_statement",
     "receipt_root_from_path",
     "sha256_hex",
     "task_digest",
@@ -50,11 +66,6 @@ __all__ = [
     "verify_receipt",
     "verify_verdict",
 ]
-
-PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
-PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
-PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
-PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
 
 
 def sha256_hex(data: bytes) -> str:
@@ -230,6 +241,8 @@ class FeasibilityClaim:
     issued_at: int
     ledger_index: int
     tree_size: int
+    witness: str = ""
+    label_fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +270,7 @@ def verify_inclusion(
     leaf = merkle.leaf_hash(entry)
     if proof.leaf_hash and proof.leaf_hash != leaf:
         raise ProofError(f"leaf hash: expected {leaf.hex()}, got {proof.leaf_hash.hex()}")
-    cp = open_checkpoint(proof.checkpoint.note, [t.key for t in keys], origin=origin)
+    cp = open_log_checkpoint(proof.checkpoint.note, keys, origin)
     if cp.size != proof.tree_size:
         raise ProofError(f"checkpoint size: expected {proof.tree_size}, got {cp.size}")
     merkle.verify_inclusion(
@@ -266,27 +279,12 @@ def verify_inclusion(
     return cp.size
 
 
-def _claimed_time(payload: bytes) -> int | None:
-    """The predicate's ``issued_at`` read before verification, to pick keys by validity window.
-
-    The signature is then checked with the keys valid at that time, so a rotated-out key
-    verifies only what it signed inside its window.
-    """
-    try:
-        st = json.loads(payload)
-        at = st["predicate"]["issued_at"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return at if isinstance(at, int) and not isinstance(at, bool) else None
-
-
-def _open_statement(envelope: bytes, keys: KeyRing, predicate_type: str) -> dict[str, Any]:
-    env = Envelope.from_json(envelope)
-    payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
-    st = parse_statement(payload)
-    if st.predicate_type != predicate_type:
-        raise SigningError(f"predicate type: expected {predicate_type}, got {st.predicate_type}")
-    return dict(st.predicate)
+def _same(field: str, signed: object, copy: object) -> None:
+    if signed != copy:
+        raise TamperedError(
+            f"{field}: the signed payload says {signed!r:.80}, the record's copy {copy!r:.80}",
+            field=field,
+        )
 
 
 def verify_certificate(
@@ -296,7 +294,12 @@ def verify_certificate(
     task: tasks_pb2.Task | None = None,
     origin: str | None = None,
 ) -> FeasibilityClaim:
-    """Verify a feasibility certificate offline: signature, statement, witness and ledger proof.
+    """Verify a feasibility certificate offline: statement, ledger proof and every copy.
+
+    Every unsigned copy the message carries is compared with the signed payload or proof:
+    ``certificate_id`` (SHA-256 of the envelope), ``ledger_index`` (the proof's leaf index),
+    ``label`` (value, κ and fields) and ``witness``. An empty copy is ignored (nobody can
+    trust what is not there).
 
     Args:
         cert: the certificate as certd returned it.
@@ -305,43 +308,43 @@ def verify_certificate(
         origin: when given, the checkpoint must carry this log origin.
 
     Raises:
-        SigningError: bad signature or malformed statement.
-        ProofError: the inclusion proof does not tie the envelope to a trusted checkpoint.
-        InvalidInputError: the certificate is about another task or witness.
+        SigningError: the statement does not open (see ``open_statement``).
+        ProofError: the inclusion proof does not tie the envelope to a trusted checkpoint
+            (``RootMismatchError`` when it leads to another root).
+        TamperedError: a copy disagrees with the signed payload.
+        InvalidInputError: the certificate is about another task.
 
     Returns:
         The verified claim.
     """
-    p = _open_statement(cert.envelope, keys, PREDICATE_FEASIBILITY)
-    try:
-        claim = FeasibilityClaim(
-            task_digest=str(p["task_digest"]),
-            domain=str(p["domain"]),
-            kappa=str(p["kappa"]),
-            label=str(p["label"]),
-            witness_digest=str(p["witness_digest"]),
-            verifier=str(p["verifier"]),
-            issued_at=int(p["issued_at"]),
-            ledger_index=cert.inclusion.leaf_index,
-            tree_size=cert.inclusion.tree_size,
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise SigningError(f"feasibility predicate is malformed: {e}") from e
-    if cert.witness and sha256_hex(cert.witness.encode()) != claim.witness_digest:
-        raise InvalidInputError(
-            f"witness digest: expected {claim.witness_digest}, "
-            f"got {sha256_hex(cert.witness.encode())}",
-            field="witness",
-        )
+    p = open_statement(cert.envelope, keys, PREDICATE_FEASIBILITY).predicate
+    size = verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
+    claim = FeasibilityClaim(
+        task_digest=p["task_digest"],
+        domain=p["domain"],
+        kappa=p["kappa"],
+        label=p["label"],
+        witness_digest=p["witness_digest"],
+        verifier=p["verifier"],
+        issued_at=p["issued_at"],
+        ledger_index=cert.inclusion.leaf_index,
+        tree_size=size,
+        witness=p["witness"],
+        label_fields={str(k): str(v) for k, v in p["label_fields"].items()},
+    )
+    if cert.certificate_id:
+        _same("certificate_id", sha256_hex(cert.envelope), cert.certificate_id)
+    _same("ledger_index", claim.ledger_index, cert.ledger_index)
+    if cert.HasField("label"):
+        _same("label.value", claim.label, cert.label.value)
+        _same("label.kappa", claim.kappa, cert.label.kappa)
+        _same("label.fields", claim.label_fields, dict(cert.label.fields))
+    if cert.witness:
+        _same("witness", claim.witness, cert.witness)
     if task is not None and task_digest(task) != claim.task_digest:
         raise InvalidInputError(
             f"task digest: expected {task_digest(task)}, got {claim.task_digest}", field="task"
         )
-    if cert.label.value and cert.label.value != claim.label:
-        raise InvalidInputError(
-            f"label: expected {claim.label}, got {cert.label.value}", field="label"
-        )
-    verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
     return claim
 
 
@@ -374,7 +377,7 @@ def verify_acceptance(
     checkpoint_digest: str | None = None,
     origin: str | None = None,
 ) -> AcceptanceClaim:
-    """Verify an acceptance certificate offline: signature, statement and ledger proof.
+    """Verify an acceptance certificate offline: statement, ledger proof and every copy.
 
     Args:
         cert: the certificate as certd returned it.
@@ -383,50 +386,39 @@ def verify_acceptance(
         origin: when given, the checkpoint must carry this log origin.
 
     Raises:
-        SigningError: bad signature or malformed statement.
+        SigningError: the statement does not open (see ``open_statement``).
         ProofError: the inclusion proof does not tie the envelope to a trusted checkpoint.
-        InvalidInputError: the certificate is about another checkpoint, or its id is wrong.
+        TamperedError: ``certificate_id`` or ``ledger_index`` disagrees with the envelope/proof.
+        InvalidInputError: the certificate is about another checkpoint.
 
     Returns:
         The verified claim.
     """
-    env = Envelope.from_json(cert.envelope)
-    st = parse_statement(verify_envelope(env, keys))
-    if st.predicate_type != PREDICATE_ACCEPTANCE:
-        raise SigningError(
-            f"predicate type: expected {PREDICATE_ACCEPTANCE}, got {st.predicate_type}"
-        )
-    p = st.predicate
-    try:
-        claim = AcceptanceClaim(
-            certificate_id=sha256_hex(cert.envelope),
-            run=str(p["run"]),
-            sequence=int(p["sequence"]),
-            checkpoint=str(p["checkpoint"]["name"]),
-            checkpoint_digest=str(p["checkpoint"]["digest"]),
-            predecessor=str(p["predecessor"]),
-            target=str(p["target"]),
-            seed=int(p["seed"]),
-            issued_at=int(p["issued_at"]),
-            capabilities={str(k): dict(v) for k, v in dict(p["capabilities"]).items()},
-            ledger_index=cert.inclusion.leaf_index,
-            tree_size=cert.inclusion.tree_size,
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise SigningError(f"acceptance predicate is malformed: {e}") from e
-    if dict(st.subjects).get("checkpoint") != claim.checkpoint_digest:
-        raise SigningError("acceptance subject disagrees with the predicate's checkpoint")
-    if cert.certificate_id and cert.certificate_id != claim.certificate_id:
-        raise InvalidInputError(
-            f"certificate id: expected {claim.certificate_id}, got {cert.certificate_id}",
-            field="certificate_id",
-        )
+    p = open_statement(cert.envelope, keys, PREDICATE_ACCEPTANCE).predicate
+    size = verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
+    checkpoint = p["checkpoint"]
+    claim = AcceptanceClaim(
+        certificate_id=sha256_hex(cert.envelope),
+        run=p["run"],
+        sequence=p["sequence"],
+        checkpoint=str(checkpoint.get("name", "")),
+        checkpoint_digest=str(checkpoint.get("digest", "")),
+        predecessor=p["predecessor"],
+        target=p["target"],
+        seed=p["seed"],
+        issued_at=p["issued_at"],
+        capabilities={str(k): dict(v) for k, v in p["capabilities"].items()},
+        ledger_index=cert.inclusion.leaf_index,
+        tree_size=size,
+    )
+    if cert.certificate_id:
+        _same("certificate_id", claim.certificate_id, cert.certificate_id)
+    _same("ledger_index", claim.ledger_index, cert.ledger_index)
     if checkpoint_digest is not None and checkpoint_digest != claim.checkpoint_digest:
         raise InvalidInputError(
             f"checkpoint digest: expected {checkpoint_digest}, got {claim.checkpoint_digest}",
             field="checkpoint_digest",
         )
-    verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
     return claim
 
 
@@ -443,28 +435,27 @@ def verify_receipt(
     """Verify a receipt's signature, statement and ledger inclusion.
 
     Raises:
-        SigningError: bad signature or malformed statement.
-        ProofError: the receipt is not tied to a trusted checkpoint, or its root differs.
+        SigningError: the statement does not open (see ``open_statement``).
+        ProofError: the receipt is not tied to a trusted checkpoint.
+        TamperedError: the message's ``batch_root`` or ``batch_size`` differs from the signed.
 
     Returns:
         The verified claim.
     """
-    p = _open_statement(receipt.envelope, keys, PREDICATE_VERDICT_RECEIPT)
+    p = open_statement(receipt.envelope, keys, PREDICATE_VERDICT_RECEIPT).predicate
     try:
-        claim = ReceiptClaim(
-            batch_root=bytes.fromhex(str(p["batch_root"])),
-            batch_size=int(p["batch_size"]),
-            issued_at=int(p["issued_at"]),
-            ledger_index=receipt.inclusion.leaf_index,
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise SigningError(f"receipt predicate is malformed: {e}") from e
-    if claim.batch_root != receipt.batch_root or claim.batch_size != receipt.batch_size:
-        raise ProofError(
-            f"receipt root: expected {claim.batch_root.hex()}/{claim.batch_size}, "
-            f"got {receipt.batch_root.hex()}/{receipt.batch_size}"
-        )
+        root = bytes.fromhex(p["batch_root"])
+    except ValueError as e:
+        raise MalformedStatementError(f"predicate.batch_root: expected hex, got {e}") from e
     verify_inclusion(receipt.envelope, receipt.inclusion, keys, origin)
+    claim = ReceiptClaim(
+        batch_root=root,
+        batch_size=p["batch_size"],
+        issued_at=p["issued_at"],
+        ledger_index=receipt.inclusion.leaf_index,
+    )
+    _same("batch_root", claim.batch_root.hex(), receipt.batch_root.hex())
+    _same("batch_size", claim.batch_size, receipt.batch_size)
     return claim
 
 

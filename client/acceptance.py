@@ -2,19 +2,22 @@
 
 Example::
 
-    with CertdClient("127.0.0.1:50051", trusted_keys=[vkey]) as client:
+    with CertdClient(address, trusted_keys=[vkey]) as client:
         register_task_set(client, "band-3", tasks3, k=8, route_kappa="countdown.first-op.v1",
                           route_field="operator")
         ratchet = CheckpointRatchet([vkey], run="run-1")
-        claim = promote_checkpoint(client, ratchet, sampler, run="run-1", checkpoint="step-100",
-                                   checkpoint_digest=digest_of_path("ckpt/step-100"),
-                                   target="band-3")
+        for step in ("step-0", "step-100"):
+            claim = promote_checkpoint(client, ratchet, samplers[step], run="run-1",
+                                       checkpoint=step, target="band-3",
+                                       checkpoint_digest=digest_of_path(Path("ckpt") / step))
         # PromotionRefusedError names the capability that fell, by how much, with its interval
+        ratchet.save_state(Path("ratchet.json"))   # the chain's head outlives the process
 
 certd draws the evaluation prompts (the trainer cannot pick easy ones), verifies every sample
 itself and signs only when the target improved and every other registered task set stayed
 within its tolerance of the run's previous accepted certificate. ``promote_checkpoint`` then
-checks the certificate offline through a ``CheckpointRatchet`` before it returns. Every
+checks the certificate offline through a ``CheckpointRatchet`` before it returns, fetching
+the consistency proofs the ratchet asks for through the client it is given. Every
 function has an ``…_async`` twin over ``AsyncCertdClient``.
 """
 
@@ -29,9 +32,9 @@ from certd.statements import AcceptanceClaim
 from certd.v1 import authority_pb2, tasks_pb2
 
 from .aio import AsyncCertdClient
+from .checkpoint_ratchet import CheckpointRatchet, Promotion
 from .client import CertdClient
 from .errors import PromotionRefusedError
-from .ratchet import CheckpointRatchet
 from .tasks import TaskLike, as_task
 
 __all__ = [
@@ -214,7 +217,14 @@ def promote_checkpoint(
         checkpoint_digest=checkpoint_digest,
         target=target,
     )
-    return _promote(reply, ratchet, checkpoint, checkpoint_digest)
+    if not reply.accepted:
+        raise _refused(reply, checkpoint)
+    promotion = ratchet.promote(
+        checkpoint_digest,
+        reply.certificate,
+        fetch=lambda a, b: client.consistency_proof(a, b).hashes,
+    )
+    return _promoted(promotion, checkpoint)
 
 
 def _register_request(
@@ -258,18 +268,14 @@ def _samples(
     return samples
 
 
-def _promote(
-    reply: authority_pb2.AcceptResponse,
-    ratchet: CheckpointRatchet,
-    checkpoint: str,
-    checkpoint_digest: str,
-) -> AcceptanceClaim:
-    if not reply.accepted:
-        r = reply.refusal
-        raise PromotionRefusedError(
-            f"certd refused {checkpoint}: {r.detail}", reason=r.reason, drops=tuple(r.drops)
-        )
-    promotion = ratchet.promote(checkpoint_digest, reply.certificate)
+def _refused(reply: authority_pb2.AcceptResponse, checkpoint: str) -> PromotionRefusedError:
+    r = reply.refusal
+    return PromotionRefusedError(
+        f"certd refused {checkpoint}: {r.detail}", reason=r.reason, drops=tuple(r.drops)
+    )
+
+
+def _promoted(promotion: Promotion, checkpoint: str) -> AcceptanceClaim:
     if not promotion.promoted or promotion.claim is None:
         first = promotion.reasons[0] if promotion.reasons else ("NO_CERTIFICATE", "")
         raise PromotionRefusedError(
@@ -367,4 +373,12 @@ async def promote_checkpoint_async(
     challenge = await begin_acceptance_async(client, run, checkpoint, checkpoint_digest, target)
     samples = _samples(challenge, sampler)
     reply = await accept_async(client, challenge.evaluation_id, checkpoint_digest, samples)
-    return _promote(reply, ratchet, checkpoint, checkpoint_digest)
+    if not reply.accepted:
+        raise _refused(reply, checkpoint)
+    proofs: dict[tuple[int, int], list[bytes]] = {}
+    promotion = ratchet.promote(checkpoint_digest, reply.certificate)
+    while promotion.missing is not None and promotion.missing not in proofs:
+        a, b = promotion.missing  # the ratchet decides without I/O; the caller fetches
+        proofs[(a, b)] = list((await client.consistency_proof(a, b)).hashes)
+        promotion = ratchet.promote(checkpoint_digest, reply.certificate, proofs=proofs)
+    return _promoted(promotion, checkpoint)

@@ -8,6 +8,11 @@ Example::
     forkgate check-cert cert.json --trust certd-data/signing.pub
     forkgate guard --server 127.0.0.1:50051 --run run-1 --tasks band-3,band-4 --trust KEY
 
+Exit codes (``certd.exitcodes``, docs/exit-codes.md): 0 all good; 1 something was refused or
+failed verification (``admit`` with a refused record unless ``--allow-refused``, ``check-cert``
+on a certificate that does not verify, ``guard`` with a certificate that does not verify);
+2 usage or unreadable input; 3 certd unavailable.
+
 Input lines are ``{"id", "domain", "task", "response"}``; output lines are ``{"id", "status",
 "reward", "family", "detail", "verifier", "elapsed_ms"}``. A bad line gives an error line with
 its id (``"status": "ERROR"``), never a crash.
@@ -16,7 +21,9 @@ its id (``"status": "ERROR"``), never a crash.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,15 +33,16 @@ from google.protobuf import json_format
 from tqdm import tqdm
 
 from certd.errors import CertdError
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from ._base import ClientSettings, load_keyring
 from .client import CertdClient
-from .errors import ForkgateError, InvalidRequestError
+from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .tasks import make_task
 
-__all__ = ["main", "verdict_line"]
+__all__ = ["default_ratchet_state", "main", "verdict_line"]
 
 
 def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
@@ -180,12 +188,13 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     try:
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
+        reason = type(e).__name__
         print(
-            json.dumps({"ok": False, "error": str(e)})
+            json.dumps({"ok": False, "reason": reason, "error": str(e)})
             if args.json
-            else f"certificate does NOT verify: {e}"
+            else f"certificate does NOT verify ({reason}): {e}"
         )
-        return 1
+        return EXIT_REFUSED
     info = {
         "ok": True,
         "task_digest": claim.task_digest,
@@ -274,35 +283,60 @@ def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_ratchet_state(log: str) -> Path:
+    """Where ``forkgate admit`` keeps a log's ratchet state by default.
+
+    ``$XDG_STATE_HOME/forkgate/ratchet-<hash of the log's key ids and origin>.json``
+    (``~/.local/state`` when unset), beside ``certd audit``'s auditor state.
+    """
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "forkgate" / f"ratchet-{hashlib.sha256(log.encode()).hexdigest()[:16]}.json"
+
+
 def _cmd_admit(args: argparse.Namespace) -> int:
     from .ratchet import CertifiedDataset, Ratchet
 
+    if not Path(args.input).is_file():
+        raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
     client = CertdClient(args.server) if args.server else None
-    ratchet = Ratchet(
-        args.trust,
-        kappas=set(args.kappa),
-        consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
-    )
-    data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
-    with open(args.out, "w", encoding="utf-8") as sink:
-        admitted = 0
-        for record in data:
-            sink.write(json.dumps(record, sort_keys=True) + "\n")
-            admitted += 1
+    try:
+        ratchet = Ratchet(
+            args.trust,
+            kappas=set(args.kappa),
+            consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
+        )
+        state = Path(args.state) if args.state else default_ratchet_state(ratchet.state.log)
+        if not args.no_state:
+            ratchet.load_state(state)
+        data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
+        with _open_out(args.out) as sink:
+            admitted = 0
+            for record in data:
+                sink.write(json.dumps(record, sort_keys=True) + "\n")
+                admitted += 1
+        if not args.no_state:
+            ratchet.save_state(state)
+    finally:
+        if client is not None:
+            client.close()
     refused = [
         {"line": n + 1, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
     ]
     print(
-        json.dumps({"admitted": admitted, "refused": refused})
+        json.dumps(
+            {
+                "admitted": admitted,
+                "refused": refused,
+                "state": None if args.no_state else str(state),
+            }
+        )
         if args.json
         else "\n".join(
             [f"admitted {admitted}, refused {len(refused)}"]
             + [f"  line {x['line']}: {x['reasons']}" for x in refused]
         )
     )
-    if client is not None:
-        client.close()
-    return 0
+    return EXIT_REFUSED if refused and not args.allow_refused else EXIT_OK
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -516,9 +550,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--trust", action="append", required=True)
     a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
-    a.add_argument("--server", default="", help="for consistency proofs of newer checkpoints")
+    a.add_argument(
+        "--server", default="", help="fetch consistency proofs a file does not carry from here"
+    )
     a.add_argument("--in", dest="input", required=True)
     a.add_argument("--out", required=True)
+    a.add_argument(
+        "--state",
+        default="",
+        help="the ratchet's trusted-state file (default: under $XDG_STATE_HOME/forkgate, "
+        "one per log); successive runs only move forward",
+    )
+    a.add_argument("--no-state", action="store_true", help="start fresh and keep nothing")
+    a.add_argument(
+        "--allow-refused", action="store_true", help="exit 0 even when records were refused"
+    )
     a.set_defaults(fn=_cmd_admit)
 
     mt = sub.add_parser("metrics", help="coverage figures of a fork-tree file")
@@ -609,10 +655,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except ForkgateError as e:
         print(f"forkgate: error: {e}", file=sys.stderr)
-        return 2
+        return forkgate_exit_code(e)
+    except CertdError as e:
+        print(f"forkgate: error: {e}", file=sys.stderr)
+        return exit_code_of(e)
     except (OSError, ValueError) as e:
         print(f"forkgate: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ The tree::
     ├── ServerError               any other server-side failure (``request_id`` to quote)
     └── VerificationError         a receipt, certificate or proof did not verify offline
 
-The client raises these; the ``forkgate`` CLI renders them.
+The client raises these; the ``forkgate`` CLI renders them and exits with
+``forkgate_exit_code`` (docs/exit-codes.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "ServerError",
     "UnimplementedError",
     "VerificationError",
+    "forkgate_exit_code",
 ]
 
 
@@ -113,3 +115,12 @@ class ServerError(ForkgateError):
 
 class VerificationError(ForkgateError):
     """A receipt, certificate, checkpoint or proof did not verify."""
+
+
+def forkgate_exit_code(error: ForkgateError) -> int:
+    """The CLI exit code of a client error (``certd.exitcodes``: 1 refused, 2 usage, 3 down)."""
+    if isinstance(error, CertdUnavailableError | DeadlineExceededError):
+        return 3
+    if isinstance(error, InvalidRequestError | NotFoundError):
+        return 2  # usage: a bad argument, or a name (run, certificate, size) that is not there
+    return 1

@@ -17,7 +17,11 @@ A record (what ``Ratchet.admit`` takes)::
 
     {"task": {...}, "task_digest": "...", "families": [{"label", "witness", "certificate",
      "forced": bool}], "feasible": 4, "uncovered": ["3,-"], "negatives": [{"text", "status",
-     "family"}], "samples": 40, "tokens": 1234, "complete": true}
+     "family"}], "samples": 40, "tokens": 1234, "complete": true,
+     "consistency": [{"first", "second", "hashes"}]}
+
+``consistency`` links the record's checkpoints to the previous record's (``link_record``), so
+``forkgate admit`` admits the file offline, without ``--server``.
 
 Records are appended with a flush and fsync per task; a rerun skips tasks already written.
 """
@@ -39,10 +43,11 @@ from certd.v1 import tasks_pb2
 
 from .client import CertdClient
 from .errors import CertificationRefusedError
+from .ratchet_state import proofs_json
 from .samplers import Sample, Sampler
 from .tasks import as_task
 
-__all__ = ["ForkTreeBuilder", "countdown_prompt", "done_task_digests"]
+__all__ = ["ForkTreeBuilder", "countdown_prompt", "done_task_digests", "link_record"]
 
 
 def countdown_prompt(task: Mapping[str, Any]) -> str:
@@ -68,16 +73,60 @@ def _drop_torn_tail(path: Path) -> None:
 
 def done_task_digests(path: Path) -> set[str]:
     """Task digests already written to an output file (a torn last line is ignored)."""
+    return _scan(path)[0]
+
+
+def _scan(path: Path) -> tuple[set[str], int | None]:
+    """(task digests written, the anchor size of the last record with one)."""
     done: set[str] = set()
+    anchor = None
     if not path.exists():
-        return done
+        return done, anchor
     with path.open(encoding="utf-8") as f:
         for line in f:
             try:
-                done.add(str(json.loads(line)["task_digest"]))
+                record = json.loads(line)
+                done.add(str(record["task_digest"]))
             except (ValueError, KeyError, TypeError):
                 continue
-    return done
+            sizes = _tree_sizes(record)
+            anchor = max(sizes) if sizes else anchor
+    return done, anchor
+
+
+def _tree_sizes(record: Mapping[str, Any]) -> set[int]:
+    """The tree sizes of the checkpoints the record's certificates are proven under."""
+    try:
+        return {int(f["certificate"]["inclusion"]["treeSize"]) for f in record.get("families", [])}
+    except (KeyError, TypeError, ValueError):
+        return set()
+
+
+def link_record(
+    record: dict[str, Any],
+    previous: int | None,
+    consistency: Callable[[int, int], Sequence[bytes]],
+) -> int | None:
+    """Attach the consistency proofs that let the ratchet admit ``record`` offline.
+
+    The record's checkpoints and the previous record's anchor (its largest checkpoint) are
+    linked to the largest of them all, R: a proof ``s → R`` for every other size ``s``
+    (``consistency`` fetches it, e.g. ``client.consistency_proof``). A ratchet that trusts
+    the previous record's anchor can then move to this one, and one that trusts an older
+    state prefix sees each checkpoint proven. Stored as ``record["consistency"]``
+    (``forkgate.ratchet_state.proofs_json``).
+
+    Returns:
+        The record's anchor (its largest tree size), or ``previous`` when it has none.
+    """
+    sizes = _tree_sizes(record)
+    if not sizes:
+        return previous
+    linked = sizes | ({previous} if previous else set())
+    top = max(linked)
+    proofs = {(s, top): list(consistency(s, top)) for s in sorted(linked - {top})}
+    record["consistency"] = proofs_json(proofs)
+    return max(sizes)
 
 
 @dataclass
@@ -120,7 +169,7 @@ class ForkTreeBuilder:
         """Build a record per task not already in ``out``; append each durably."""
         pending = list(tasks)
         _drop_torn_tail(out)
-        done = done_task_digests(out)
+        done, anchor = _scan(out)
         todo = [t for t in pending if task_digest(as_task(t)) not in done]
         records = []
         with (
@@ -130,6 +179,9 @@ class ForkTreeBuilder:
             self._progress = bar
             for task in todo:
                 record = self.build(task)
+                anchor = link_record(
+                    record, anchor, lambda a, b: self.client.consistency_proof(a, b).hashes
+                )
                 sink.write(json.dumps(record, sort_keys=True) + "\n")
                 sink.flush()
                 os.fsync(sink.fileno())

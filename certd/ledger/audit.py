@@ -1,13 +1,17 @@
 """Audit a ledger: re-derive its tree, check every signature, check against trusted state.
 
 Example:
-    >>> from certd.signing import KeyRing, SigningKey, sign_envelope
+    >>> from certd.signing import KeyRing, SigningKey, make_statement, sign_envelope
+    >>> from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
     >>> from certd.ledger.audit import audit_store
     >>> from certd.ledger.log import Ledger
     >>> from certd.ledger.sqlite import SQLiteStore
     >>> key = SigningKey.generate("certd.example/log")
     >>> ledger = Ledger(SQLiteStore(":memory:"), key, "certd.example/log")
-    >>> env = sign_envelope(b"{}", "application/vnd.in-toto+json", key)
+    >>> root = bytes(32)
+    >>> body = make_statement([("verdict-batch", root.hex())], PREDICATE_VERDICT_RECEIPT,
+    ...     receipt_predicate(batch_root=root, batch_size=1, verifiers=["v"], issued_at=0))
+    >>> env = sign_envelope(body, "application/vnd.in-toto+json", key)
     >>> ledger.append([(None, env.to_json())])
     [0]
     >>> report = audit_store(ledger.store, KeyRing([key.verifier()]), None)
@@ -37,7 +41,6 @@ import binascii
 import json
 import multiprocessing
 import os
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -45,6 +48,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from certd.atomicfile import write_atomic
 from certd.errors import CertdError, LedgerError, SigningError
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.ledger.merkle import (
@@ -56,8 +60,9 @@ from certd.ledger.merkle import (
 )
 from certd.ledger.merkle import consistency_proof as build_consistency_proof
 from certd.ledger.store import LedgerStore
-from certd.signing.dsse import Envelope, KeyRing, verify_envelope
+from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
+from certd.statements import PREDICATE_TYPES, open_statement
 
 __all__ = [
     "AuditFault",
@@ -75,7 +80,8 @@ class AuditFault:
     """One thing the audit found wrong.
 
     Attributes:
-        kind: ``entry``, ``node``, ``signature``, ``checkpoint``, ``consistency`` or
+        kind: ``store`` (rows the tree does not explain), ``entry``, ``node``, ``signature``,
+            ``checkpoint``, ``consistency`` or
             ``state``.
         index: the entry index it concerns, or None.
         message: what is wrong, with expected and actual values.
@@ -163,7 +169,7 @@ class AuditState:
         return cls.from_json(data)
 
     def save(self, path: Path) -> None:
-        """Write the state file atomically (temporary file, fsync, rename).
+        """Write the state file atomically (``certd.atomicfile.write_atomic``).
 
         Args:
             path: the file.
@@ -173,17 +179,7 @@ class AuditState:
         """
         path = Path(path)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)  # e.g. a first ~/.local/state/forkgate
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(self.to_json())
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(path, self.to_json(), parents=True)
         except OSError as e:
             raise LedgerError(f"cannot write the audit state {path}: {e.strerror}") from e
 
@@ -236,23 +232,22 @@ class AuditReport:
 def _verify_signatures(
     start: int, entries: Sequence[bytes | None], trusted: KeyRing
 ) -> list[AuditFault]:
+    """Open every entry as a statement certd signs (``certd.statements.open_statement``)."""
     faults: list[AuditFault] = []
     for offset, data in enumerate(entries):
         if data is None:
             continue
         index = start + offset
         try:
-            envelope = Envelope.from_json(data)
+            open_statement(data, trusted, PREDICATE_TYPES)
         except SigningError as e:
             faults.append(
-                AuditFault("signature", index, f"entry {index}: not a DSSE envelope: {e}")
-            )
-            continue
-        try:
-            verify_envelope(envelope, trusted)
-        except SigningError as e:
-            faults.append(
-                AuditFault("signature", index, f"signature of entry {index} does not verify: {e}")
+                AuditFault(
+                    "signature",
+                    index,
+                    f"entry {index} does not verify as a signed statement "
+                    f"({type(e).__name__}): {e}",
+                )
             )
     return faults
 
@@ -610,6 +605,8 @@ def audit_store(
             latest = None
         audit.open_checkpoint(None if latest is None else latest[1])
         size = store.size()
+        for item in store.unexplained(limit=max_faults):
+            audit.fault("store", None, f"the store holds state its tree does not explain: {item}")
         for start in range(0, size, chunk):
             end = min(size, start + chunk)
             entries: list[bytes | None]

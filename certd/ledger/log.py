@@ -38,7 +38,6 @@ back from an older snapshot), so a restarted replica never signs a fork either.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import random
 import threading
@@ -50,6 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from certd.atomicfile import write_atomic
 from certd.errors import (
     CertdError,
     ConsistencyError,
@@ -172,6 +172,7 @@ class Ledger:
         remembered = self._load_file()
         self._latest = remembered
         with self._commit_lock:
+            self._check_store_explained()
             self._refresh_latest(verified=remembered is None)
             self._check_store_matches_latest()
             self._sign_up_to(self._store.size())
@@ -461,10 +462,8 @@ class Ledger:
         self._latest_at = time.time()
         path = self._checkpoint_file
         if path is not None:
-            tmp = path.with_name(path.name + ".tmp")
             try:
-                tmp.write_text(signed.note, encoding="utf-8")
-                os.replace(tmp, path)
+                write_atomic(path, signed.note.encode("utf-8"))
             except OSError as e:
                 raise LedgerError(f"cannot record the checkpoint in {path}: {e}") from e
 
@@ -533,6 +532,20 @@ class Ledger:
             raise self._fail(
                 f"expected the stored root at size {signed.size} to be "
                 f"{signed.root_hash.hex()} (latest checkpoint), got {root.hex()}"
+            )
+
+    def _check_store_explained(self) -> None:
+        """Refuse to start on a store holding rows beyond its tree (fail-stop, not UNAVAILABLE).
+
+        Such a row (a junk entry at ``idx = size``, say) would make every later append fail;
+        the operator must look (``certd audit`` names each row) and repair the store.
+        """
+        strays = self._store.unexplained()
+        if strays:
+            raise self._fail(
+                "refusing to start: the ledger store holds state its tree does not explain ("
+                + "; ".join(strays)
+                + "); run `certd audit` and repair the store before serving"
             )
 
     def _sign_up_to(self, size: int) -> None:

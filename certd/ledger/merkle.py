@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 
-from certd.errors import ProofError
+from certd.errors import ProofError, RootMismatchError
 
 __all__ = [
     "CompactRange",
@@ -398,9 +398,11 @@ def verify_inclusion(
     _check_hash(root, "root")
     got = root_from_inclusion_proof(leaf_hash, index, size, proof)
     if got != root:
-        raise ProofError(
+        raise RootMismatchError(
             f"expected root {root.hex()}, got {got.hex()} from the inclusion proof "
-            f"of index {index} in tree size {size}"
+            f"of index {index} in tree size {size}",
+            expected=root,
+            got=got,
         )
 
 
@@ -481,8 +483,11 @@ def verify_consistency(
         if proof:
             raise ProofError(f"expected an empty proof for equal sizes, got {len(proof)} hashes")
         if root1 != root2:
-            raise ProofError(
-                f"expected equal roots for equal sizes {size1}, got {root1.hex()} and {root2.hex()}"
+            raise RootMismatchError(
+                f"expected equal roots for equal sizes {size1}, "
+                f"got {root1.hex()} and {root2.hex()}",
+                expected=root1,
+                got=root2,
             )
         if size1 == 0 and root1 != EMPTY_ROOT:
             raise ProofError(f"expected the empty-tree root {EMPTY_ROOT.hex()}, got {root1.hex()}")
@@ -495,14 +500,18 @@ def verify_consistency(
     _check_hash(root2, "root2")
     got1, got2 = root_from_consistency_proof(size1, size2, proof, root1)
     if got1 != root1:
-        raise ProofError(
+        raise RootMismatchError(
             f"expected root1 {root1.hex()}, got {got1.hex()} from the consistency proof "
-            f"{size1} -> {size2}"
+            f"{size1} -> {size2}",
+            expected=root1,
+            got=got1,
         )
     if got2 != root2:
-        raise ProofError(
+        raise RootMismatchError(
             f"expected root2 {root2.hex()}, got {got2.hex()} from the consistency proof "
-            f"{size1} -> {size2}"
+            f"{size1} -> {size2}",
+            expected=root2,
+            got=got2,
         )
 
 

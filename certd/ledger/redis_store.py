@@ -243,6 +243,22 @@ class RedisStore(LedgerStore):
             raise StoreError(f"cannot read the tree size: {e}") from e
         return 0 if raw is None else int(raw)
 
+    def _read_unexplained(self, size: int, limit: int) -> list[str]:
+        self._check_open()
+        try:
+            if int(self._r.hlen(self._k_entries)) <= size:
+                return []
+            out = []
+            for field, _ in self._r.hscan_iter(self._k_entries, count=1000):
+                name = _raw(field).decode("utf-8", "replace")
+                if not name.isdigit() or int(name) >= size:
+                    out.append(f"entry at {name} beyond the tree size {size}")
+                    if len(out) >= limit:
+                        break
+        except RedisError as e:
+            raise StoreError(f"cannot look for entries beyond the tree: {e}") from e
+        return out
+
     def _read_entries(self, start: int, end: int) -> list[bytes | None]:
         self._check_open()
         if end <= start:

@@ -173,6 +173,26 @@ class SQLiteStore(LedgerStore):
         self._check_open()
         return self._size
 
+    def _read_unexplained(self, size: int, limit: int) -> list[str]:
+        queries = (
+            ("entry", "SELECT idx FROM entries WHERE idx >= ? OR idx < 0 ORDER BY idx LIMIT ?"),
+            (
+                "node",
+                "SELECT level || ',' || idx FROM nodes"
+                " WHERE ((idx + 1) << level) > ? OR idx < 0 LIMIT ?",
+            ),
+            ("checkpoint", "SELECT size FROM checkpoints WHERE size > ? LIMIT ?"),
+        )
+        out: list[str] = []
+        try:
+            with self._read() as conn:
+                for what, sql in queries:
+                    for (where,) in conn.execute(sql, (size, limit)):
+                        out.append(f"{what} at {where} beyond the tree size {size}")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot look for rows beyond the tree: {e}") from e
+        return out[:limit]
+
     def _read_entries(self, start: int, end: int) -> list[bytes | None]:
         out: list[bytes | None] = [None] * (end - start)
         try:

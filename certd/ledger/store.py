@@ -170,6 +170,14 @@ class LedgerStore(ABC):
     def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
         """Return the checkpoint for ``size``, or the largest one when ``size`` is None."""
 
+    def _read_unexplained(self, size: int, limit: int) -> list[str]:
+        """Describe up to ``limit`` stored items the tree of ``size`` does not explain.
+
+        Entries at an index >= size, nodes over leaves >= size, checkpoints for a size
+        beyond it. The default finds none; backends that can look override it.
+        """
+        return []
+
     def writer_lock(self) -> AbstractContextManager[None]:
         """Serialise commits with other processes sharing the backend (a no-op here).
 
@@ -289,6 +297,23 @@ class LedgerStore(ABC):
             The tree size.
         """
         return self._read_size()
+
+    def unexplained(self, limit: int = 10) -> list[str]:
+        """Stored state the tree does not explain (e.g. a row at ``idx >= size``).
+
+        The audit fails naming each one, and the ledger refuses to start on a store that
+        has any (the next append would collide with it).
+
+        Args:
+            limit: most items described.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            One line per item, empty when the store holds exactly its tree.
+        """
+        return self._read_unexplained(self._read_size(), limit)
 
     def _check_range(self, start: int, end: int, limit: int, what: str) -> None:
         size = self._read_size()

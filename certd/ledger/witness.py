@@ -25,18 +25,20 @@ leaves the witness able to cosign a fork of what it already cosigned.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from certd.atomicfile import write_atomic
 from certd.errors import ConsistencyError, LedgerError, ProofError
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint
+from certd.ledger.checkpoint import Checkpoint
 from certd.ledger.merkle import verify_consistency
+from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, VerifierKey
 from certd.signing.note import add_signature_lines, cosign
+from certd.statements import open_log_checkpoint
 
 __all__ = ["Witness", "WitnessState"]
 
@@ -85,7 +87,7 @@ class Witness:
             LedgerError: the state file is unreadable or for another log.
         """
         self.key = key
-        self._log_keys = list(log_keys)
+        self._log_keys = KeyRing(log_keys)
         self.origin = origin
         self._path = state_path
         self._clock = clock
@@ -126,18 +128,8 @@ class Witness:
             "root_hash": state.root_hash.hex(),
             "note": state.note,
         }
-        tmp = self._path.with_name(self._path.name + ".tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(data, f, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path)
-            fd = os.open(self._path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_atomic(self._path, json.dumps(data, sort_keys=True).encode("utf-8"))
         except OSError as e:
             raise LedgerError(f"cannot record the witness state in {self._path}: {e}") from e
 
@@ -157,7 +149,7 @@ class Witness:
         Returns:
             The note with this witness's cosignature appended.
         """
-        cp = open_checkpoint(note, self._log_keys, origin=self.origin)
+        cp = open_log_checkpoint(note, self._log_keys, self.origin)  # the one trust path
         with self._lock:
             old = self._state
             if old is not None:

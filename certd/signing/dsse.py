@@ -26,7 +26,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from certd.errors import SigningError
+from certd.errors import (
+    BadSignatureError,
+    MalformedStatementError,
+    SigningError,
+    UnknownKeyError,
+)
 from certd.signing.keys import SigningKey, VerifierKey
 
 __all__ = [
@@ -80,13 +85,15 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _b64decode(text: object, what: str) -> bytes:
     if not isinstance(text, str):
-        raise SigningError(f"expected a base64 string in {what}, got {type(text).__name__}")
+        raise MalformedStatementError(
+            f"expected a base64 string in {what}, got {type(text).__name__}"
+        )
     try:
         # DSSE allows standard or URL-safe base64; map URL-safe to standard, then be strict.
         data = text.translate(_URLSAFE_TO_STD).encode("ascii")
         return base64.b64decode(data, validate=True)
     except (binascii.Error, UnicodeEncodeError) as e:
-        raise SigningError(f"expected base64 in {what}, got {text[:40]!r}") from e
+        raise MalformedStatementError(f"expected base64 in {what}, got {text[:40]!r}") from e
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ class Envelope:
             data: the JSON bytes.
 
         Raises:
-            SigningError: the bytes are not a well-formed envelope.
+            MalformedStatementError: the bytes are not a well-formed envelope.
 
         Returns:
             The envelope (signatures not yet verified).
@@ -150,28 +157,34 @@ class Envelope:
         try:
             obj = json.loads(data.decode("utf-8"), object_pairs_hook=_reject_duplicates)
         except (UnicodeDecodeError, ValueError) as e:
-            raise SigningError("expected a JSON DSSE envelope, got malformed JSON") from e
+            raise MalformedStatementError(
+                "expected a JSON DSSE envelope, got malformed JSON"
+            ) from e
         if not isinstance(obj, dict):
-            raise SigningError(f"expected a JSON object, got {type(obj).__name__}")
+            raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
         if set(obj) != _ENVELOPE_FIELDS:
-            raise SigningError(f"expected fields {sorted(_ENVELOPE_FIELDS)}, got {sorted(obj)}")
+            raise MalformedStatementError(
+                f"expected fields {sorted(_ENVELOPE_FIELDS)}, got {sorted(obj)}"
+            )
         payload_type = obj["payloadType"]
         if not isinstance(payload_type, str):
-            raise SigningError("expected payloadType to be a string")
+            raise MalformedStatementError("expected payloadType to be a string")
         sigs = obj["signatures"]
         if not isinstance(sigs, list) or not sigs:
-            raise SigningError("expected a non-empty list of signatures")
+            raise MalformedStatementError("expected a non-empty list of signatures")
         if len(sigs) > MAX_ENVELOPE_SIGNATURES:
-            raise SigningError(
+            raise MalformedStatementError(
                 f"expected at most {MAX_ENVELOPE_SIGNATURES} signatures, got {len(sigs)}"
             )
         parsed: list[EnvelopeSignature] = []
         for i, s in enumerate(sigs):
             if not isinstance(s, dict) or "sig" not in s or not set(s) <= _SIGNATURE_FIELDS:
-                raise SigningError(f"expected signature {i} as {{keyid, sig}}, got {s!r:.60}")
+                raise MalformedStatementError(
+                    f"expected signature {i} as {{keyid, sig}}, got {s!r:.60}"
+                )
             keyid = s.get("keyid", "")
             if not isinstance(keyid, str):
-                raise SigningError(f"expected signature {i} keyid to be a string")
+                raise MalformedStatementError(f"expected signature {i} keyid to be a string")
             parsed.append(EnvelopeSignature(keyid, _b64decode(s["sig"], f"signature {i}")))
         return cls(
             payload=_b64decode(obj["payload"], "payload"),
@@ -312,7 +325,8 @@ def verify_envelope(
         at_time: POSIX seconds the key must be valid at (KeyRing windows), or None.
 
     Raises:
-        SigningError: no signature verifies with a trusted key.
+        UnknownKeyError: no signature's key id is trusted (and valid at ``at_time``).
+        BadSignatureError: a trusted key's signature does not verify.
 
     Returns:
         The payload bytes.
@@ -323,11 +337,13 @@ def verify_envelope(
         )
     message = envelope.pae()
     failures: list[str] = []
+    known = False
     for sig in envelope.signatures:
         keys = _candidates(trusted, sig.keyid, at_time)
         if not keys:
-            failures.append(f"{sig.keyid!r}: not a trusted key")
+            failures.append(f"{sig.keyid!r}: {_why_untrusted(trusted, sig.keyid, at_time)}")
             continue
+        known = True
         for key in keys:
             try:
                 key.verify(message, sig.sig)
@@ -335,6 +351,13 @@ def verify_envelope(
                 failures.append(f"{sig.keyid!r}: {e}")
                 continue
             return envelope.payload
-    raise SigningError(
-        "expected a signature that verifies with a trusted key, got " + "; ".join(failures)
-    )
+    error = BadSignatureError if known else UnknownKeyError
+    raise error("expected a signature that verifies with a trusted key, got " + "; ".join(failures))
+
+
+def _why_untrusted(
+    trusted: Mapping[str, VerifierKey] | KeyRing, keyid: str, at_time: int | None
+) -> str:
+    if isinstance(trusted, KeyRing) and trusted.lookup(keyid):
+        return f"not a trusted key at {at_time} (the key with this id is outside its window)"
+    return "not a trusted key"

@@ -23,9 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 import secrets
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from certd.atomicfile import write_atomic
 from certd.errors import SigningError
 
 __all__ = [
@@ -398,25 +397,9 @@ def save_signing_key(path: Path, key: SigningKey) -> None:
         SigningError: the file cannot be written.
     """
     path = Path(path)
-    directory = path.parent
     data = (key.to_private_string() + "\n").encode("ascii")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomic(path, data, mode=0o600)
     except OSError as e:
         raise SigningError(f"cannot write key file {path}: {e.strerror}") from e
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from certd.errors import InvalidInputError, SigningError
+from certd.errors import InvalidInputError, MalformedStatementError
 from certd.signing.dsse import Envelope, KeyRing, verify_envelope
 from certd.signing.keys import VerifierKey
 
@@ -79,7 +79,7 @@ def sha256_hex(data: bytes) -> str:
 
 def _check_digest(name: str, digest: object) -> str:
     if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
-        raise SigningError(
+        raise MalformedStatementError(
             f"expected subject {name!r} sha256 as 64 lowercase hex digits, got {digest!r:.80}"
         )
     return digest
@@ -101,15 +101,19 @@ class Statement:
 
     def __post_init__(self) -> None:
         if not self.subjects:
-            raise SigningError("expected at least one subject, got none")
+            raise MalformedStatementError("expected at least one subject, got none")
         for subject in self.subjects:
             if len(subject) != 2 or not isinstance(subject[0], str):
-                raise SigningError(f"expected subject (name, sha256 hex), got {subject!r:.80}")
+                raise MalformedStatementError(
+                    f"expected subject (name, sha256 hex), got {subject!r:.80}"
+                )
             _check_digest(subject[0], subject[1])
         if not isinstance(self.predicate_type, str) or not self.predicate_type:
-            raise SigningError(f"expected a non-empty predicateType, got {self.predicate_type!r}")
+            raise MalformedStatementError(
+                f"expected a non-empty predicateType, got {self.predicate_type!r}"
+            )
         if not isinstance(self.predicate, Mapping):
-            raise SigningError(
+            raise MalformedStatementError(
                 f"expected the predicate to be an object, got {type(self.predicate).__name__}"
             )
 
@@ -131,7 +135,7 @@ class Statement:
         try:
             return canonical_json(obj)
         except InvalidInputError as e:
-            raise SigningError(f"cannot serialize the predicate: {e}") from e
+            raise MalformedStatementError(f"cannot serialize the predicate: {e}") from e
 
 
 def make_statement(
@@ -153,7 +157,7 @@ def make_statement(
     pairs: list[tuple[str, str]] = []
     for s in subjects:
         if len(s) != 2:
-            raise SigningError(f"expected subject (name, sha256 hex), got {s!r:.80}")
+            raise MalformedStatementError(f"expected subject (name, sha256 hex), got {s!r:.80}")
         pairs.append((s[0], s[1]))
     return Statement(tuple(pairs), predicate_type, predicate).to_json()
 
@@ -162,7 +166,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
-            raise SigningError(f"expected unique JSON keys, got {k!r} twice")
+            raise MalformedStatementError(f"expected unique JSON keys, got {k!r} twice")
         out[k] = v
     return out
 
@@ -184,23 +188,29 @@ def parse_statement(data: bytes) -> Statement:
     try:
         obj = json.loads(data.decode("utf-8"), object_pairs_hook=_reject_duplicates)
     except (UnicodeDecodeError, ValueError) as e:
-        raise SigningError("expected a JSON statement, got malformed JSON") from e
+        raise MalformedStatementError("expected a JSON statement, got malformed JSON") from e
     if not isinstance(obj, dict):
-        raise SigningError(f"expected a JSON object, got {type(obj).__name__}")
+        raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
     if set(obj) != _STATEMENT_FIELDS:
-        raise SigningError(f"expected fields {sorted(_STATEMENT_FIELDS)}, got {sorted(obj)}")
+        raise MalformedStatementError(
+            f"expected fields {sorted(_STATEMENT_FIELDS)}, got {sorted(obj)}"
+        )
     if obj["_type"] != STATEMENT_TYPE:
-        raise SigningError(f"expected _type {STATEMENT_TYPE!r}, got {obj['_type']!r:.80}")
+        raise MalformedStatementError(
+            f"expected _type {STATEMENT_TYPE!r}, got {obj['_type']!r:.80}"
+        )
     raw_subjects = obj["subject"]
     if not isinstance(raw_subjects, list):
-        raise SigningError("expected subject to be a list")
+        raise MalformedStatementError("expected subject to be a list")
     subjects: list[tuple[str, str]] = []
     for i, s in enumerate(raw_subjects):
         if not isinstance(s, dict) or not isinstance(s.get("name"), str):
-            raise SigningError(f"expected subject {i} to be an object with a string name")
+            raise MalformedStatementError(
+                f"expected subject {i} to be an object with a string name"
+            )
         digest = s.get("digest")
         if not isinstance(digest, dict) or "sha256" not in digest:
-            raise SigningError(f"expected subject {i} to carry a sha256 digest")
+            raise MalformedStatementError(f"expected subject {i} to carry a sha256 digest")
         subjects.append((s["name"], _check_digest(s["name"], digest["sha256"])))
     return Statement(tuple(subjects), obj["predicateType"], obj["predicate"])
 
@@ -226,7 +236,7 @@ def verify_statement_envelope(
         The verified statement.
     """
     if envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
-        raise SigningError(
+        raise MalformedStatementError(
             f"expected payloadType {IN_TOTO_PAYLOAD_TYPE!r}, got {envelope.payload_type!r}"
         )
     return parse_statement(verify_envelope(envelope, trusted, at_time=at_time))

@@ -129,7 +129,8 @@ def test_a_checkpoint_whose_other_task_eroded_is_refused(
     with pytest.raises(SigningError, match="predicate type"):
         verify_acceptance(record, load_keyring([vkey]))  # type: ignore[arg-type]
     promotion = CheckpointRatchet([vkey], run="r1").promote(CKPTS[2].digest, record)
-    assert not promotion.promoted and promotion.reasons[0][0] is Reason.BAD_SIGNATURE
+    # a statement of another predicate type (the refusal), whatever its signature
+    assert not promotion.promoted and promotion.reasons[0][0] is Reason.WRONG_SUBJECT
     b4 = next(f for f in bad.figures if f.task_set == "band-4")
     assert b4.has_previous and b4.ser.estimate > 0.1 and not b4.within_noise
     assert b4.routes["/"] > 0.7

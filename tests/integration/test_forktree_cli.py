@@ -107,10 +107,16 @@ def test_build_admit_metrics(address: str, vkey: str, policy_url: str, tmp_path:
         str(out),
         "--out",
         str(admitted),
+        "--state",
+        str(tmp_path / "ratchet.json"),
         "--json",
     )
     assert adm.returncode == 0, adm.stderr
-    assert json.loads(adm.stdout) == {"admitted": 1, "refused": []}
+    assert json.loads(adm.stdout) == {
+        "admitted": 1,
+        "refused": [],
+        "state": str(tmp_path / "ratchet.json"),
+    }
     stranger = SigningKey.generate("stranger.example/log").verifier().to_vkey()
     alien = _cli(
         "admit",
@@ -120,8 +126,10 @@ def test_build_admit_metrics(address: str, vkey: str, policy_url: str, tmp_path:
         str(out),
         "--out",
         str(tmp_path / "none.jsonl"),
+        "--no-state",
         "--json",
     )
+    assert alien.returncode == 1  # a refused record fails the command (strict by default)
     refused = json.loads(alien.stdout)
     assert refused["admitted"] == 0
     assert {r[0] for r in refused["refused"][0]["reasons"]} == {"UNKNOWN_KEY"}

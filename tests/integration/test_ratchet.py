@@ -94,7 +94,7 @@ def test_forged_replayed_tampered_records_are_refused(address: str, vkey: str) -
 
     relabelled = copy.deepcopy(other)
     relabelled["families"][0]["label"] = "99,+"
-    assert reasons(ratchet_for(address, vkey), relabelled) == {Reason.WRONG_SUBJECT}
+    assert reasons(ratchet_for(address, vkey), relabelled) == {Reason.TAMPERED_LABEL}
 
     moved = copy.deepcopy(good)
     inclusion = moved["families"][0]["certificate"]["inclusion"]

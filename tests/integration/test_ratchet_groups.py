@@ -195,6 +195,8 @@ def test_admit_command_takes_groups(address: str, vkey: str, tmp_path: Path) -> 
             str(src),
             "--out",
             str(out),
+            "--state",
+            str(tmp_path / "ratchet.json"),
             "--json",
         ],
         capture_output=True,
@@ -202,7 +204,7 @@ def test_admit_command_takes_groups(address: str, vkey: str, tmp_path: Path) -> 
         timeout=120,
         check=False,
     )
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # a refused group fails the command (strict)
     report = json.loads(run.stdout)
     assert report["admitted"] == 1
     assert report["refused"][0]["line"] == 2

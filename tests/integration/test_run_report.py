@@ -162,6 +162,18 @@ def test_forkgate_run_leaves_a_report_that_renders(tmp_path: Path) -> None:
     assert summary["records_admitted"] >= 1
     records = [json.loads(x) for x in (work / "forktrees.jsonl").read_text().splitlines()]
     assert len(records) == 4
+    # issue 16: the README's admit, offline (no --server), admits every record the run wrote
+    admit = subprocess.run(
+        [
+            sys.executable, "-m", "forkgate.cli", "admit",
+            "--trust", str(work / "certd-data" / "signing.pub"),
+            "--in", str(work / "forktrees.jsonl"), "--out", str(tmp_path / "admitted.jsonl"),
+            "--state", str(tmp_path / "ratchet.json"), "--json",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert admit.returncode == 0, admit.stdout + admit.stderr
+    assert json.loads(admit.stdout)["admitted"] == len(records)
     report = Path(summary["report"])
     assert report == work / "report" / "index.html"
     _, images = rendered_images(report.parent, tmp_path)

@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from certd.domains.verdict import Status
-from sandboxes import ExecResult, ExecStatus, Program
+from sandboxes.program import Program
+from sandboxes.result import ExecResult, ExecStatus
 
 from .compare import compare_output
 from .task import CodeTask

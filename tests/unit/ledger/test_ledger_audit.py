@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -14,7 +15,8 @@ from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.signing.dsse import Envelope, EnvelopeSignature, KeyRing, sign_envelope
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
+from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
 
 ORIGIN = "certd.example/log"
 KEY = SigningKey(ORIGIN, bytes(range(32)))
@@ -22,7 +24,9 @@ RING = KeyRing([KEY.verifier()])
 
 
 def envelope(i: int, key: SigningKey = KEY) -> bytes:
-    body = make_statement([("task", sha256_hex(b"%d" % i))], "https://x/feasibility/v1", {"i": i})
+    root = hashlib.sha256(b"%d" % i).digest()
+    predicate = receipt_predicate(batch_root=root, batch_size=1, verifiers=["v"], issued_at=i)
+    body = make_statement([("verdict-batch", root.hex())], PREDICATE_VERDICT_RECEIPT, predicate)
     return sign_envelope(body, IN_TOTO_PAYLOAD_TYPE, key).to_json()
 
 
@@ -120,8 +124,7 @@ def test_deleted_entry_and_leaf_hash(tmp_path: Path) -> None:
 def test_forged_and_malformed_signatures(tmp_path: Path) -> None:
     db = tmp_path / "l.db"
     attacker = SigningKey.generate("attacker.example/k")
-    body = make_statement([("task", sha256_hex(b"x"))], "https://x/p", {})
-    forged = sign_envelope(body, IN_TOTO_PAYLOAD_TYPE, attacker)
+    forged = Envelope.from_json(envelope(3, attacker))
     # Claim the trusted key's id on the attacker's signature.
     claimed = Envelope(
         forged.payload,
@@ -136,12 +139,12 @@ def test_forged_and_malformed_signatures(tmp_path: Path) -> None:
     assert not report.ok
     got = messages(report)
     assert any(
-        m.startswith("signature of entry 3 does not verify")
+        m.startswith("entry 3 does not verify as a signed statement (BadSignatureError)")
         and f"does not verify with key {ORIGIN}+{KEY.key_id_hex}" in m
         for m in got
     ), got
-    assert any(m.startswith("entry 4: not a DSSE envelope") for m in got)
-    assert any(m.startswith("signature of entry 5") and "not a trusted key" in m for m in got)
+    assert any(m.startswith("entry 4 does not verify") and "Malformed" in m for m in got)
+    assert any(m.startswith("entry 5") and "UnknownKeyError" in m for m in got)
     assert {f.kind for f in report.faults} == {"signature"}  # the tree itself is fine
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from certd.ledger.redis_store import RedisStore
 from certd.ledger.store import DuplicateKeyError
 from certd.signing.dsse import KeyRing, sign_envelope
 from certd.signing.keys import SigningKey
+from certd.signing.statement import make_statement
+from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
 
 pytest.importorskip("redis")
 
@@ -34,7 +37,11 @@ def open_ledger(url: str, prefix: str, checkpoint_file: Path | None = None) -> L
 
 
 def envelope(text: str) -> bytes:
-    return sign_envelope(text.encode(), "application/vnd.in-toto+json", KEY).to_json()
+    """A receipt statement whose batch root is the hash of ``text`` (what the audit opens)."""
+    root = hashlib.sha256(text.encode()).digest()
+    predicate = receipt_predicate(batch_root=root, batch_size=1, verifiers=["v"], issued_at=0)
+    body = make_statement([("verdict-batch", root.hex())], PREDICATE_VERDICT_RECEIPT, predicate)
+    return sign_envelope(body, "application/vnd.in-toto+json", KEY).to_json()
 
 
 def test_three_replicas_share_one_ledger(redis_server: object, redis_prefix: str) -> None:

@@ -1,0 +1,191 @@
+"""The one way to open a statement certd signs, and the predicate types it knows.
+
+Example:
+    >>> from certd.signing import KeyRing, SigningKey, make_statement, sign_envelope
+    >>> from certd.statements import receipt_predicate
+    >>> key = SigningKey.generate("certd.example/log")
+    >>> root = bytes(32)
+    >>> body = make_statement([("verdict-batch", root.hex())], PREDICATE_VERDICT_RECEIPT,
+    ...     receipt_predicate(batch_root=root, batch_size=1, verifiers=["v"], issued_at=0))
+    >>> env = sign_envelope(body, "application/vnd.in-toto+json", key).to_json()
+    >>> open_statement(env, KeyRing([key.verifier()]), PREDICATE_VERDICT_RECEIPT).predicate_type
+    'https://forkgate.dev/attestations/verdict-receipt/v1'
+    >>> open_statement(env, KeyRing([key.verifier()]), PREDICATE_FEASIBILITY)
+    Traceback (most recent call last):
+    ...
+    certd.errors.WrongPredicateError: predicate type: expected https://forkgate.dev/...
+
+Every consumer goes through ``open_statement``: ``certd.statements.verify_certificate``,
+``verify_receipt`` and ``verify_acceptance`` (which then compare the message's copies), the
+``forkgate`` ratchets, ``forkgate check-cert``, ``certd audit`` (every ledger entry) and the
+witness (checkpoints, through ``open_log_checkpoint``). Light: it needs only
+``certd.signing`` and the checkpoint parser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+
+from certd.errors import MalformedStatementError, UnknownKeyError, WrongPredicateError
+from certd.ledger.checkpoint import Checkpoint, open_checkpoint
+from certd.signing.dsse import Envelope, KeyRing, verify_envelope
+from certd.signing.statement import (
+    IN_TOTO_PAYLOAD_TYPE,
+    Statement,
+    canonical_json,
+    parse_statement,
+    sha256_hex,
+)
+
+__all__ = [
+    "PREDICATE_ACCEPTANCE",
+    "PREDICATE_ACCEPTANCE_REFUSAL",
+    "PREDICATE_FEASIBILITY",
+    "PREDICATE_TYPES",
+    "PREDICATE_VERDICT_RECEIPT",
+    "open_log_checkpoint",
+    "open_statement",
+]
+
+PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
+PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
+PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
+PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
+
+_STR, _INT, _OBJ = "a string", "an integer", "an object"
+_SHAPES: dict[str, dict[str, str]] = {
+    PREDICATE_FEASIBILITY: {
+        "domain": _STR,
+        "issued_at": _INT,
+        "kappa": _STR,
+        "label": _STR,
+        "label_fields": _OBJ,
+        "task": _OBJ,
+        "task_digest": _STR,
+        "verifier": _STR,
+        "witness": _STR,
+        "witness_digest": _STR,
+    },
+    PREDICATE_VERDICT_RECEIPT: {"batch_root": _STR, "batch_size": _INT, "issued_at": _INT},
+    PREDICATE_ACCEPTANCE: {
+        "capabilities": _OBJ,
+        "checkpoint": _OBJ,
+        "issued_at": _INT,
+        "predecessor": _STR,
+        "run": _STR,
+        "seed": _INT,
+        "sequence": _INT,
+        "target": _STR,
+    },
+}
+_SHAPES[PREDICATE_ACCEPTANCE_REFUSAL] = {**_SHAPES[PREDICATE_ACCEPTANCE], "refusal": _OBJ}
+
+PREDICATE_TYPES = frozenset(_SHAPES)
+"""Every predicate type certd signs (what the ledger holds)."""
+
+
+def _claimed_time(payload: bytes) -> int:
+    """The predicate's ``issued_at``, read before verification to pick keys by validity window.
+
+    The signature is then checked with the keys valid at that time, so a rotated-out key
+    verifies only what it signed inside its window.
+    """
+    try:
+        at = json.loads(payload)["predicate"]["issued_at"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise MalformedStatementError("expected a statement with predicate.issued_at") from e
+    if not isinstance(at, int) or isinstance(at, bool):
+        raise MalformedStatementError(f"expected issued_at to be an integer, got {at!r:.40}")
+    return at
+
+
+def _is(value: object, kind: str) -> bool:
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, str if kind == _STR else dict)
+
+
+def _check_shape(st: Statement) -> None:
+    """Every field the predicate type needs, of its type, and subjects that agree with it."""
+    p = st.predicate
+    for name, kind in _SHAPES[st.predicate_type].items():
+        if not _is(p.get(name), kind):
+            raise MalformedStatementError(
+                f"expected predicate.{name} to be {kind}, got {p.get(name)!r:.60}"
+            )
+    subjects = dict(st.subjects)
+    if st.predicate_type == PREDICATE_FEASIBILITY:
+        want = {"task": p["task_digest"], "witness": p["witness_digest"]}
+        if sha256_hex(canonical_json(p["task"])) != p["task_digest"]:
+            raise MalformedStatementError("predicate.task does not hash to predicate.task_digest")
+        if sha256_hex(p["witness"].encode()) != p["witness_digest"]:
+            raise MalformedStatementError("predicate.witness does not hash to its digest")
+    elif st.predicate_type == PREDICATE_VERDICT_RECEIPT:
+        want = {"verdict-batch": p["batch_root"]}
+    else:
+        want = {"checkpoint": p["checkpoint"].get("digest")}
+    for name, digest in want.items():
+        if subjects.get(name) != digest:
+            raise MalformedStatementError(
+                f"subject {name}: expected {digest!r:.70}, got {subjects.get(name)!r:.70}"
+            )
+
+
+def open_statement(
+    envelope: bytes, keys: KeyRing, predicate_types: str | Collection[str]
+) -> Statement:
+    """Open a statement certd signed: the one function every consumer goes through.
+
+    Checked in this order (each failure its own error):
+
+    1. the bytes are a DSSE envelope with payloadType ``application/vnd.in-toto+json``
+       (``MalformedStatementError``);
+    2. a signature's key id is a trusted key valid at the statement's ``issued_at``
+       (``UnknownKeyError``) and its signature over the PAE verifies (``BadSignatureError``);
+    3. the payload is an in-toto Statement v1 (``MalformedStatementError``) of one of
+       ``predicate_types`` (``WrongPredicateError``);
+    4. its predicate has every field of its type, and its subjects agree with it
+       (``MalformedStatementError``).
+
+    Args:
+        envelope: the DSSE envelope JSON bytes.
+        keys: trusted log keys (with validity windows).
+        predicate_types: the predicate type(s) the caller accepts.
+
+    Raises:
+        SigningError: one of the subclasses above.
+
+    Returns:
+        The verified statement.
+    """
+    wanted = {predicate_types} if isinstance(predicate_types, str) else set(predicate_types)
+    env = Envelope.from_json(envelope)
+    if env.payload_type != IN_TOTO_PAYLOAD_TYPE:
+        raise MalformedStatementError(
+            f"payloadType: expected {IN_TOTO_PAYLOAD_TYPE!r}, got {env.payload_type!r:.60}"
+        )
+    if not any(keys.lookup(sig.keyid) for sig in env.signatures):
+        ids = ", ".join(sig.keyid for sig in env.signatures)
+        raise UnknownKeyError(f"no trusted key has key id {ids}")
+    payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
+    st = parse_statement(payload)
+    if st.predicate_type not in wanted:
+        raise WrongPredicateError(
+            f"predicate type: expected {' or '.join(sorted(wanted))}, got {st.predicate_type}"
+        )
+    if st.predicate_type in _SHAPES:
+        _check_shape(st)
+    return st
+
+
+def open_log_checkpoint(note: str, keys: KeyRing, origin: str | None = None) -> Checkpoint:
+    """Open a checkpoint the log signed (a C2SP signed note, not a DSSE envelope).
+
+    Checkpoints carry no time, so every trusted log key counts, whatever its window.
+
+    Raises:
+        SigningError: no trusted key signed the note, or it is malformed.
+        InvalidInputError: the note is not a checkpoint of ``origin``.
+    """
+    return open_checkpoint(note, [t.key for t in keys], origin=origin)

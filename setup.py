@@ -1,0 +1,16 @@
+"""Package discovery (pyproject.toml holds everything else).
+
+``forkgate`` lives in ``client/`` (``package-dir`` in pyproject.toml maps it), which a static
+``packages.find`` table cannot rename, so the list is computed here: every package under
+``certd/``, ``sandboxes/`` and ``client/`` (as ``forkgate``) is shipped, and a new subpackage
+needs no edit. tests/unit/test_wheel.py builds the wheel and checks through it.
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    packages=[
+        *find_packages(include=["certd", "certd.*", "sandboxes", "sandboxes.*"]),
+        *("forkgate" + p.removeprefix("client") for p in find_packages(include=["client*"])),
+    ]
+)

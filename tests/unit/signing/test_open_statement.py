@@ -1,0 +1,86 @@
+"""``open_statement``: each step of the one trust path fails with its own error."""
+
+from __future__ import annotations
+
+import pytest
+
+from certd.errors import (
+    BadSignatureError,
+    MalformedStatementError,
+    UnknownKeyError,
+    WrongPredicateError,
+)
+from certd.signing.dsse import KeyRing, TrustedKey, sign_envelope
+from certd.signing.keys import SigningKey
+from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
+from certd.statements import (
+    PREDICATE_FEASIBILITY,
+    PREDICATE_VERDICT_RECEIPT,
+    open_statement,
+    receipt_predicate,
+)
+
+KEY = SigningKey("certd.example/log", bytes(range(32)))
+ROOT = bytes(range(32))
+
+
+def receipt(issued_at: int = 100, **change: object) -> bytes:
+    predicate = receipt_predicate(
+        batch_root=ROOT, batch_size=2, verifiers=["v"], issued_at=issued_at
+    )
+    predicate.update(change)
+    return make_statement([("verdict-batch", ROOT.hex())], PREDICATE_VERDICT_RECEIPT, predicate)
+
+
+def envelope(body: bytes, key: SigningKey = KEY, payload_type: str = IN_TOTO_PAYLOAD_TYPE) -> bytes:
+    return sign_envelope(body, payload_type, key).to_json()
+
+
+RING = KeyRing([KEY.verifier()])
+
+
+def test_an_honest_statement_opens() -> None:
+    st = open_statement(envelope(receipt()), RING, PREDICATE_VERDICT_RECEIPT)
+    assert st.predicate["batch_size"] == 2
+
+
+def test_the_key_must_be_valid_at_the_statements_time() -> None:
+    window = KeyRing([TrustedKey(KEY.verifier(), not_before=50, not_after=150)])
+    assert open_statement(envelope(receipt(100)), window, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(UnknownKeyError, match="at 200"):  # signed after the key was retired
+        open_statement(envelope(receipt(200)), window, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(UnknownKeyError):
+        open_statement(
+            envelope(receipt(), SigningKey.generate("other.example/k")),
+            RING,
+            PREDICATE_VERDICT_RECEIPT,
+        )
+
+
+def test_each_other_step_has_its_error() -> None:
+    with pytest.raises(MalformedStatementError, match="payloadType"):
+        open_statement(
+            envelope(receipt(), payload_type="application/json"), RING, PREDICATE_VERDICT_RECEIPT
+        )
+    with pytest.raises(MalformedStatementError):
+        open_statement(b"{not json", RING, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(WrongPredicateError):
+        open_statement(envelope(receipt()), RING, PREDICATE_FEASIBILITY)
+    with pytest.raises(MalformedStatementError, match="batch_size"):
+        open_statement(envelope(receipt(batch_size="2")), RING, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(MalformedStatementError, match="subject verdict-batch"):
+        open_statement(envelope(receipt(batch_root="00" * 32)), RING, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(MalformedStatementError, match="issued_at"):
+        open_statement(envelope(receipt(issued_at=True)), RING, PREDICATE_VERDICT_RECEIPT)  # type: ignore[arg-type]
+
+
+def test_a_flipped_signature_is_a_bad_signature() -> None:
+    import base64
+    import json
+
+    env = json.loads(envelope(receipt()))
+    sig = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
+    sig[0] ^= 1
+    env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    with pytest.raises(BadSignatureError):
+        open_statement(json.dumps(env).encode(), RING, PREDICATE_VERDICT_RECEIPT)
