@@ -102,14 +102,21 @@ class CertificateIndex:
                 self._scanned = max(self._scanned, size)
                 self._ahead = {i for i in self._ahead if i >= self._scanned}
 
-    def catch_up(self) -> None:
+    def catch_up(self, *, refresh: bool = False) -> None:
         """Index certificates other replicas appended since the last scan (shared ledgers).
+
+        Args:
+            refresh: first adopt the newest checkpoint in the shared store now (a reader
+                about to answer NOT_FOUND), rather than the one the ledger last refreshed.
 
         Raises:
             StoreError: the ledger's store failed.
         """
-        if self._ledger is not None:
-            self._load(self._ledger)
+        if self._ledger is None:
+            return
+        if refresh and self._ledger.store.shared:
+            self._ledger.refresh()
+        self._load(self._ledger)
 
     def add(self, cert: IndexedCertificate) -> None:
         """Record a durable certificate."""

@@ -364,7 +364,8 @@ class Ledger:
                 self._sign_up_to(first + sum(len(r.items) for r in accepted))
         except CertdError as e:
             for r in accepted:
-                r.future.set_exception(e)
+                if not r.future.done():  # some were failed already (keys another replica took)
+                    r.future.set_exception(e)
             return
         position = first
         for r in accepted:
@@ -573,6 +574,25 @@ class Ledger:
             and time.monotonic() - self._refreshed_at >= self._refresh_interval_s
             and self._failed is None
         ):
+            try:
+                self._refresh_latest()
+            except CertdError as e:  # serve the checkpoint held; appends fail-stop if needed
+                log.warning("cannot adopt a newer checkpoint: %s", e)
+        latest = self._latest
+        assert latest is not None  # set in __init__
+        return latest
+
+    def refresh(self) -> SignedCheckpoint:
+        """Adopt the newest checkpoint in a shared store now, without waiting for the interval.
+
+        A reader that missed something (another replica's certificate) calls this before
+        answering NOT_FOUND: every acknowledged entry is covered by a checkpoint stored
+        before its acknowledgement, so after a refresh the ledger's size covers it.
+
+        Returns:
+            The latest signed checkpoint.
+        """
+        if self._store.shared and self._failed is None:
             try:
                 self._refresh_latest()
             except CertdError as e:  # serve the checkpoint held; appends fail-stop if needed

@@ -52,6 +52,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         kappa = request.label.kappa or self._checkers.for_domain(task.domain).kappa
         return task, kappa, request.label.value
 
+    @property
+    def _shared(self) -> bool:
+        """Whether other replicas append to the same ledger."""
+        return self._ledger.store.shared
+
     def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
         if cert is None:
             raise NotFoundError("certificate not found")
@@ -100,10 +105,15 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         index = self._authority.index
         if which == "certificate_id":
             at = index.index_of(request.certificate_id)
+            if at is None and self._shared:  # another replica's: catch up before NOT_FOUND
+                index.catch_up(refresh=True)
+                at = index.index_of(request.certificate_id)
             if at is None:
                 raise NotFoundError(f"no certificate with id {request.certificate_id!r}")
         elif which == "ledger_index":
             at = request.ledger_index
+            if at >= self._ledger.size() and self._shared:
+                self._ledger.refresh()
             if at >= self._ledger.size():
                 raise NotFoundError(f"ledger index {at} is not below size {self._ledger.size()}")
         else:
@@ -119,6 +129,8 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         task = checked_task(request.task, self._cfg, "task")
         kappa = request.kappa or self._checkers.for_domain(task.domain).kappa
         index = self._authority.index
+        if self._shared:  # labels other replicas certified count too
+            index.catch_up(refresh=True)
         certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
         return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)
 
