@@ -43,6 +43,7 @@ from ._base import (
     is_retryable_with_key,
     load_keyring,
     map_rpc_error,
+    server_name_options,
     verify_requests,
 )
 from .errors import CertificationRefusedError
@@ -66,11 +67,13 @@ class AsyncCertdClient:
         tls_cert: str | Path | None = None,
         tls_key: str | Path | None = None,
         token: str | None = None,
+        tls_server_name: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
         target, extra = channel_target(address)
         options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
+        options += server_name_options(tls_server_name, tls_ca, tls_cert)
         creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
         if creds is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)

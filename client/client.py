@@ -48,6 +48,7 @@ from ._base import (
     is_retryable_with_key,
     load_keyring,
     map_rpc_error,
+    server_name_options,
     verify_requests,
 )
 from .errors import CertificationRefusedError
@@ -71,6 +72,8 @@ class CertdClient:
         tls_cert: client certificate file for mutual TLS, with ``tls_key``.
         tls_key: the client certificate's private key file.
         token: a bearer token (needs TLS).
+        tls_server_name: the name to check certd's certificate against (one of its SANs)
+            instead of the address; needed with TLS over several replica addresses.
     """
 
     def __init__(
@@ -83,11 +86,13 @@ class CertdClient:
         tls_cert: str | Path | None = None,
         tls_key: str | Path | None = None,
         token: str | None = None,
+        tls_server_name: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
         target, extra = channel_target(address)
         options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
+        options += server_name_options(tls_server_name, tls_ca, tls_cert)
         creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
         if creds is None:
             self._channel = grpc.insecure_channel(target, options=options)
