@@ -316,6 +316,33 @@ class MathPool:
                     results[i] = self._timeout(pairs[i][1])
         return [r for r in results if r is not None]
 
+    def alive(self) -> int:
+        """Worker processes alive now (a killed one counts until it is replaced)."""
+        with self._lock:
+            workers = list(self._all.values())
+        return sum(1 for w in workers if w.proc.is_alive())
+
+    def heal(self) -> int:
+        """Replace idle workers that died (a check would otherwise find them first).
+
+        Returns:
+            How many were found dead and are being replaced.
+        """
+        found: list[_Worker] = []
+        while True:
+            try:
+                found.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        dead = 0
+        for w in found:
+            if w.proc.is_alive():
+                self._idle.put(w)
+            else:
+                dead += 1
+                self._replace(w)
+        return dead
+
     def idle(self) -> bool:
         """Whether no check is in flight: every worker waits for work."""
         return self._idle.qsize() >= self.workers
