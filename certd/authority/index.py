@@ -149,9 +149,23 @@ class CertificateIndex:
 
     def labels(self, task_digest: str, kappa: str) -> list[int]:
         """Ledger indexes of every certificate of (task, κ), in label order."""
+        return [index for _, index in self.label_items(task_digest, kappa)]
+
+    def label_items(
+        self, task_digest: str, kappa: str, after: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, int]]:
+        """(label, ledger index) of the certificates of (task, κ), in label order.
+
+        Args:
+            task_digest: the task.
+            kappa: the κ.
+            after: only labels sorting after this one (a page cursor).
+            limit: at most this many.
+        """
         with self._lock:
             labels = self._by_task.get(task_digest, {}).get(kappa, {})
-            return [labels[k].index for k in sorted(labels)]
+            keys = sorted(k for k in labels if after is None or k > after)
+            return [(k, labels[k].index) for k in keys[:limit]]
 
     def index_of(self, certificate_id: str) -> int | None:
         """The ledger index of a certificate id (hex SHA-256 of its envelope), or None."""

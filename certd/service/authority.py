@@ -14,6 +14,7 @@ from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.service.paging import make_token, page_size, read_token
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]
@@ -131,8 +132,18 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         index = self._authority.index
         if self._shared:  # labels other replicas certified count too
             index.catch_up(refresh=True)
-        certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
-        return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)
+        size = page_size(request.page_size, self._cfg.limits)
+        query = f"forktree\n{task.digest}\n{kappa}"
+        after = read_token(request.page_token, query)
+        items = index.label_items(task.digest, kappa, after=after, limit=size + 1)
+        page = items[:size]
+        more = len(items) > size
+        return authority_pb2.ForkTree(
+            task_digest=task.digest,
+            kappa=kappa,
+            certificates=[self._cert(index.load(at)) for _, at in page],
+            next_page_token=make_token(query, page[-1][0]) if more else "",
+        )
 
     def EnumerateFamilies(
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
