@@ -6,6 +6,9 @@ Every server is a real ``certd serve`` process on 127.0.0.1 (``--ledger redis://
 Redis runs), Redis a real ``redis-server`` with ``appendfsync always``. Clients are threads
 here sending CertifyBatch (distinct (task, label) pairs, witnesses enumerated before timing)
 round robin over the replicas, without offline checks, so the client's CPU stays small.
+Replica start-up: seconds from spawning ``certd serve`` to serving, on the 1,000,000-entry
+ledger and on an empty one.
+
 CPU time of each process (certd replicas with their children, Redis, this client process) is
 read from /proc before and after, so the report says where the time goes: on a 2-core
 machine the replicas share the cores, and throughput cannot scale beyond them.
@@ -193,6 +196,27 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
         }
 
 
+def empty_startup() -> float:
+    """Seconds from spawning ``certd serve`` on an empty Redis ledger to serving."""
+    key = SigningKey.generate(KEY_NAME)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "redis").mkdir()
+        redis = Redis(root / "redis")
+        try:
+            data = root / "replica"
+            data.mkdir()
+            save_signing_key(data / "signing.key", key)
+            s0 = time.perf_counter()
+            proc, _ = start_certd(data, redis.url)
+            took = time.perf_counter() - s0
+            proc.terminate()
+            proc.wait(timeout=60)
+        finally:
+            redis.stop()
+    return took
+
+
 def percentile(xs: list[float], q: float) -> float:
     ys = sorted(xs)
     return ys[min(len(ys) - 1, int(q * len(ys)))]
@@ -225,7 +249,9 @@ def proof_latency() -> dict[str, Any]:
             data = root / "replica"
             data.mkdir()
             save_signing_key(data / "signing.key", key)
-            proc, address = start_certd(data, redis.url)
+            s0 = time.perf_counter()
+            proc, address = start_certd(data, redis.url)  # reads its index from the ledger
+            startup_s = time.perf_counter() - s0
             grpc_lat = []
             try:
                 with CertdClient(address) as c:
@@ -249,6 +275,8 @@ def proof_latency() -> dict[str, Any]:
     return {
         "entries": size,
         "build_seconds": round(build_s, 1),
+        "replica_startup_seconds": round(startup_s, 2),
+        "replica_startup_seconds_empty_ledger": round(empty_startup(), 2),
         "redis_used_memory_mb": round(memory / 2**20, 1),
         "grpc_get_inclusion_proof_ms": {
             "p50": round(percentile(grpc_lat, 0.5), 3),

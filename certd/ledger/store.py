@@ -216,7 +216,18 @@ class LedgerStore(ABC):
     # -- writes -------------------------------------------------------------------------------
 
     def append(self, entries: Sequence[Entry]) -> int:
-        """Append entries atomically.
+        """Append entries atomically; see ``append_nodes``.
+
+        Returns:
+            The index of the first appended entry.
+        """
+        return self.append_nodes(entries)[0]
+
+    def append_nodes(self, entries: Sequence[Entry]) -> tuple[int, list[Node]]:
+        """Append entries atomically, and return the complete nodes the append created.
+
+        The nodes are what the store wrote (they never change once written), so a caller
+        may cache them: proofs of the new entries then need no read back.
 
         Args:
             entries: ``(key, data)`` pairs; ``key`` may be None.
@@ -228,7 +239,7 @@ class LedgerStore(ABC):
             StoreError: the backend failed; nothing was written.
 
         Returns:
-            The index of the first appended entry.
+            (the index of the first appended entry, the new ``(level, index, hash)`` nodes).
         """
         if not entries:
             raise InvalidInputError("expected at least one entry to append, got none")
@@ -259,7 +270,7 @@ class LedgerStore(ABC):
             for _, data in entries:
                 nodes.extend(frontier.append(leaf_hash(data)))
             self._write_batch(first, entries, nodes)
-            return first
+            return first, nodes
 
     def put_checkpoint(self, size: int, signed_note: str) -> None:
         """Store the signed checkpoint for a tree size (replacing one already there).
@@ -403,11 +414,15 @@ class LedgerStore(ABC):
             raise StoreError(f"expected node ({level}, {index}) in the store, got none")
         return h
 
-    def nodes_at(self, coords: Sequence[tuple[int, int]]) -> list[bytes]:
+    def nodes_at(
+        self, coords: Sequence[tuple[int, int]], *, within: int | None = None
+    ) -> list[bytes]:
         """Read complete nodes at arbitrary coordinates in one backend call.
 
         Args:
             coords: ``(level, index)`` pairs, each complete in the current tree.
+            within: a tree size the caller knows is stored (a signed checkpoint's): the
+                coordinates are checked against it instead of reading the size first.
 
         Raises:
             NotFoundError: a node is not complete in the current tree.
@@ -416,7 +431,7 @@ class LedgerStore(ABC):
         Returns:
             The hashes, in the order of ``coords``.
         """
-        size = self._read_size()
+        size = self._read_size() if within is None else within
         for level, index in coords:
             if level < 0 or not 0 <= index < size >> level:
                 raise NotFoundError(
