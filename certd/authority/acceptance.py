@@ -573,16 +573,27 @@ class Acceptances:
         """
         with self._scan_lock:
             size = self._ledger.size()
-            for start in range(self._scanned, size, _SCAN_CHUNK):
+            # First load: only the entries appended under an acceptance key (decisions are
+            # keyed acceptance/<run>/<n> or acceptance-refusal/<run>/<evaluation>).
+            keyed = self._ledger.store.keyed("acceptance", size) if self._scanned == 0 else None
+            if keyed is not None:
+                for start in range(0, len(keyed), _SCAN_CHUNK):
+                    chunk = keyed[start : start + _SCAN_CHUNK]
+                    for at, entry in zip(chunk, self._ledger.store.entries_at(chunk), strict=True):
+                        self._record_entry(at, entry)
+            for start in range(self._scanned if keyed is None else size, size, _SCAN_CHUNK):
                 entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
                 for offset, entry in enumerate(entries):
-                    decision = parse_acceptance_entry(start + offset, entry)
-                    if decision is not None:
-                        with self._lock:
-                            self._record(decision)
+                    self._record_entry(start + offset, entry)
             with self._lock:
                 self._scanned = max(self._scanned, size)
                 self._known = {i for i in self._known if i >= self._scanned}
+
+    def _record_entry(self, index: int, entry: bytes) -> None:
+        decision = parse_acceptance_entry(index, entry)
+        if decision is not None:
+            with self._lock:
+                self._record(decision)
 
     def _record(self, decision: AcceptanceDecision) -> None:
         """Place a decision in its run's chain in ledger order (caller holds ``_lock``)."""

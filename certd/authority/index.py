@@ -7,8 +7,9 @@ Example:
     >>> idx.get("ab" * 32, "k", "25,-").index, idx.label_for_canonical("ab" * 32, "k", "cd")
     (0, '25,-')
 
-The ledger is the source of truth; the index is rebuilt from it at start-up (one pass over the
-entries) and updated as certificates become durable.
+The ledger is the source of truth; the index is rebuilt from it at start-up (from the entries
+appended under a ``feasibility/`` key, which the store lists without reading the others) and
+updated as certificates become durable.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["CertificateIndex", "IndexedCertificate"]
 
 _SCAN_CHUNK = 4096
+_FEASIBILITY_PREFIX = "feasibility/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ class CertificateIndex:
     @staticmethod
     def key(task_digest: str, kappa: str, label: str) -> str:
         """The ledger lookup key of a feasibility certificate."""
-        return f"feasibility/{task_digest}/{kappa}/{label}"
+        return f"{_FEASIBILITY_PREFIX}{task_digest}/{kappa}/{label}"
 
     @staticmethod
     def canonical_key(task_digest: str, kappa: str, canonical_digest: str) -> str:
@@ -86,6 +88,8 @@ class CertificateIndex:
     def _load(self, ledger: Ledger) -> None:
         with self._scan_lock:
             size = ledger.size()
+            if self._scanned == 0 and self._load_keyed(ledger, size):
+                return
             for start in range(self._scanned, size, _SCAN_CHUNK):
                 end = min(size, start + _SCAN_CHUNK)
                 with self._lock:
@@ -101,6 +105,29 @@ class CertificateIndex:
             with self._lock:
                 self._scanned = max(self._scanned, size)
                 self._ahead = {i for i in self._ahead if i >= self._scanned}
+
+    def _load_keyed(self, ledger: Ledger, size: int) -> bool:
+        """First load: read only the entries appended under a ``feasibility/`` key.
+
+        Every certificate is appended with its key (the store lists keys without reading
+        entries), so receipts and other entries are never read at start-up.
+
+        Returns:
+            False when the store cannot list keys (then every entry is scanned).
+        """
+        indexes = ledger.store.keyed(_FEASIBILITY_PREFIX, size)
+        if indexes is None:
+            return False
+        for start in range(0, len(indexes), _SCAN_CHUNK):
+            chunk = indexes[start : start + _SCAN_CHUNK]
+            for at, entry in zip(chunk, ledger.store.entries_at(chunk), strict=True):
+                cert = parse_feasibility_entry(at, entry)
+                if cert is not None:
+                    self.add(cert)
+        with self._lock:
+            self._scanned = max(self._scanned, size)
+            self._ahead = {i for i in self._ahead if i >= self._scanned}
+        return True
 
     def catch_up(self, *, refresh: bool = False) -> None:
         """Index certificates other replicas appended since the last scan (shared ledgers).

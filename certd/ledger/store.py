@@ -154,6 +154,20 @@ class LedgerStore(ABC):
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         """Return the index of each of ``keys`` that is stored."""
 
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        """Return every stored (key, index) whose key starts with ``prefix``.
+
+        None (the default) means the backend cannot list keys; callers then scan entries.
+        """
+        return None
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        """Return the entries at ``indexes``, None for any that is missing.
+
+        The default reads them one by one; backends override it with one query.
+        """
+        return [self._read_entries(i, i + 1)[0] for i in indexes]
+
     @abstractmethod
     def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
         """Atomically store entries from index ``first``, their nodes and the new size.
@@ -505,6 +519,49 @@ class LedgerStore(ABC):
             The entry index, or None.
         """
         return self._find_keys([key]).get(key)
+
+    def keyed(self, prefix: str, below: int) -> list[int] | None:
+        """The indexes below ``below`` of entries appended with a key starting with ``prefix``.
+
+        Lets a reader index one kind of entry (certificates, acceptance decisions) without
+        reading every entry of the ledger.
+
+        Args:
+            prefix: the key prefix, e.g. ``"feasibility/"``.
+            below: a stored tree size; entries at or past it are left out.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            The indexes in ascending order, or None when the backend cannot list keys.
+        """
+        found = self._scan_keys(prefix)
+        if found is None:
+            return None
+        return sorted({index for _, index in found if index < below})
+
+    def entries_at(self, indexes: Sequence[int]) -> list[bytes]:
+        """Read the entries at arbitrary indexes in one backend call.
+
+        Args:
+            indexes: entry indexes, each below the stored size.
+
+        Raises:
+            StoreError: an entry is missing (corrupt store) or the backend failed.
+
+        Returns:
+            The entries, in the order of ``indexes``.
+        """
+        if not indexes:
+            return []
+        got = self._read_entry_set(indexes)
+        out: list[bytes] = []
+        for i, data in zip(indexes, got, strict=True):
+            if data is None:
+                raise StoreError(f"expected entry {i} in the store, got none")
+            out.append(data)
+        return out
 
     def find_many(self, keys: Sequence[str]) -> dict[str, int]:
         """Look up several keys at once.
