@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -72,6 +73,7 @@ class CertificateIndex:
         self._scan_lock = threading.Lock()
         self._scanned = 0
         self._ahead: set[int] = set()  # indexes added past the scan (ours), not parsed again
+        self._caught_up_at = 0.0
         if ledger is not None:
             self._load(ledger)
 
@@ -129,18 +131,23 @@ class CertificateIndex:
             self._ahead = {i for i in self._ahead if i >= self._scanned}
         return True
 
-    def catch_up(self, *, refresh: bool = False) -> None:
+    def catch_up(self, *, refresh: bool = False, min_interval_s: float = 0.0) -> None:
         """Index certificates other replicas appended since the last scan (shared ledgers).
 
         Args:
             refresh: first adopt the newest checkpoint in the shared store now (a reader
                 about to answer NOT_FOUND), rather than the one the ledger last refreshed.
+            min_interval_s: do nothing if the last catch-up began less than this long ago.
 
         Raises:
             StoreError: the ledger's store failed.
         """
         if self._ledger is None:
             return
+        now = time.monotonic()
+        if min_interval_s > 0 and now - self._caught_up_at < min_interval_s:
+            return
+        self._caught_up_at = now
         if refresh and self._ledger.store.shared:
             self._ledger.refresh()
         self._load(self._ledger)
