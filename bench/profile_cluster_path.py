@@ -3,7 +3,10 @@
 The certd parts a CertifyBatch runs (Authority.submit for each item, then wait, then the
 certificate with a fresh inclusion proof, as ``certd.service.authority`` does) over a ledger on
 SQLite and on a real ``redis-server`` (``appendfsync always``), with every Redis command and
-pipeline counted, and cProfile in the serving thread and in the ledger's committer thread.
+pipeline counted, and cProfile in the serving thread and in the (first) ledger's committer
+thread. A third run puts three replicas (three ledgers and authorities on one Redis prefix)
+in the one process, batches round robin over them, to show what a cluster adds per
+certificate.
 
 Run: ``.venv/bin/python bench/profile_cluster_path.py`` → ``bench/results/cluster_path.json``
 and the top functions of each profile on stdout.
@@ -81,18 +84,22 @@ def profiled_ledger(store: LedgerStore, key: SigningKey, committer: cProfile.Pro
         Ledger._loop = loop  # type: ignore[method-assign]
 
 
-def run(name: str, store: LedgerStore, reqs: list[Any]) -> dict[str, Any]:
+def run(name: str, stores: list[LedgerStore], reqs: list[Any]) -> dict[str, Any]:
+    """Certify ``reqs`` in batches, round robin over one replica (ledger + authority) per
+    store; several stores on one Redis are replicas of one cluster in this process."""
     cfg = CertdConfig(countdown=CountdownConfig(verify_workers=0))
     key = SigningKey.generate(KEY)
     committer = cProfile.Profile()
-    ledger = profiled_ledger(store, key, committer)
-    authority = Authority(Checkers(cfg), ledger, key)
+    ledgers = [profiled_ledger(store, key, committer) for store in stores[:1]]
+    ledgers += [Ledger(store, key, KEY) for store in stores[1:]]
+    authorities = [Authority(Checkers(cfg), ledger, key) for ledger in ledgers]
     pbs = [certify_request(t, label, w) for t, label, w in reqs]
     serving = cProfile.Profile()
     COMMANDS.clear()
     cpu0, t0 = time.process_time(), time.perf_counter()
     serving.enable()
-    for start in range(0, len(pbs), BATCH):
+    for n, start in enumerate(range(0, len(pbs), BATCH)):
+        authority, ledger = authorities[n % len(ledgers)], ledgers[n % len(ledgers)]
         chunk: list[authority_pb2.CertifyRequest] = pbs[start : start + BATCH]
         submitted = []
         for r in chunk:
@@ -105,7 +112,8 @@ def run(name: str, store: LedgerStore, reqs: list[Any]) -> dict[str, Any]:
             certificate_to_pb(ledger, outcome.certificate)
     serving.disable()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    ledger.close()
+    for ledger in ledgers:
+        ledger.close()
     commands = dict(COMMANDS)
     out = {
         "store": name,
@@ -127,11 +135,13 @@ def main() -> None:
     reqs = certify_requests(N, seed=91)[:N]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        sqlite = run("sqlite", SQLiteStore(root / "ledger.db"), reqs)
+        sqlite = run("sqlite", [SQLiteStore(root / "ledger.db")], reqs)
         (root / "redis").mkdir()
         server = Redis(root / "redis")
         try:
-            redis_run = run("redis", RedisStore(server.url), reqs)
+            redis_run = run("redis", [RedisStore(server.url)], reqs)
+            replicas: list[LedgerStore] = [RedisStore(server.url, prefix="r3") for _ in range(3)]
+            three = run("redis-3-replicas", replicas, reqs)
         finally:
             server.stop()
     ratio = redis_run["cpu_ms_per_certificate_certd"] / sqlite["cpu_ms_per_certificate_certd"]
@@ -139,7 +149,7 @@ def main() -> None:
         "cluster_path",
         {
             "batch": BATCH,
-            "runs": [sqlite, redis_run],
+            "runs": [sqlite, redis_run, three],
             "redis_over_sqlite_cpu_per_certificate": round(ratio, 2),
             "note": "one process, no gRPC; serving thread and committer profiled; the machine "
             "is shared with other work (CPU figures, not wall times, are the ones to compare)",
