@@ -4,11 +4,12 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io debootstrap chromium redis-server
+APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
+CERTD_IMAGE ?= forkgate/certd:dev
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image math-verify-cases
+.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image math-verify-cases
 
 all: test
 
@@ -46,7 +47,7 @@ math-verify-cases: setup
 	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
 
 unit: setup math-verify-cases
-	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) $(BIN)/pytest -q
+	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) $(BIN)/pytest -q
 
 # The Docker engine the docker sandbox backend and its tests use: started only when `docker info`
 # fails; a running engine is never restarted.
@@ -62,7 +63,12 @@ docker-engine: sysdeps
 sandbox-image: docker-engine
 	@docker image inspect $(SANDBOX_IMAGE) >/dev/null 2>&1 || deploy/sandbox-image/build.sh $(SANDBOX_IMAGE)
 
-test: lint typecheck sandbox-image unit
+# The certd cluster image (debootstrap + a wheelhouse + docker import) the compose test runs,
+# built only when missing; `docker rmi $(CERTD_IMAGE)` first to rebuild it from the tree.
+cluster-image: docker-engine setup
+	@docker image inspect $(CERTD_IMAGE) >/dev/null 2>&1 || TAG=$(CERTD_IMAGE) deploy/cluster/build-image.sh
+
+test: lint typecheck sandbox-image cluster-image unit
 
 run: setup
 	$(BIN)/forkgate run

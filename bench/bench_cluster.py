@@ -6,6 +6,11 @@ Every server is a real ``certd serve`` process on 127.0.0.1 (``--ledger redis://
 Redis runs), Redis a real ``redis-server`` with ``appendfsync always``. Clients are threads
 here sending CertifyBatch (distinct (task, label) pairs, witnesses enumerated before timing)
 round robin over the replicas, without offline checks, so the client's CPU stays small.
+Replica start-up: seconds from spawning ``certd serve`` to serving, on the 1,000,000-entry
+ledger (keyless entries, as receipts are), on an empty one, and on the 1,000,000 entries plus
+100,000 keyed certificate entries (synthetic, unsigned: start-up indexing parses them
+without checking signatures) that the replica must index.
+
 CPU time of each process (certd replicas with their children, Redis, this client process) is
 read from /proc before and after, so the report says where the time goes: on a 2-core
 machine the replicas share the cores, and throughput cannot scale beyond them.
@@ -20,6 +25,7 @@ Run: ``.venv/bin/python bench/bench_cluster.py`` → ``bench/results/cluster.jso
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -39,6 +45,7 @@ from certd.ledger.log import Ledger
 from certd.ledger.merkle import inclusion_proof
 from certd.ledger.redis_store import RedisStore
 from certd.signing.keys import SigningKey, save_signing_key
+from certd.statements import PREDICATE_FEASIBILITY
 from forkgate import CertdClient, CertificationRefusedError
 from forkgate._base import ClientSettings
 
@@ -49,6 +56,7 @@ BATCH = 50
 PROOF_ENTRIES = int(os.environ.get("BENCH_CLUSTER_ENTRIES", "1000000"))
 REQUESTS = int(os.environ.get("BENCH_CLUSTER_REQUESTS", "3000"))
 PROOF_SAMPLES = 3000
+CERT_ENTRIES = int(os.environ.get("BENCH_CLUSTER_CERTIFICATES", "100000"))
 P99_TARGET_MS = 5.0
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -193,6 +201,54 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
         }
 
 
+def synthetic_certificate(i: int) -> tuple[str, bytes]:
+    """A keyed feasibility-certificate entry (unsigned: start-up indexing does not verify)."""
+    statement = {
+        "predicateType": PREDICATE_FEASIBILITY,
+        "predicate": {
+            "task_digest": f"{i:064x}", "kappa": "countdown.first-op.v1", "label": "25,-",
+            "label_fields": {"operand": "25", "operator": "-"},
+            "canonical_digest": f"{i:064x}", "witness": "(25-5)*4+3",
+        },
+    }  # fmt: skip
+    payload = base64.b64encode(json.dumps(statement).encode()).decode()
+    envelope = json.dumps({"payload": payload, "payloadType": "application/vnd.in-toto+json"})
+    return f"feasibility/{i:064x}/countdown.first-op.v1/25,-", envelope.encode()
+
+
+def startup_with_certificates(store: RedisStore, data: Path, url: str) -> float:
+    """Append CERT_ENTRIES keyed certificates to the 1M-entry ledger, time a replica start."""
+    for start in range(0, CERT_ENTRIES, 10_000):
+        store.append([synthetic_certificate(i) for i in range(start, start + 10_000)])
+    s0 = time.perf_counter()
+    proc, _ = start_certd(data, url)
+    took = time.perf_counter() - s0
+    proc.terminate()
+    proc.wait(timeout=60)
+    return took
+
+
+def empty_startup() -> float:
+    """Seconds from spawning ``certd serve`` on an empty Redis ledger to serving."""
+    key = SigningKey.generate(KEY_NAME)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "redis").mkdir()
+        redis = Redis(root / "redis")
+        try:
+            data = root / "replica"
+            data.mkdir()
+            save_signing_key(data / "signing.key", key)
+            s0 = time.perf_counter()
+            proc, _ = start_certd(data, redis.url)
+            took = time.perf_counter() - s0
+            proc.terminate()
+            proc.wait(timeout=60)
+        finally:
+            redis.stop()
+    return took
+
+
 def percentile(xs: list[float], q: float) -> float:
     ys = sorted(xs)
     return ys[min(len(ys) - 1, int(q * len(ys)))]
@@ -225,7 +281,9 @@ def proof_latency() -> dict[str, Any]:
             data = root / "replica"
             data.mkdir()
             save_signing_key(data / "signing.key", key)
-            proc, address = start_certd(data, redis.url)
+            s0 = time.perf_counter()
+            proc, address = start_certd(data, redis.url)  # reads its index from the ledger
+            startup_s = time.perf_counter() - s0
             grpc_lat = []
             try:
                 with CertdClient(address) as c:
@@ -241,6 +299,7 @@ def proof_latency() -> dict[str, Any]:
                 proc.terminate()
                 proc.wait(timeout=60)
             memory = store2.client.info("memory")["used_memory"]
+            certs_startup_s = startup_with_certificates(store2, data, redis.url)
             store2.close()
         finally:
             redis.stop()
@@ -249,6 +308,12 @@ def proof_latency() -> dict[str, Any]:
     return {
         "entries": size,
         "build_seconds": round(build_s, 1),
+        "replica_startup_seconds": round(startup_s, 2),
+        "replica_startup_seconds_empty_ledger": round(empty_startup(), 2),
+        "replica_startup_seconds_plus_certificates": {
+            "certificates": CERT_ENTRIES,
+            "seconds": round(certs_startup_s, 2),
+        },
         "redis_used_memory_mb": round(memory / 2**20, 1),
         "grpc_get_inclusion_proof_ms": {
             "p50": round(percentile(grpc_lat, 0.5), 3),

@@ -177,6 +177,8 @@ class ServiceLimits(_Strict):
     stream_receipt_every: int = Field(256, ge=1, description="verdicts per VerifyStream receipt")
     max_workers: int = Field(16, ge=1)
     shutdown_grace_s: float = Field(10.0, ge=0.0)
+    default_page_size: int = Field(100, ge=1, description="list RPCs: items a page by default")
+    max_page_size: int = Field(1_000, ge=1, description="list RPCs: larger page sizes shrink to it")
 
 
 class CodeConfig(_Strict):

@@ -12,6 +12,7 @@ primitives), never the server, stores or domains.
 from ._base import ClientSettings, VerifyItem
 from .aio import AsyncCertdClient
 from .client import CertdClient
+from .connection import Connection
 from .errors import (
     CertdUnavailableError,
     CertificationRefusedError,
@@ -33,6 +34,7 @@ __all__ = [
     "CertdUnavailableError",
     "CertificationRefusedError",
     "ClientSettings",
+    "Connection",
     "DeadlineExceededError",
     "ForkgateError",
     "InvalidRequestError",

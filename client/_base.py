@@ -178,6 +178,33 @@ def channel_target(address: str | Sequence[str]) -> tuple[str, list[tuple[str, s
     return f"{scheme}:{','.join(parts)}", [("grpc.lb_policy_name", "round_robin")]
 
 
+def server_name_options(
+    server_name: str | None, tls_ca: str | Path | None, tls_cert: str | Path | None
+) -> list[tuple[str, str]]:
+    """Channel options that check certd's TLS certificate against ``server_name``.
+
+    A client balancing over several replica addresses (``ipv4:a,b,c``) has no single host
+    name to verify; every replica's certificate carries a common SAN (``certd.example``)
+    and the client names it here. It also becomes the ``:authority`` of each call.
+
+    Args:
+        server_name: the SAN to expect, or None to check the address as given.
+        tls_ca: the CA file (TLS on when set).
+        tls_cert: the client certificate file (TLS on when set).
+
+    Raises:
+        ValueError: a server name without TLS.
+
+    Returns:
+        The options to add.
+    """
+    if server_name is None:
+        return []
+    if tls_ca is None and tls_cert is None:
+        raise ValueError("a TLS server name needs TLS (tls_ca)")
+    return [("grpc.ssl_target_name_override", server_name), ("grpc.default_authority", server_name)]
+
+
 def channel_credentials(
     tls_ca: str | Path | None = None,
     tls_cert: str | Path | None = None,

@@ -156,17 +156,29 @@ def accept(
     return reply
 
 
-def list_acceptances(client: CertdClient, run: str) -> list[authority_pb2.AcceptanceDecision]:
-    """A run's decisions, accepted and refused, in ledger order.
+def list_acceptances(
+    client: CertdClient, run: str, page_size: int = 0
+) -> list[authority_pb2.AcceptanceDecision]:
+    """A run's decisions, accepted and refused, in ledger order (every page).
+
+    Args:
+        client: the client.
+        run: the training run.
+        page_size: decisions per call (0: the server's default).
 
     Raises:
         NotFoundError: the run has no decision.
     """
-    req = authority_pb2.ListAcceptancesRequest(run=run)
-    reply: authority_pb2.ListAcceptancesResponse = client._call(
-        client._authority.ListAcceptances, req
-    )
-    return list(reply.decisions)
+    req = authority_pb2.ListAcceptancesRequest(run=run, page_size=page_size)
+    out: list[authority_pb2.AcceptanceDecision] = []
+    while True:
+        reply: authority_pb2.ListAcceptancesResponse = client._call(
+            client._authority.ListAcceptances, req
+        )
+        out.extend(reply.decisions)
+        if not reply.next_page_token:
+            return out
+        req.page_token = reply.next_page_token
 
 
 def evaluate_checkpoint(
@@ -348,11 +360,17 @@ async def accept_async(
 async def list_acceptances_async(
     client: AsyncCertdClient, run: str
 ) -> list[authority_pb2.AcceptanceDecision]:
-    """``list_acceptances`` over the async client."""
-    reply: authority_pb2.ListAcceptancesResponse = await client._call(
-        client._authority.ListAcceptances, authority_pb2.ListAcceptancesRequest(run=run)
-    )
-    return list(reply.decisions)
+    """``list_acceptances`` over the async client (every page)."""
+    req = authority_pb2.ListAcceptancesRequest(run=run)
+    out: list[authority_pb2.AcceptanceDecision] = []
+    while True:
+        reply: authority_pb2.ListAcceptancesResponse = await client._call(
+            client._authority.ListAcceptances, req
+        )
+        out.extend(reply.decisions)
+        if not reply.next_page_token:
+            return out
+        req.page_token = reply.next_page_token
 
 
 async def promote_checkpoint_async(

@@ -39,6 +39,7 @@ from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from ._base import ClientSettings, load_keyring
 from .client import CertdClient
+from .connection import add_connection_flags, client_from_args, connection_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .tasks import make_task
 
@@ -131,7 +132,7 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     settings = ClientSettings(batch_size=args.batch_size, timeout_s=args.timeout)
     counts: dict[str, int] = {}
     with (
-        CertdClient(args.server, trusted_keys=args.trust or None, settings=settings) as client,
+        client_from_args(args, trusted_keys=args.trust or None, settings=settings) as client,
         _open_out(args.out) as sink,
     ):
         bar = tqdm(total=len(lines), unit="resp", desc="verify", disable=None, file=sys.stderr)
@@ -162,7 +163,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         task = make_task(args.domain, json.loads(args.task))
     except ValueError as e:
         raise InvalidRequestError(f"--task: {e}", field="task") from e
-    with CertdClient(args.server, trusted_keys=args.trust or None) as client:
+    with client_from_args(args, trusted_keys=args.trust or None) as client:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
@@ -261,7 +262,7 @@ def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     from .forktree import ForkTreeBuilder
 
     tasks = _read_jsonl(args.tasks)
-    with CertdClient(args.server, trusted_keys=args.trust or None) as client:
+    with client_from_args(args, trusted_keys=args.trust or None) as client:
         builder = ForkTreeBuilder(
             client,
             _sampler(args),
@@ -298,7 +299,8 @@ def _cmd_admit(args: argparse.Namespace) -> int:
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
-    client = CertdClient(args.server) if args.server else None
+    conn = connection_from_args(args)
+    client = conn.client() if conn is not None else None
     try:
         ratchet = Ratchet(
             args.trust,
@@ -434,7 +436,7 @@ def _cmd_guard(args: argparse.Namespace) -> int:
     )
 
     tasks = [t for arg in args.tasks for t in arg.split(",") if t]
-    with CertdClient(args.server) as client:
+    with client_from_args(args) as client:
         decisions = list_acceptances(client, args.run)
     if tasks:
         known = {f.task_set for d in decisions for f in d.figures}
@@ -499,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("verify-batch", help="verify a JSONL file of responses through certd")
-    v.add_argument("--server", default="127.0.0.1:50051")
+    add_connection_flags(v)
     v.add_argument("--in", dest="input", required=True)
     v.add_argument("--out", required=True, help="output JSONL ('-' for stdout)")
     v.add_argument("--batch-size", type=int, default=1000)
@@ -508,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=_cmd_verify_batch)
 
     c = sub.add_parser("certify", help="certify one (task, label, witness)")
-    c.add_argument("--server", default="127.0.0.1:50051")
+    add_connection_flags(c)
     c.add_argument("--domain", default="countdown")
     c.add_argument("--task", required=True, help="the task as JSON")
     c.add_argument("--label", required=True, help="e.g. 25,-")
@@ -526,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(fn=_cmd_check_cert)
 
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
-    b.add_argument("--server", default="127.0.0.1:50051")
+    add_connection_flags(b)
     b.add_argument("--tasks", required=True, help="JSONL of task objects")
     b.add_argument("--sampler", choices=_SAMPLERS, default="openai")
     b.add_argument("--model", default="default")
@@ -550,9 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--trust", action="append", required=True)
     a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
-    a.add_argument(
-        "--server", default="", help="fetch consistency proofs a file does not carry from here"
-    )
+    add_connection_flags(a, default=None, help="certd, for consistency proofs a file does not carry")
     a.add_argument("--in", dest="input", required=True)
     a.add_argument("--out", required=True)
     a.add_argument(
@@ -578,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=_cmd_demo)
 
     g = sub.add_parser("guard", help="the support table of a run's acceptance decisions")
-    g.add_argument("--server", default="127.0.0.1:50051")
+    add_connection_flags(g)
     g.add_argument("--run", required=True, help="the training run")
     g.add_argument("--tasks", action="append", default=[], help="task sets (comma-separated)")
     g.add_argument("--trust", action="append", default=[], help="verify certificates offline")

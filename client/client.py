@@ -48,6 +48,7 @@ from ._base import (
     is_retryable_with_key,
     load_keyring,
     map_rpc_error,
+    server_name_options,
     verify_requests,
 )
 from .errors import CertificationRefusedError
@@ -71,6 +72,8 @@ class CertdClient:
         tls_cert: client certificate file for mutual TLS, with ``tls_key``.
         tls_key: the client certificate's private key file.
         token: a bearer token (needs TLS).
+        tls_server_name: the name to check certd's certificate against (one of its SANs)
+            instead of the address; needed with TLS over several replica addresses.
     """
 
     def __init__(
@@ -83,11 +86,13 @@ class CertdClient:
         tls_cert: str | Path | None = None,
         tls_key: str | Path | None = None,
         token: str | None = None,
+        tls_server_name: str | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
         target, extra = channel_target(address)
         options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
+        options += server_name_options(tls_server_name, tls_ca, tls_cert)
         creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
         if creds is None:
             self._channel = grpc.insecure_channel(target, options=options)
@@ -245,15 +250,29 @@ class CertdClient:
             req = authority_pb2.GetCertificateRequest(ledger_index=ledger_index or 0)
         return check_certificate(self._call(self._authority.GetCertificate, req), self.keys)
 
-    def get_fork_tree(self, task: TaskLike, kappa: str = "") -> authority_pb2.ForkTree:
-        """The certified families of a task (every certificate checked when keys are set)."""
+    def get_fork_tree(
+        self, task: TaskLike, kappa: str = "", page_size: int = 0
+    ) -> authority_pb2.ForkTree:
+        """The certified families of a task, every page of them (each certificate checked
+        when keys are set).
+
+        Args:
+            task: the task.
+            kappa: the κ; "" for the domain's default.
+            page_size: certificates per call (0: the server's default).
+        """
         pb = as_task(task)
-        tree: authority_pb2.ForkTree = self._call(
-            self._authority.GetForkTree, authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa)
-        )
-        for cert in tree.certificates:
-            check_certificate(cert, self.keys, pb)
-        return tree
+        req = authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa, page_size=page_size)
+        tree = authority_pb2.ForkTree()
+        while True:
+            page: authority_pb2.ForkTree = self._call(self._authority.GetForkTree, req)
+            for cert in page.certificates:
+                check_certificate(cert, self.keys, pb)
+            tree.task_digest, tree.kappa = page.task_digest, page.kappa
+            tree.certificates.extend(page.certificates)
+            if not page.next_page_token:
+                return tree
+            req.page_token = page.next_page_token
 
     def enumerate_families(self, task: TaskLike) -> authority_pb2.EnumerateFamiliesResponse:
         """Every feasible label of a task with a witness, and the pseudo-fork families."""

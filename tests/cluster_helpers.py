@@ -20,7 +20,7 @@ from redis_helpers import RedisProcess
 from certd.domains import countdown as cd
 from certd.signing.keys import SigningKey, save_signing_key
 
-__all__ = ["Cluster", "Replica", "certify_items", "run_certd"]
+__all__ = ["Cluster", "Replica", "Witness", "certify_items", "run_certd"]
 
 KEY_NAME = "forkgate.test/cluster"
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,3 +157,25 @@ def certify_items(puzzles: list[dict[str, Any]]) -> list[tuple[dict[str, Any], s
             lw = found.labels[family[0]]
             items.append((p, f"{lw.operand},{lw.operator}", lw.witness))
     return items
+
+
+class Witness:
+    """``certd witness --once`` runs against the cluster, one key and state file across runs."""
+
+    def __init__(self, root: Path, origin: str = KEY_NAME) -> None:
+        self.root = root
+        self.origin = origin
+        self.key = SigningKey.generate("witness.test/cluster")
+        root.mkdir(parents=True, exist_ok=True)
+        save_signing_key(root / "witness.key", self.key)
+        self.state = root / "witness.json"
+
+    def once(self, address: str, log_vkey: str) -> dict[str, Any]:
+        """Cosign the log's checkpoint at ``address``; the last JSON line it printed."""
+        done = run_certd(
+            "witness", "--once", "--json", "--log", address, "--log-key", log_vkey,
+            "--origin", self.origin, "--key", str(self.root / "witness.key"),
+            "--state", str(self.state),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))

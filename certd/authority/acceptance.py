@@ -135,6 +135,9 @@ class Acceptances:
         self._sets: dict[str, _TaskSet] = {}
         self._open: dict[str, Challenge] = {}
         self._runs: dict[str, _Run] = {}
+        self._scan_lock = threading.Lock()
+        self._scanned = 0
+        self._known: set[int] = set()  # decisions written here past the scan
         self._load()
 
     # ---- registry ----
@@ -221,6 +224,8 @@ class Acceptances:
         _check_digest(checkpoint_digest)
         seed = self._seeds()
         now = self._clock()
+        if self._ledger.store.shared:  # the run's head may have moved on another replica
+            self.catch_up(refresh=True)
         with self._lock:
             if not self._sets:
                 raise InvalidInputError("no task set is registered", field="target")
@@ -293,6 +298,8 @@ class Acceptances:
         capabilities = [
             self._evaluate(name, k, prompts, samples[name]) for name, k, prompts in challenge.sets
         ]
+        if self._ledger.store.shared:
+            self.catch_up(refresh=True)
         with self._lock:
             state = self._runs.setdefault(challenge.run, _Run())
             head = state.head
@@ -320,7 +327,7 @@ class Acceptances:
                     detail=detail,
                     drops=tuple(drops),
                 )
-                state.decisions.append(decision)
+                self._record(decision)
                 return decision
             envelope = self._sign(challenge, caps)
             written = self._ledger.submit(
@@ -328,9 +335,7 @@ class Acceptances:
             )
             index = written.result(timeout=timeout_s)
             decision = _decision(challenge, caps, index, envelope, accepted=True)
-            state.head = decision
-            state.baseline = state.baseline or decision
-            state.decisions.append(decision)
+            self._record(decision)
             return decision
 
     def decisions(self, run: str) -> list[AcceptanceDecision]:
@@ -339,6 +344,8 @@ class Acceptances:
         Raises:
             NotFoundError: the run has no decision.
         """
+        if self._ledger.store.shared:  # decisions other replicas wrote count too
+            self.catch_up(refresh=True)
         with self._lock:
             state = self._runs.get(run)
             if state is None or not state.decisions:
@@ -544,19 +551,68 @@ class Acceptances:
         statement = make_statement([("checkpoint", challenge.checkpoint_digest)], kind, predicate)
         return sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
 
+    def catch_up(self, *, refresh: bool = False) -> None:
+        """Add decisions other replicas appended to a shared ledger since the last scan.
+
+        Args:
+            refresh: first adopt the newest checkpoint in the shared store now.
+
+        Raises:
+            StoreError: the ledger's store failed.
+        """
+        if refresh and self._ledger.store.shared:
+            self._ledger.refresh()
+        self._load()
+
     def _load(self) -> None:
-        """Rebuild every run's chain from the ledger (certd restarts keep the ratchet)."""
-        size = self._ledger.size()
-        for start in range(0, size, _SCAN_CHUNK):
-            entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
-            for offset, entry in enumerate(entries):
-                decision = parse_acceptance_entry(start + offset, entry)
-                if decision is not None:
-                    state = self._runs.setdefault(decision.run, _Run())
-                    if decision.accepted:
-                        state.head = decision
-                        state.baseline = state.baseline or decision
-                    state.decisions.append(decision)
+        """Index every run's chain from the ledger entries not scanned yet.
+
+        At start-up this rebuilds the chains (certd restarts keep the ratchet); later calls
+        add what other replicas of a shared ledger appended. Decisions this process wrote
+        itself are skipped (``_known``).
+        """
+        with self._scan_lock:
+            size = self._ledger.size()
+            # First load: only the entries appended under an acceptance key (decisions are
+            # keyed acceptance/<run>/<n> or acceptance-refusal/<run>/<evaluation>).
+            keyed = self._ledger.store.keyed("acceptance", size) if self._scanned == 0 else None
+            if keyed is not None:
+                for start in range(0, len(keyed), _SCAN_CHUNK):
+                    chunk = keyed[start : start + _SCAN_CHUNK]
+                    for at, entry in zip(chunk, self._ledger.store.entries_at(chunk), strict=True):
+                        self._record_entry(at, entry)
+            for start in range(self._scanned if keyed is None else size, size, _SCAN_CHUNK):
+                entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
+                for offset, entry in enumerate(entries):
+                    self._record_entry(start + offset, entry)
+            with self._lock:
+                self._scanned = max(self._scanned, size)
+                self._known = {i for i in self._known if i >= self._scanned}
+
+    def _record_entry(self, index: int, entry: bytes) -> None:
+        decision = parse_acceptance_entry(index, entry)
+        if decision is not None:
+            with self._lock:
+                self._record(decision)
+
+    def _record(self, decision: AcceptanceDecision) -> None:
+        """Place a decision in its run's chain in ledger order (caller holds ``_lock``)."""
+        if decision.index in self._known or (
+            decision.index < self._scanned and decision.index >= 0
+        ):
+            return
+        if decision.index >= self._scanned:
+            self._known.add(decision.index)
+        state = self._runs.setdefault(decision.run, _Run())
+        at = len(state.decisions)
+        while at > 0 and state.decisions[at - 1].index > decision.index:
+            at -= 1
+        state.decisions.insert(at, decision)
+        if decision.accepted:
+            if state.head is None or state.head.index < decision.index:
+                state.head = decision
+            if state.baseline is None or state.baseline.index > decision.index:
+                state.baseline = decision
 
 
 def _draw(ts: _TaskSet, seed: int) -> tuple[CheckedTask, ...]:

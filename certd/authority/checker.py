@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from certd.authority.code_checker import CodeChecker
+from certd.authority.components import ComponentHealth
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Verdict
@@ -150,6 +151,19 @@ class Checkers:
             from certd.authority.math_checker import MathChecker  # sympy: only when served
 
             self._by_domain["math"] = MathChecker(cfg.math)
+
+    def components(self, *, heal: bool = False) -> list[ComponentHealth]:
+        """The state of every domain's pools and models (those that report one).
+
+        Args:
+            heal: let pools replace dead idle workers first (the health monitor does).
+        """
+        out: list[ComponentHealth] = []
+        for checker in self._by_domain.values():
+            report = getattr(checker, "components", None)
+            if report is not None:
+                out.extend(report(heal=heal))
+        return out
 
     def register(self, checker: Checker) -> None:
         """Serve ``checker.domain`` with ``checker`` (replacing any checker it had)."""

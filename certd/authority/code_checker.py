@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
+from certd.authority.components import ComponentHealth
 from certd.config import CodeConfig
 from certd.domains import code as cc
 from certd.domains.verdict import Status, Verdict
@@ -277,6 +278,23 @@ class CodeChecker:
             UnsupportedError: Always.
         """
         raise UnsupportedError("the code domain cannot enumerate its families")
+
+    def components(self, *, heal: bool = False) -> list[ComponentHealth]:
+        """The sandbox pool's state (health checks, metrics); ``heal`` is unused (the pool
+        replaces its workers itself)."""
+        pool = self._pool
+        if pool is None:
+            return [ComponentHealth("code_pool", False, self.cfg.pool_size, 0)]
+        st = pool.stats()
+        alive = st.idle + st.busy
+        problem = None
+        if alive < st.size:
+            problem = (
+                f"code pool: {alive} of {st.size} sandboxes ready or busy "
+                f"({st.start_failures} failed starts)"
+            )
+        fatal = alive == 0 and st.start_failures > 0
+        return [ComponentHealth("code_pool", True, st.size, alive, problem, fatal)]
 
     def close(self) -> None:
         """Stop the pool and its sandboxes."""

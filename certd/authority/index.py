@@ -7,8 +7,9 @@ Example:
     >>> idx.get("ab" * 32, "k", "25,-").index, idx.label_for_canonical("ab" * 32, "k", "cd")
     (0, '25,-')
 
-The ledger is the source of truth; the index is rebuilt from it at start-up (one pass over the
-entries) and updated as certificates become durable.
+The ledger is the source of truth; the index is rebuilt from it at start-up (from the entries
+appended under a ``feasibility/`` key, which the store lists without reading the others) and
+updated as certificates become durable.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["CertificateIndex", "IndexedCertificate"]
 
 _SCAN_CHUNK = 4096
+_FEASIBILITY_PREFIX = "feasibility/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +73,14 @@ class CertificateIndex:
         self._scan_lock = threading.Lock()
         self._scanned = 0
         self._ahead: set[int] = set()  # indexes added past the scan (ours), not parsed again
+        self._caught_up_at = 0.0
         if ledger is not None:
             self._load(ledger)
 
     @staticmethod
     def key(task_digest: str, kappa: str, label: str) -> str:
         """The ledger lookup key of a feasibility certificate."""
-        return f"feasibility/{task_digest}/{kappa}/{label}"
+        return f"{_FEASIBILITY_PREFIX}{task_digest}/{kappa}/{label}"
 
     @staticmethod
     def canonical_key(task_digest: str, kappa: str, canonical_digest: str) -> str:
@@ -86,6 +90,8 @@ class CertificateIndex:
     def _load(self, ledger: Ledger) -> None:
         with self._scan_lock:
             size = ledger.size()
+            if self._scanned == 0 and self._load_keyed(ledger, size):
+                return
             for start in range(self._scanned, size, _SCAN_CHUNK):
                 end = min(size, start + _SCAN_CHUNK)
                 with self._lock:
@@ -102,14 +108,49 @@ class CertificateIndex:
                 self._scanned = max(self._scanned, size)
                 self._ahead = {i for i in self._ahead if i >= self._scanned}
 
-    def catch_up(self) -> None:
+    def _load_keyed(self, ledger: Ledger, size: int) -> bool:
+        """First load: read only the entries appended under a ``feasibility/`` key.
+
+        Every certificate is appended with its key (the store lists keys without reading
+        entries), so receipts and other entries are never read at start-up.
+
+        Returns:
+            False when the store cannot list keys (then every entry is scanned).
+        """
+        indexes = ledger.store.keyed(_FEASIBILITY_PREFIX, size)
+        if indexes is None:
+            return False
+        for start in range(0, len(indexes), _SCAN_CHUNK):
+            chunk = indexes[start : start + _SCAN_CHUNK]
+            for at, entry in zip(chunk, ledger.store.entries_at(chunk), strict=True):
+                cert = parse_feasibility_entry(at, entry)
+                if cert is not None:
+                    self.add(cert)
+        with self._lock:
+            self._scanned = max(self._scanned, size)
+            self._ahead = {i for i in self._ahead if i >= self._scanned}
+        return True
+
+    def catch_up(self, *, refresh: bool = False, min_interval_s: float = 0.0) -> None:
         """Index certificates other replicas appended since the last scan (shared ledgers).
+
+        Args:
+            refresh: first adopt the newest checkpoint in the shared store now (a reader
+                about to answer NOT_FOUND), rather than the one the ledger last refreshed.
+            min_interval_s: do nothing if the last catch-up began less than this long ago.
 
         Raises:
             StoreError: the ledger's store failed.
         """
-        if self._ledger is not None:
-            self._load(self._ledger)
+        if self._ledger is None:
+            return
+        now = time.monotonic()
+        if min_interval_s > 0 and now - self._caught_up_at < min_interval_s:
+            return
+        self._caught_up_at = now
+        if refresh and self._ledger.store.shared:
+            self._ledger.refresh()
+        self._load(self._ledger)
 
     def add(self, cert: IndexedCertificate) -> None:
         """Record a durable certificate."""
@@ -142,9 +183,23 @@ class CertificateIndex:
 
     def labels(self, task_digest: str, kappa: str) -> list[int]:
         """Ledger indexes of every certificate of (task, κ), in label order."""
+        return [index for _, index in self.label_items(task_digest, kappa)]
+
+    def label_items(
+        self, task_digest: str, kappa: str, after: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, int]]:
+        """(label, ledger index) of the certificates of (task, κ), in label order.
+
+        Args:
+            task_digest: the task.
+            kappa: the κ.
+            after: only labels sorting after this one (a page cursor).
+            limit: at most this many.
+        """
         with self._lock:
             labels = self._by_task.get(task_digest, {}).get(kappa, {})
-            return [labels[k].index for k in sorted(labels)]
+            keys = sorted(k for k in labels if after is None or k > after)
+            return [(k, labels[k].index) for k in keys[:limit]]
 
     def index_of(self, certificate_id: str) -> int | None:
         """The ledger index of a certificate id (hex SHA-256 of its envelope), or None."""

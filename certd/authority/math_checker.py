@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from certd.authority.components import ComponentHealth
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
 from certd.config import MathConfig
@@ -196,6 +197,30 @@ class MathChecker:
             UnsupportedError: always.
         """
         raise UnsupportedError("the math domain cannot enumerate its families")
+
+    def components(self, *, heal: bool = False) -> list[ComponentHealth]:
+        """The math pool's and the embedding model's state (health checks, metrics).
+
+        Args:
+            heal: first replace idle workers that died (the health monitor does).
+        """
+        pool = self._pool
+        if pool is None:
+            out = [ComponentHealth("math_pool", False, self.cfg.workers, 0)]
+        else:
+            if heal:
+                pool.heal()
+            alive = pool.alive()
+            problem = None
+            if alive < pool.workers:
+                problem = f"math pool: {alive} of {pool.workers} workers alive"
+            out = [
+                ComponentHealth("math_pool", True, pool.workers, alive, problem, fatal=alive == 0)
+            ]
+        if self.first_step_kappa:
+            loaded = self._embedder is not None
+            out.append(ComponentHealth("embedder", loaded, 1, int(loaded)))
+        return out
 
     def close(self) -> None:
         """Stop the worker pool."""

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from certd.authority.lifeline import die_with
 from certd.domains.math.extract import ExtractConfig
 from certd.domains.math.limits import MathLimits
 from certd.domains.math.names import VERIFIER
@@ -71,8 +72,9 @@ def _limit_memory(memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
-def _worker_main(conn: Connection, work: MathWork, memory_bytes: int) -> None:
+def _worker_main(conn: Connection, work: MathWork, memory_bytes: int, owner: int) -> None:
     """A worker's loop: one (task, response) in, one verdict out, until the pipe closes."""
+    die_with(owner)  # before the memory cap: the watch thread needs its stack
     _limit_memory(memory_bytes)
     warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
     conn.send(("ready", os.getpid()))
@@ -164,7 +166,9 @@ class MathPool:
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
-            target=_worker_main, args=(child, self.work, self.memory_bytes), daemon=True
+            target=_worker_main,
+            args=(child, self.work, self.memory_bytes, os.getpid()),
+            daemon=True,
         )
         proc.start()
         child.close()
@@ -311,6 +315,33 @@ class MathPool:
                     self._replace(w)
                     results[i] = self._timeout(pairs[i][1])
         return [r for r in results if r is not None]
+
+    def alive(self) -> int:
+        """Worker processes alive now (a killed one counts until it is replaced)."""
+        with self._lock:
+            workers = list(self._all.values())
+        return sum(1 for w in workers if w.proc.is_alive())
+
+    def heal(self) -> int:
+        """Replace idle workers that died (a check would otherwise find them first).
+
+        Returns:
+            How many were found dead and are being replaced.
+        """
+        found: list[_Worker] = []
+        while True:
+            try:
+                found.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        dead = 0
+        for w in found:
+            if w.proc.is_alive():
+                self._idle.put(w)
+            else:
+                dead += 1
+                self._replace(w)
+        return dead
 
     def idle(self) -> bool:
         """Whether no check is in flight: every worker waits for work."""

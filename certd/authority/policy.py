@@ -83,6 +83,10 @@ def _refusal(reason: str, detail: str, verdict: Verdict | None = None) -> Certif
     return CertifyOutcome(refusal=Refusal(reason, detail, verdict))
 
 
+CATCH_UP_INTERVAL_S = 0.5
+"""On a shared ledger, how often Certify indexes what other replicas appended."""
+
+
 class Authority:
     """Issues feasibility certificates.
 
@@ -147,7 +151,10 @@ class Authority:
         key = (task.digest, kappa, label)
         cert = self._draft(task, kappa, label, witness, verdict, family)
         if self._ledger.store.shared:
-            self._index.catch_up()
+            # Catching up here only saves a write for a label another replica certified:
+            # the store's unique keys refuse it anyway (``wait``). At most every
+            # CATCH_UP_INTERVAL_S, so replicas do not each parse every entry per request.
+            self._index.catch_up(min_interval_s=CATCH_UP_INTERVAL_S)
         with self._lock(task.digest):
             pending = self._pending.get(key)
             if pending is not None:

@@ -16,6 +16,7 @@ pool is rebuilt.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from certd.authority.checker import Checker, DomainTask
+from certd.authority.lifeline import die_with
 from certd.domains.verdict import Family, Status, Verdict
 from certd.statements import verdict_digest_of
 
@@ -135,7 +137,12 @@ class VerifyPool:
     def _start(self) -> ProcessPoolExecutor:
         # forkserver: never fork a process that runs gRPC threads.
         ctx = multiprocessing.get_context("forkserver")
-        pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=self._workers,
+            mp_context=ctx,
+            initializer=die_with,  # a worker ends with certd, even after its SIGKILL
+            initargs=(os.getpid(),),
+        )
         for f in [pool.submit(check_items, self._checker, []) for _ in range(self._workers)]:
             f.result()  # start the workers now, not on the first request
         return pool

@@ -365,7 +365,8 @@ class Ledger:
                 self._sign_up_to(first + sum(len(r.items) for r in accepted))
         except CertdError as e:
             for r in accepted:
-                r.future.set_exception(e)
+                if not r.future.done():  # some were failed already (keys another replica took)
+                    r.future.set_exception(e)
             return
         position = first
         for r in accepted:
@@ -385,7 +386,9 @@ class Ledger:
             self._check_store_matches_latest()
             items = [item for r in accepted for item in r.items]
             try:
-                return accepted, self._store.append(items)
+                first, nodes = self._store.append_nodes(items)
+                self._cache_nodes(nodes)
+                return accepted, first
             except AppendConflictError:
                 time.sleep(random.uniform(0, 0.0005 * min(attempt + 1, 20)))
             except DuplicateKeyError as e:
@@ -594,6 +597,25 @@ class Ledger:
         assert latest is not None  # set in __init__
         return latest
 
+    def refresh(self) -> SignedCheckpoint:
+        """Adopt the newest checkpoint in a shared store now, without waiting for the interval.
+
+        A reader that missed something (another replica's certificate) calls this before
+        answering NOT_FOUND: every acknowledged entry is covered by a checkpoint stored
+        before its acknowledgement, so after a refresh the ledger's size covers it.
+
+        Returns:
+            The latest signed checkpoint.
+        """
+        if self._store.shared and self._failed is None:
+            try:
+                self._refresh_latest()
+            except CertdError as e:  # serve the checkpoint held; appends fail-stop if needed
+                log.warning("cannot adopt a newer checkpoint: %s", e)
+        latest = self._latest
+        assert latest is not None  # set in __init__
+        return latest
+
     @property
     def pending_requests(self) -> int:
         """Append requests queued for the committer (a queue depth)."""
@@ -701,12 +723,21 @@ class Ledger:
 
     _NODE_CACHE_MAX = 1 << 17
 
-    def _served(self, compute: Callable[[NodeFn], _T]) -> _T:
+    def _cache_nodes(self, nodes: Sequence[tuple[int, int, bytes]]) -> None:
+        """Keep the nodes an append wrote: proofs of fresh entries then read nothing back."""
+        cache = self._node_cache
+        if len(cache) + len(nodes) > self._NODE_CACHE_MAX:
+            cache.clear()
+        cache.update(((level, index), h) for level, index, h in nodes)
+
+    def _served(self, compute: Callable[[NodeFn], _T], size: int) -> _T:
         """Run a proof computation for serving, its nodes through a bounded cache.
 
         Complete nodes never change once written, so caching them is safe for serving; the
         integrity checks before signing read the store directly. Nodes missing from the
-        cache are fetched in one store call.
+        cache are fetched in one store call. ``size`` is the signed tree size the
+        computation reads within (stored, so its nodes are checked against it without a read
+        of the store's size).
         """
         cache = self._node_cache
         wanted: list[tuple[int, int]] = []
@@ -720,7 +751,7 @@ class Ledger:
         table: dict[tuple[int, int], bytes] = {}
         if wanted:
             unique = list(dict.fromkeys(wanted))
-            table = dict(zip(unique, self._store.nodes_at(unique), strict=True))
+            table = dict(zip(unique, self._store.nodes_at(unique, within=size), strict=True))
             if len(cache) + len(table) > self._NODE_CACHE_MAX:
                 cache.clear()
             cache.update(table)
@@ -747,7 +778,7 @@ class Ledger:
             The audit path.
         """
         self._check_signed_size(tree_size)
-        return self._served(lambda node_fn: inclusion_proof(index, tree_size, node_fn))
+        return self._served(lambda node_fn: inclusion_proof(index, tree_size, node_fn), tree_size)
 
     def prove(self, index: int) -> tuple[SignedCheckpoint, list[bytes]]:
         """Prove an entry's inclusion in the latest signed checkpoint.
@@ -764,7 +795,7 @@ class Ledger:
         """
         latest = self.checkpoint()
         size = latest.checkpoint.size
-        return latest, self._served(lambda node_fn: inclusion_proof(index, size, node_fn))
+        return latest, self._served(lambda node_fn: inclusion_proof(index, size, node_fn), size)
 
     def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         """Build the consistency proof between two signed tree sizes.
@@ -782,7 +813,7 @@ class Ledger:
             The proof hashes.
         """
         self._check_signed_size(size2)
-        return self._served(lambda node_fn: consistency_proof(size1, size2, node_fn))
+        return self._served(lambda node_fn: consistency_proof(size1, size2, node_fn), size2)
 
     def entries(self, start: int, end: int) -> list[bytes]:
         """Read entries ``[start, end)`` (see ``LedgerStore.entries``).

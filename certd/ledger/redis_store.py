@@ -301,6 +301,28 @@ class RedisStore(LedgerStore):
             raise StoreError(f"cannot read {len(coords)} nodes: {e}") from e
         return [self._split_nodes(_raw(raw), 1)[0] for raw in got]
 
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        self._check_open()
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+        try:
+            found = self._r.hscan_iter(self._k_keys, match=pattern, count=10_000)
+            return [(_text(k), int(v)) for k, v in found]
+        except RedisError as e:
+            raise StoreError(f"cannot list keys {prefix!r}*: {e}") from e
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        self._check_open()
+        out: list[bytes | None] = []
+        try:
+            for i in range(0, len(indexes), 4096):
+                chunk = [str(x) for x in indexes[i : i + 4096]]
+                out += [
+                    None if v is None else _raw(v) for v in self._r.hmget(self._k_entries, chunk)
+                ]
+        except RedisError as e:
+            raise StoreError(f"cannot read {len(indexes)} entries: {e}") from e
+        return out
+
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         self._check_open()
         if not keys:

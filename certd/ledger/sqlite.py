@@ -225,6 +225,32 @@ class SQLiteStore(LedgerStore):
             raise StoreError(f"cannot read nodes at level {level}: {e}") from e
         return out
 
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        try:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT key, idx FROM entries WHERE key >= ? AND key < ?",
+                    (prefix, prefix + "\U0010ffff"),
+                ).fetchall()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot list keys {prefix!r}*: {e}") from e
+        return [(str(k), int(i)) for k, i in rows]
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        found: dict[int, bytes] = {}
+        try:
+            with self._read() as conn:
+                for i in range(0, len(indexes), _KEY_CHUNK):
+                    chunk = list(indexes[i : i + _KEY_CHUNK])
+                    marks = ",".join("?" * len(chunk))
+                    for idx, data in conn.execute(
+                        f"SELECT idx, data FROM entries WHERE idx IN ({marks})", chunk
+                    ):
+                        found[int(idx)] = bytes(data)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read {len(indexes)} entries: {e}") from e
+        return [found.get(i) for i in indexes]
+
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         try:

@@ -154,6 +154,20 @@ class LedgerStore(ABC):
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         """Return the index of each of ``keys`` that is stored."""
 
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        """Return every stored (key, index) whose key starts with ``prefix``.
+
+        None (the default) means the backend cannot list keys; callers then scan entries.
+        """
+        return None
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        """Return the entries at ``indexes``, None for any that is missing.
+
+        The default reads them one by one; backends override it with one query.
+        """
+        return [self._read_entries(i, i + 1)[0] for i in indexes]
+
     @abstractmethod
     def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
         """Atomically store entries from index ``first``, their nodes and the new size.
@@ -224,7 +238,18 @@ class LedgerStore(ABC):
     # -- writes -------------------------------------------------------------------------------
 
     def append(self, entries: Sequence[Entry]) -> int:
-        """Append entries atomically.
+        """Append entries atomically; see ``append_nodes``.
+
+        Returns:
+            The index of the first appended entry.
+        """
+        return self.append_nodes(entries)[0]
+
+    def append_nodes(self, entries: Sequence[Entry]) -> tuple[int, list[Node]]:
+        """Append entries atomically, and return the complete nodes the append created.
+
+        The nodes are what the store wrote (they never change once written), so a caller
+        may cache them: proofs of the new entries then need no read back.
 
         Args:
             entries: ``(key, data)`` pairs; ``key`` may be None.
@@ -236,7 +261,7 @@ class LedgerStore(ABC):
             StoreError: the backend failed; nothing was written.
 
         Returns:
-            The index of the first appended entry.
+            (the index of the first appended entry, the new ``(level, index, hash)`` nodes).
         """
         if not entries:
             raise InvalidInputError("expected at least one entry to append, got none")
@@ -267,7 +292,7 @@ class LedgerStore(ABC):
             for _, data in entries:
                 nodes.extend(frontier.append(leaf_hash(data)))
             self._write_batch(first, entries, nodes)
-            return first
+            return first, nodes
 
     def put_checkpoint(self, size: int, signed_note: str) -> None:
         """Store the signed checkpoint for a tree size (replacing one already there).
@@ -428,11 +453,15 @@ class LedgerStore(ABC):
             raise StoreError(f"expected node ({level}, {index}) in the store, got none")
         return h
 
-    def nodes_at(self, coords: Sequence[tuple[int, int]]) -> list[bytes]:
+    def nodes_at(
+        self, coords: Sequence[tuple[int, int]], *, within: int | None = None
+    ) -> list[bytes]:
         """Read complete nodes at arbitrary coordinates in one backend call.
 
         Args:
             coords: ``(level, index)`` pairs, each complete in the current tree.
+            within: a tree size the caller knows is stored (a signed checkpoint's): the
+                coordinates are checked against it instead of reading the size first.
 
         Raises:
             NotFoundError: a node is not complete in the current tree.
@@ -441,7 +470,7 @@ class LedgerStore(ABC):
         Returns:
             The hashes, in the order of ``coords``.
         """
-        size = self._read_size()
+        size = self._read_size() if within is None else within
         for level, index in coords:
             if level < 0 or not 0 <= index < size >> level:
                 raise NotFoundError(
@@ -515,6 +544,49 @@ class LedgerStore(ABC):
             The entry index, or None.
         """
         return self._find_keys([key]).get(key)
+
+    def keyed(self, prefix: str, below: int) -> list[int] | None:
+        """The indexes below ``below`` of entries appended with a key starting with ``prefix``.
+
+        Lets a reader index one kind of entry (certificates, acceptance decisions) without
+        reading every entry of the ledger.
+
+        Args:
+            prefix: the key prefix, e.g. ``"feasibility/"``.
+            below: a stored tree size; entries at or past it are left out.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            The indexes in ascending order, or None when the backend cannot list keys.
+        """
+        found = self._scan_keys(prefix)
+        if found is None:
+            return None
+        return sorted({index for _, index in found if index < below})
+
+    def entries_at(self, indexes: Sequence[int]) -> list[bytes]:
+        """Read the entries at arbitrary indexes in one backend call.
+
+        Args:
+            indexes: entry indexes, each below the stored size.
+
+        Raises:
+            StoreError: an entry is missing (corrupt store) or the backend failed.
+
+        Returns:
+            The entries, in the order of ``indexes``.
+        """
+        if not indexes:
+            return []
+        got = self._read_entry_set(indexes)
+        out: list[bytes] = []
+        for i, data in zip(indexes, got, strict=True):
+            if data is None:
+                raise StoreError(f"expected entry {i} in the store, got none")
+            out.append(data)
+        return out
 
     def find_many(self, keys: Sequence[str]) -> dict[str, int]:
         """Look up several keys at once.

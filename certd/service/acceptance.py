@@ -26,6 +26,7 @@ from certd.config import CertdConfig, TaskSetConfig
 from certd.errors import ConfigError, InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger
 from certd.service.convert import checked_task, inclusion_to_pb
+from certd.service.paging import make_token, page_size, read_token
 from certd.support import Interval
 from certd.v1 import authority_pb2, tasks_pb2
 
@@ -210,8 +211,16 @@ class AcceptanceMethods:
     def ListAcceptances(
         self, request: authority_pb2.ListAcceptancesRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ListAcceptancesResponse:
+        size = page_size(request.page_size, self._cfg.limits)
+        query = f"acceptances\n{request.run}"
+        after = read_token(request.page_token, query)
+        try:
+            start = -1 if after is None else int(after)
+        except ValueError as e:
+            raise InvalidInputError("page_token: malformed", field="page_token") from e
+        later = [d for d in self._acceptances.decisions(request.run) if d.index > start]
+        page = later[:size]
         return authority_pb2.ListAcceptancesResponse(
-            decisions=[
-                decision_to_pb(self._ledger, d) for d in self._acceptances.decisions(request.run)
-            ]
+            decisions=[decision_to_pb(self._ledger, d) for d in page],
+            next_page_token=make_token(query, str(page[-1].index)) if len(later) > size else "",
         )

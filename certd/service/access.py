@@ -9,9 +9,17 @@ A request is authenticated by ``authorization: Bearer <token>`` metadata (matche
 token's SHA-256 in constant time) or, with mutual TLS, by the common name of its verified
 client certificate (``client_roles``). The interceptor then requires the RPC's role:
 
-    verify    Verifier/*, Authority/EnumerateFamilies
-    certify   Authority/Certify, CertifyBatch, GetCertificate, GetForkTree
-    audit     Ledger/*
+    method                                     roles that may call it
+    Verifier/*                                 verify
+    Authority/EnumerateFamilies                verify
+    Authority/GetCertificate, GetForkTree,     certify or audit (read-only: auditors and
+      ListAcceptances                            witnesses read certificates and decisions)
+    Authority/* (Certify, CertifyBatch,        certify
+      RegisterTaskSet, BeginAcceptance, Accept)
+    Ledger/*                                   audit
+
+(``docs/operating-a-cluster.md`` has the same matrix; ``tests/integration/test_access.py``
+checks every cell.)
 
 Health checks and reflection need no role. With access control off (no tokens file and no
 client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
@@ -39,6 +47,7 @@ __all__ = [
     "AccessInterceptor",
     "Principal",
     "ROLES",
+    "allowed_roles",
     "check_listen",
     "current_principal",
     "load_tokens",
@@ -49,11 +58,14 @@ __all__ = [
 ROLES = ("audit", "certify", "verify")
 """The roles a principal can hold."""
 
-_RULES = (
-    ("/certd.v1.Verifier/", "verify"),
-    ("/certd.v1.Authority/EnumerateFamilies", "verify"),
-    ("/certd.v1.Authority/", "certify"),
-    ("/certd.v1.Ledger/", "audit"),
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("/certd.v1.Verifier/", ("verify",)),
+    ("/certd.v1.Authority/EnumerateFamilies", ("verify",)),
+    ("/certd.v1.Authority/GetCertificate", ("certify", "audit")),
+    ("/certd.v1.Authority/GetForkTree", ("certify", "audit")),
+    ("/certd.v1.Authority/ListAcceptances", ("certify", "audit")),
+    ("/certd.v1.Authority/", ("certify",)),
+    ("/certd.v1.Ledger/", ("audit",)),
 )
 _OPEN = ("/grpc.health.", "/grpc.reflection.")
 
@@ -87,8 +99,28 @@ def current_principal() -> Principal | None:
     return _current.get()
 
 
+def allowed_roles(method: str) -> tuple[str, ...] | None:
+    """The roles of which a caller needs one to call an RPC.
+
+    Args:
+        method: the full method name, ``/package.Service/Method``.
+
+    Returns:
+        The roles, or None for open methods (health, reflection).
+
+    Raises:
+        PermissionDeniedError: the method is unknown (denied by default).
+    """
+    if method.startswith(_OPEN):
+        return None
+    for prefix, roles in _RULES:
+        if method.startswith(prefix):
+            return roles
+    raise PermissionDeniedError(f"no role grants {method}")
+
+
 def required_role(method: str) -> str | None:
-    """The role an RPC needs.
+    """The main role of an RPC (the first of ``allowed_roles``).
 
     Args:
         method: the full method name, ``/package.Service/Method``.
@@ -99,12 +131,8 @@ def required_role(method: str) -> str | None:
     Raises:
         PermissionDeniedError: the method is unknown (denied by default).
     """
-    if method.startswith(_OPEN):
-        return None
-    for prefix, role in _RULES:
-        if method.startswith(prefix):
-            return role
-    raise PermissionDeniedError(f"no role grants {method}")
+    roles = allowed_roles(method)
+    return None if roles is None else roles[0]
 
 
 def load_tokens(path: Path) -> dict[bytes, Principal]:
@@ -240,13 +268,14 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
         raise AuthenticationError("expected a bearer token or a client certificate, got none")
 
     def _check(self, method: str, context: grpc.ServicerContext) -> Principal | None:
-        role = required_role(method)
-        if role is None:
+        roles = allowed_roles(method)
+        if roles is None:
             return None
         principal = self.authenticate(context)
-        if role not in principal.roles:
+        if principal.roles.isdisjoint(roles):
+            wanted = " or ".join(repr(r) for r in roles)
             raise PermissionDeniedError(
-                f"{principal.name} ({principal.via}) lacks role {role!r} for {method}"
+                f"{principal.name} ({principal.via}) lacks role {wanted} for {method}"
             )
         return principal
 

@@ -14,6 +14,7 @@ from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.service.paging import make_token, page_size, read_token
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]
@@ -51,6 +52,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         task = checked_task(request.task, self._cfg, f"{field}.task")
         kappa = request.label.kappa or self._checkers.for_domain(task.domain).kappa
         return task, kappa, request.label.value
+
+    @property
+    def _shared(self) -> bool:
+        """Whether other replicas append to the same ledger."""
+        return self._ledger.store.shared
 
     def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
         if cert is None:
@@ -100,10 +106,15 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         index = self._authority.index
         if which == "certificate_id":
             at = index.index_of(request.certificate_id)
+            if at is None and self._shared:  # another replica's: catch up before NOT_FOUND
+                index.catch_up(refresh=True)
+                at = index.index_of(request.certificate_id)
             if at is None:
                 raise NotFoundError(f"no certificate with id {request.certificate_id!r}")
         elif which == "ledger_index":
             at = request.ledger_index
+            if at >= self._ledger.size() and self._shared:
+                self._ledger.refresh()
             if at >= self._ledger.size():
                 raise NotFoundError(f"ledger index {at} is not below size {self._ledger.size()}")
         else:
@@ -119,8 +130,20 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         task = checked_task(request.task, self._cfg, "task")
         kappa = request.kappa or self._checkers.for_domain(task.domain).kappa
         index = self._authority.index
-        certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
-        return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)
+        if self._shared:  # labels other replicas certified count too
+            index.catch_up(refresh=True)
+        size = page_size(request.page_size, self._cfg.limits)
+        query = f"forktree\n{task.digest}\n{kappa}"
+        after = read_token(request.page_token, query)
+        items = index.label_items(task.digest, kappa, after=after, limit=size + 1)
+        page = items[:size]
+        more = len(items) > size
+        return authority_pb2.ForkTree(
+            task_digest=task.digest,
+            kappa=kappa,
+            certificates=[self._cert(index.load(at)) for _, at in page],
+            next_page_token=make_token(query, page[-1][0]) if more else "",
+        )
 
     def EnumerateFamilies(
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext

@@ -14,7 +14,16 @@ Metrics (one registry per server):
     certd_ledger_size                                    entries under the latest checkpoint
     certd_ledger_checkpoint_age_seconds                  since the latest checkpoint
     certd_verify_pool_workers{state}                     configured / alive worker processes
+    certd_component_workers{component, state}            math_pool, code_pool, embedder:
+                                                         configured / alive (0 until started)
+    certd_component_up{component}                        1 unless the component reports a problem
     certd_health_serving                                 1 when the health check passes
+
+Health: the overall status (service ``""`` and every certd service) is NOT_SERVING when the
+ledger cannot append, the verify pool has no live worker, or a started component can do none
+of its work (e.g. every math worker dead). Each component also has its own health service,
+``certd.component.<name>`` (e.g. ``certd.component.math_pool``), NOT_SERVING while it reports
+any problem (one math worker of two dead, until its replacement is ready).
 
 ``domain`` is the task domain of the request (``countdown``, ``math``, ``code``; ``mixed`` for
 a batch of several; ``none`` for ledger reads). Every RPC gets a request id (the client's
@@ -31,21 +40,25 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from certd.errors import ConfigError
 from certd.service.handlers import Behaviour, rewrap
 
 if TYPE_CHECKING:
+    from certd.authority.components import ComponentHealth
     from certd.authority.pool import VerifyPool
     from certd.ledger.log import Ledger
 
 __all__ = [
+    "COMPONENT_SERVICE_PREFIX",
     "HealthMonitor",
     "JsonFormatter",
     "Metrics",
@@ -60,6 +73,9 @@ log = logging.getLogger("certd.observability")
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "certd_request_id", default=None
 )
+COMPONENT_SERVICE_PREFIX = "certd.component."
+"""Health service name of a component: the prefix and its name (``certd.component.math_pool``)."""
+
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -126,19 +142,53 @@ class Metrics:
         )
         self.serving = Gauge("certd_health_serving", "1 when healthy", registry=r)
 
-    def bind(self, ledger: Ledger, pool: VerifyPool, workers: int) -> None:
-        """Read ledger and pool state at each scrape.
+    def bind(
+        self,
+        ledger: Ledger,
+        pool: VerifyPool,
+        workers: int,
+        components: Callable[[], list[ComponentHealth]] | None = None,
+    ) -> None:
+        """Read ledger, pool and component state at each scrape.
 
         Args:
             ledger: the ledger.
             pool: the verify pool.
             workers: the configured number of pool workers.
+            components: reports the checkers' pools and models (math, code, embedder).
         """
+        if components is not None:
+            self.registry.register(_ComponentCollector(components))
         self.pending.set_function(lambda: ledger.pending_requests)
         self.ledger_size.set_function(lambda: ledger.checkpoint().checkpoint.size)
         self.checkpoint_age.set_function(lambda: max(0.0, time.time() - ledger.checkpoint_time))
         self.pool_workers.labels("configured").set(workers)
         self.pool_workers.labels("alive").set_function(lambda: len(pool.worker_pids()))
+
+
+class _ComponentCollector(Collector):
+    """``certd_component_*`` gauges, read from the checkers at each scrape."""
+
+    def __init__(self, components: Callable[[], list[ComponentHealth]]) -> None:
+        self._components = components
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # values are read at collect time only
+
+    def collect(self) -> Iterable[Metric]:
+        workers = GaugeMetricFamily(
+            "certd_component_workers",
+            "worker processes (or loaded models) of each pool and model",
+            labels=["component", "state"],
+        )
+        up = GaugeMetricFamily(
+            "certd_component_up", "1 unless the component reports a problem", labels=["component"]
+        )
+        for c in self._components():
+            workers.add_metric([c.name, "configured"], c.configured)
+            workers.add_metric([c.name, "alive"], c.alive)
+            up.add_metric([c.name], 0 if c.problem else 1)
+        return [workers, up]
 
 
 def serve_metrics(metrics: Metrics, listen: str) -> Callable[[], None]:
@@ -263,8 +313,11 @@ class HealthMonitor:
         workers: int,
         metrics: Metrics,
         interval_s: float,
+        *,
+        components: Callable[..., list[ComponentHealth]] | None = None,
     ) -> None:
         self._servicer = servicer
+        self._components = components
         self._services = services
         self._ledger = ledger
         self._pool = pool
@@ -284,6 +337,15 @@ class HealthMonitor:
         problem = self._ledger.health()
         if problem is None and self._workers > 0 and not self._pool.worker_pids():
             problem = "verify pool has no live worker"
+        for c in self._components(heal=True) if self._components is not None else []:
+            self._servicer.set(
+                f"{COMPONENT_SERVICE_PREFIX}{c.name}",
+                health_pb2.HealthCheckResponse.NOT_SERVING
+                if c.problem
+                else health_pb2.HealthCheckResponse.SERVING,
+            )
+            if problem is None and c.fatal:
+                problem = c.problem
         if problem != self.problem:
             log.warning("health: %s", problem or "serving again")
         self.problem = problem

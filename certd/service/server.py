@@ -164,7 +164,9 @@ class CertdServer:
         )
         self.health = health.HealthServicer(experimental_non_blocking=True)
         self.metrics = Metrics()
-        self.metrics.bind(self.ledger, self.pool, cfg.countdown.verify_workers)
+        self.metrics.bind(
+            self.ledger, self.pool, cfg.countdown.verify_workers, self.checkers.components
+        )
         self.monitor = HealthMonitor(
             self.health,
             SERVICE_NAMES,
@@ -173,6 +175,7 @@ class CertdServer:
             cfg.countdown.verify_workers,
             self.metrics,
             cfg.observability.health_interval_s,
+            components=self.checkers.components,
         )
         self.metrics_port = 0
         self._stop_metrics: Callable[[], None] | None = None

@@ -84,22 +84,28 @@ class GetCertificateRequest(_message.Message):
     def __init__(self, certificate_id: _Optional[str] = ..., ledger_index: _Optional[int] = ...) -> None: ...
 
 class GetForkTreeRequest(_message.Message):
-    __slots__ = ("task", "kappa")
+    __slots__ = ("task", "kappa", "page_size", "page_token")
     TASK_FIELD_NUMBER: _ClassVar[int]
     KAPPA_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     task: _tasks_pb2.Task
     kappa: str
-    def __init__(self, task: _Optional[_Union[_tasks_pb2.Task, _Mapping]] = ..., kappa: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, task: _Optional[_Union[_tasks_pb2.Task, _Mapping]] = ..., kappa: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ForkTree(_message.Message):
-    __slots__ = ("task_digest", "kappa", "certificates")
+    __slots__ = ("task_digest", "kappa", "certificates", "next_page_token")
     TASK_DIGEST_FIELD_NUMBER: _ClassVar[int]
     KAPPA_FIELD_NUMBER: _ClassVar[int]
     CERTIFICATES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     task_digest: str
     kappa: str
     certificates: _containers.RepeatedCompositeFieldContainer[Certificate]
-    def __init__(self, task_digest: _Optional[str] = ..., kappa: _Optional[str] = ..., certificates: _Optional[_Iterable[_Union[Certificate, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, task_digest: _Optional[str] = ..., kappa: _Optional[str] = ..., certificates: _Optional[_Iterable[_Union[Certificate, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class EnumerateFamiliesRequest(_message.Message):
     __slots__ = ("task",)
@@ -346,10 +352,14 @@ class AcceptResponse(_message.Message):
     def __init__(self, accepted: _Optional[bool] = ..., certificate: _Optional[_Union[AcceptanceCertificate, _Mapping]] = ..., refusal: _Optional[_Union[AcceptanceRefusal, _Mapping]] = ..., figures: _Optional[_Iterable[_Union[CapabilityFigures, _Mapping]]] = ...) -> None: ...
 
 class ListAcceptancesRequest(_message.Message):
-    __slots__ = ("run",)
+    __slots__ = ("run", "page_size", "page_token")
     RUN_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     run: str
-    def __init__(self, run: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, run: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class AcceptanceDecision(_message.Message):
     __slots__ = ("run", "checkpoint", "checkpoint_digest", "target", "accepted", "certificate", "refusal", "figures")
@@ -372,7 +382,9 @@ class AcceptanceDecision(_message.Message):
     def __init__(self, run: _Optional[str] = ..., checkpoint: _Optional[str] = ..., checkpoint_digest: _Optional[str] = ..., target: _Optional[str] = ..., accepted: _Optional[bool] = ..., certificate: _Optional[_Union[AcceptanceCertificate, _Mapping]] = ..., refusal: _Optional[_Union[AcceptanceRefusal, _Mapping]] = ..., figures: _Optional[_Iterable[_Union[CapabilityFigures, _Mapping]]] = ...) -> None: ...
 
 class ListAcceptancesResponse(_message.Message):
-    __slots__ = ("decisions",)
+    __slots__ = ("decisions", "next_page_token")
     DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     decisions: _containers.RepeatedCompositeFieldContainer[AcceptanceDecision]
-    def __init__(self, decisions: _Optional[_Iterable[_Union[AcceptanceDecision, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, decisions: _Optional[_Iterable[_Union[AcceptanceDecision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

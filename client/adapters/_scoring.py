@@ -28,6 +28,7 @@ from certd.v1 import tasks_pb2, verifier_pb2
 
 from .._base import ClientSettings, VerifyItem
 from ..aio import AsyncCertdClient
+from ..connection import Connection, split_addresses
 from ..errors import (
     CertdUnavailableError,
     DeadlineExceededError,
@@ -94,7 +95,9 @@ class Scorer:
     """Verifies rollouts through certd, one AsyncCertdClient per event loop.
 
     Args:
-        address: certd's host:port.
+        address: certd's host:port, several replicas' IP:port (a list or comma-separated),
+            or a ``Connection`` (TLS, client certificate, token); settings a string or list
+            leaves unset come from the ``FORKGATE_*`` environment (``forkgate.connection``).
         trusted_keys: log keys; with them every receipt is checked offline.
         settings: client settings (timeouts, retries, batch size).
         linger_s: how long ``score_one`` waits for more calls to share its VerifyBatch.
@@ -102,13 +105,17 @@ class Scorer:
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str] | Connection,
         *,
         trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
         settings: ClientSettings | None = None,
         linger_s: float = 0.02,
     ) -> None:
-        self.address = address
+        self.connection = (
+            address
+            if isinstance(address, Connection)
+            else Connection.from_env(addresses=split_addresses(address))
+        )
         self.trusted_keys = trusted_keys
         self.settings = settings or ClientSettings()
         self.linger_s = linger_s
@@ -122,8 +129,8 @@ class Scorer:
         """The client of the running loop (a gRPC aio channel belongs to one loop)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = AsyncCertdClient(
-                self.address, trusted_keys=self.trusted_keys, settings=self.settings
+            self._client = self.connection.aio_client(
+                trusted_keys=self.trusted_keys, settings=self.settings
             )
             self._loop = loop
             self._pending, self._timer = [], None

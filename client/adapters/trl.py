@@ -35,6 +35,7 @@ from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
 from ..advantages import StratifiedAdvantages
+from ..connection import Connection
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
@@ -45,7 +46,9 @@ class CertdReward:
     """An async reward function for ``trl.GRPOTrainer`` that asks certd.
 
     Args:
-        address: certd's host:port.
+        address: certd's host:port, several replicas (a list or comma-separated), or a
+            ``forkgate.Connection`` with TLS, client certificate and token; unset settings
+            come from the ``FORKGATE_*`` environment.
         trusted_keys: log keys; with them every verdict's receipt is checked offline.
         settings: client settings (timeouts, retries, batch size).
         task_column: the dataset column that holds each row's task.
@@ -58,7 +61,7 @@ class CertdReward:
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str] | Connection,
         *,
         trusted_keys: KeyRing | Iterable[str | Path | VerifierKey] | None = None,
         settings: ClientSettings | None = None,

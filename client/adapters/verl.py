@@ -6,6 +6,12 @@ Example (verl config, Hydra overrides)::
     reward.custom_reward_function.name=compute_score
     +reward.custom_reward_function.reward_kwargs.certd_address=127.0.0.1:50051
     +reward.custom_reward_function.reward_kwargs.trusted_keys=[certd-data/signing.pub]
+    # a TLS cluster: replicas, CA, token file and the SAN their certificates share
+    # (or FORKGATE_SERVER / FORKGATE_TLS_CA / FORKGATE_TOKEN_FILE / ... in the environment)
+    +reward.custom_reward_function.reward_kwargs.certd_address=10.0.0.1:50051,10.0.0.2:50051
+    +reward.custom_reward_function.reward_kwargs.certd_tls_ca=ca.crt
+    +reward.custom_reward_function.reward_kwargs.certd_token_file=trainer.token
+    +reward.custom_reward_function.reward_kwargs.certd_tls_server_name=certd.internal
     algorithm.adv_estimator=forkgate_stratified
 
 and, in the driver, before ``compute_advantage``::
@@ -44,6 +50,7 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 from certd.statements import task_json
 
 from ..advantages import Scale, StratifiedAdvantages
+from ..connection import Connection, split_addresses
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer
 
@@ -70,7 +77,7 @@ _LEFT_OUT = frozenset({"INFRA_ERROR", "REFUSED"})  # statuses that carry no trai
 _UID_KEY = "forkgate_uid"
 _SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
 
-_scorers: dict[tuple[str, tuple[str, ...], float], Scorer] = {}
+_scorers: dict[tuple[Connection, tuple[str, ...], float], Scorer] = {}
 
 
 async def compute_score(
@@ -79,10 +86,15 @@ async def compute_score(
     ground_truth: Any,
     extra_info: Mapping[str, Any] | None = None,
     *,
-    certd_address: str = "127.0.0.1:50051",
+    certd_address: str | Sequence[str] | None = None,
     trusted_keys: Sequence[str] | None = None,
     certd_linger_s: float = 0.02,
     certd_keep_rollouts: bool = False,
+    certd_tls_ca: str | None = None,
+    certd_tls_cert: str | None = None,
+    certd_tls_key: str | None = None,
+    certd_token_file: str | None = None,
+    certd_tls_server_name: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     """verl's reward function: one response verified by certd.
@@ -92,13 +104,22 @@ async def compute_score(
         solution_str: the decoded response.
         ground_truth: the task (a mapping or its JSON text).
         extra_info: verl's per-row extras (unused).
-        certd_address: certd's host:port (``reward_kwargs.certd_address``).
+        certd_address: certd's host:port, or several replicas' IP:port (a list or
+            comma-separated) (``reward_kwargs.certd_address``); default
+            ``$FORKGATE_SERVER`` or 127.0.0.1:50051.
         trusted_keys: log keys (vkey strings or files); with them each receipt is checked.
         certd_linger_s: verl scores row by row; the calls of this many seconds share one
             VerifyBatch (one receipt, one ledger entry) instead of one each.
         certd_keep_rollouts: also return ``forkgate_rollout``, the response, verdict and
             receipt as JSON text (a few KB a row), so that ``admit_batch`` can run the
             batch through a ratchet.
+        certd_tls_ca: CA file of certd's certificate (TLS on); default ``$FORKGATE_TLS_CA``.
+        certd_tls_cert: client certificate file (mutual TLS), with ``certd_tls_key``.
+        certd_tls_key: its key file.
+        certd_token_file: a file holding the bearer token (default
+            ``$FORKGATE_TOKEN_FILE``, or the token in ``$FORKGATE_TOKEN``).
+        certd_tls_server_name: the SAN every replica's certificate carries (several
+            replica addresses over TLS).
 
     Raises:
         InvalidRequestError: the task is malformed.
@@ -109,10 +130,18 @@ async def compute_score(
         the family, question (task digest) and status under the ``forkgate_*`` keys.
     """
     keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
-    scorer = _scorers.get((certd_address, keys, certd_linger_s))
+    conn = Connection.from_env(
+        addresses=split_addresses(certd_address) if certd_address else None,
+        tls_ca=certd_tls_ca,
+        tls_cert=certd_tls_cert,
+        tls_key=certd_tls_key,
+        token_file=certd_token_file,
+        tls_server_name=certd_tls_server_name,
+    )
+    scorer = _scorers.get((conn, keys, certd_linger_s))
     if scorer is None:
-        scorer = _scorers[(certd_address, keys, certd_linger_s)] = Scorer(
-            certd_address,
+        scorer = _scorers[(conn, keys, certd_linger_s)] = Scorer(
+            conn,
             trusted_keys=list(keys) if trusted_keys is not None else None,
             linger_s=certd_linger_s,
         )
