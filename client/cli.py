@@ -552,7 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--trust", action="append", required=True)
     a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
-    add_connection_flags(a, default=None, help="certd, for consistency proofs a file does not carry")
+    add_connection_flags(
+        a, default=None, help="certd, for consistency proofs a file does not carry"
+    )
     a.add_argument("--in", dest="input", required=True)
     a.add_argument("--out", required=True)
     a.add_argument(
