@@ -1,0 +1,162 @@
+"""The κ calibration's plot and Markdown tables (``forkgate kappa-calibrate``).
+
+Example::
+
+    plot(report, Path("out/kappa/kappa-calibration.png"))
+    text = markdown(report)
+
+``report`` is what ``client.kappa_calibrate.calibrate`` returns. matplotlib renders off-screen
+(Agg), imported only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["markdown", "plot"]
+
+
+def _at(report: Mapping[str, Any], threshold: float) -> Mapping[str, Any]:
+    """The sweep row of ``threshold``."""
+    rows = report["countdown"]["sweep"]
+    return next(r for r in rows if abs(float(r["threshold"]) - threshold) < 1e-9)
+
+
+def plot(report: Mapping[str, Any], path: Path) -> None:
+    """Four panels: ARI and classes against the threshold, W/B gold vs learned, the ARI
+    histogram at the chosen threshold, and the math κs' W/B and ARI against the route."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cd = report["countdown"]
+    chosen = float(report["options"]["threshold"])
+    sweep = cd["sweep"]
+    ts = [float(r["threshold"]) for r in sweep]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    ax = axes[0][0]
+    ax.plot(ts, [r["agreement"]["ari_mean"] for r in sweep], "o-", label="mean ARI vs gold")
+    ax.plot(ts, [r["agreement"]["purity_mean"] for r in sweep], "s--", label="mean purity")
+    ax.axvline(chosen, color="grey", lw=0.8)
+    ax.set_xlabel("distance threshold")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Countdown: learned κ vs countdown.first-op.v1")
+    twin = ax.twinx()
+    twin.plot(ts, [r["agreement"]["classes_mean"] for r in sweep], "^:", color="C2")
+    twin.axhline(sweep[0]["agreement"]["gold_classes_mean"], color="C2", lw=0.8, ls="-.")
+    twin.set_ylabel("classes per question (green; dash-dot: gold)")
+    ax.legend(loc="lower left", fontsize=8)
+
+    ax = axes[0][1]
+    gold = cd["gold_initiated"]
+    learned = [r["determinacy"]["ratio"] for r in sweep]
+    ax.plot(ts, [float("nan") if x is None else x for x in learned], "o-", label="learned W/B")
+    ax.axhline(gold["ratio"] or float("nan"), color="k", ls="--", label="gold W/B")
+    ax.plot(ts, [r["determinacy"]["random_label_baseline"] for r in sweep], ":", label="learned n̄")
+    ax.axhline(gold["random_label_baseline"], color="k", ls=":", lw=0.8, label="gold n̄")
+    ax.axvline(chosen, color="grey", lw=0.8)
+    ax.set_xlabel("distance threshold")
+    ax.set_title("Countdown: determinacy proxy W/B (lower: more decisive)")
+    ax.legend(fontsize=8)
+
+    ax = axes[1][0]
+    aris = _at(report, chosen)["agreement"]["ari_per_question"]
+    ax.hist(aris, bins=20, range=(-0.5, 1.0))
+    ax.set_xlabel(f"ARI per question (threshold {chosen:g})")
+    ax.set_ylabel("questions")
+    ax.set_title("Countdown: per-question agreement with gold")
+
+    ax = axes[1][1]
+    math = report["math"]["kappas"]
+    names = list(math)
+    ratios = [math[n]["determinacy"]["ratio"] for n in names]
+    ax.bar(range(len(names)), [float("nan") if r is None else r for r in ratios], color="C0")
+    for i, n in enumerate(names):
+        ari = math[n]["agreement_with_route"]["ari_mean"]
+        ax.annotate(f"ARI {ari:.2f}", (i, 0), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([n.replace(" (", "\n(") for n in names], fontsize=7)
+    ax.set_title("Math corpus: W/B per κ (ARI vs known route)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "∞"
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    return str(x)
+
+
+def _det_row(name: str, d: Mapping[str, Any], agree: Mapping[str, Any] | None) -> str:
+    cells = [
+        name,
+        _fmt(d["ratio"]),
+        _fmt(d["random_label_baseline"]),
+        _fmt(d["ratio_over_baseline"]),
+        d["verdict"],
+        _fmt(d["families"]),
+    ]
+    if agree is not None:
+        cells += [_fmt(agree["ari_mean"]), _fmt(agree["purity_mean"]), _fmt(agree["classes_mean"])]
+    else:
+        cells += ["—", "—", "—"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The figures as Markdown tables (what docs/kappa-calibration.md quotes)."""
+    cd = report["countdown"]
+    chosen = float(report["options"]["threshold"])
+    head = (
+        "| κ | W/B | random-label n̄ | (W/B)/n̄ | verdict | families | ARI | purity | "
+        "classes/question |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [
+        f"Countdown: {cd['questions']} questions, {cd['rollouts']} rollouts "
+        f"({cd['rollouts_with_step']} with a `<think>` step), pass@1 {cd['pass_at_1']:.3f}.",
+        "",
+        head,
+        _det_row("countdown.first-op.v1, initiated (gold)", cd["gold_initiated"], None),
+        _det_row("countdown.first-op.v1, answer", cd["gold_answer"], None),
+    ]
+    for r in cd["sweep"]:
+        mark = " **(default)**" if abs(float(r["threshold"]) - chosen) < 1e-9 else ""
+        lines.append(
+            _det_row(
+                f"learned, threshold {r['threshold']:g}{mark}", r["determinacy"], r["agreement"]
+            )
+        )
+    lines += [
+        "",
+        f"Gold classes per question: {cd['sweep'][0]['agreement']['gold_classes_mean']:.3f}.",
+        "",
+    ]
+    dev = _at(report, chosen)["deviation"]
+    for key in ("ratio", "ratio_over_baseline"):
+        d = dev[key]
+        if d is None:
+            lines.append(f"- proxy deviation ({key}): undefined (an infinite ratio)")
+        else:
+            lines.append(
+                f"- proxy deviation ({key}) at threshold {chosen:g}: learned {d['learned']:.3f} "
+                f"vs gold {d['gold']:.3f}: difference {d['difference']:+.3f}, relative "
+                f"{_fmt(d['relative'])}"
+            )
+    lines.append(f"- same verdict as gold: {dev['same_verdict']}")
+    m = report["math"]
+    lines += [
+        "",
+        f"Math corpus: {m['problems']} problems, {m['rollouts']} solutions, "
+        f"pass@1 {m['pass_at_1']:.3f}.",
+        "",
+        head.replace("| ARI | purity |", "| ARI vs route | purity vs route |"),
+    ]
+    for name, k in m["kappas"].items():
+        lines.append(_det_row(name, k["determinacy"], k["agreement_with_route"]))
+    return "\n".join(lines) + "\n"
