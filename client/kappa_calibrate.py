@@ -260,18 +260,17 @@ def _math_section(vectors: _Vectors, opts: CalibrationOptions) -> dict[str, Any]
     by_problem: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_problem[r.problem].append(i)
-    learned = _learned_labels(
-        vectors, {p: [steps[i] for i in ix] for p, ix in by_problem.items()}, opts.threshold
-    )
-    learned_of = {
-        i: lab for p, ix in by_problem.items() for i, lab in zip(ix, learned[p], strict=True)
-    }
     kappas = {
         "known route (gold)": [r.route for r in rows],
         "math.route.v1": [route_of(r.response) for r in rows],
         "math.first-step.v1": list(moves),
-        f"learned (threshold {opts.threshold:g})": [learned_of[i] for i in range(len(rows))],
     }
+    task_steps = {p: [steps[i] for i in ix] for p, ix in by_problem.items()}
+    for threshold in sorted({*opts.sweep, opts.threshold}):
+        learned = _learned_labels(vectors, task_steps, threshold)
+        at = {i: lab for p, ix in by_problem.items() for i, lab in zip(ix, learned[p], strict=True)}
+        mark = " (default)" if threshold == opts.threshold else ""
+        kappas[f"learned, threshold {threshold:g}{mark}"] = [at[i] for i in range(len(rows))]
     out: dict[str, Any] = {
         "rollouts": len(rows),
         "problems": len(by_problem),

@@ -78,7 +78,7 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
         ari = math[n]["agreement_with_route"]["ari_mean"]
         ax.annotate(f"ARI {ari:.2f}", (i, 0), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([n.replace(" (", "\n(") for n in names], fontsize=7)
+    ax.set_xticklabels([n.replace(", ", "\n") for n in names], fontsize=6, rotation=60, ha="right")
     ax.set_title("Math corpus: W/B per κ (ARI vs known route)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
