@@ -264,6 +264,9 @@ class KappaTaskSetConfig(_Strict):
         "the default κ of Certify for these tasks",
     )
     tasks: tuple[dict[str, object], ...] = Field(min_length=1)
+    distance_threshold: float | None = Field(
+        None, gt=0.0, lt=2.0, description="the learned κ's threshold here; None: the section's"
+    )
 
 
 class LearnedKappaConfig(_Strict):

@@ -193,6 +193,14 @@ def _learned_labels(
     return out
 
 
+def _first_operation(step: str | None) -> str:
+    """The whole first operation ``a∘b`` of a ``<think>`` step (a finer reference than gold)."""
+    import re
+
+    m = re.match(r"\s*(\d+)\s*([-+*/])\s*(\d+)", step or "")
+    return "".join(m.groups()) if m else "(none)"
+
+
 def _countdown_section(vectors: _Vectors, opts: CalibrationOptions) -> dict[str, Any]:
     """Countdown: learned κ against gold ``countdown.first-op.v1``, at each threshold."""
     from certd.kappa.steps import countdown_first_step
@@ -202,27 +210,36 @@ def _countdown_section(vectors: _Vectors, opts: CalibrationOptions) -> dict[str,
     for task, text, initiated, answer, ok in rows:
         by_task[task].append((text, initiated, answer, ok))
     steps = {t: [countdown_first_step(r[0]) for r in rs] for t, rs in by_task.items()}
-    gold_init = _determinacy({t: [(r[1], r[3]) for r in rs] for t, rs in by_task.items()})
-    gold_answer = _determinacy({t: [(r[2], r[3]) for r in rs] for t, rs in by_task.items()})
+    first_op = {t: [_first_operation(s) for s in ss] for t, ss in steps.items()}
+
+    def labelled(labels: Mapping[str, Sequence[str]]) -> dict[str, list[tuple[str, float]]]:
+        return {
+            t: [(lab, r[3]) for lab, r in zip(labels[t], rs, strict=True)]
+            for t, rs in by_task.items()
+        }
+
+    def against(
+        gold: Mapping[str, Sequence[str]], labels: Mapping[str, Sequence[str]]
+    ) -> dict[str, Any]:
+        return _partition_figures(
+            {
+                t: list(zip(gold[t], labels[t], [r[3] for r in rs], strict=True))
+                for t, rs in by_task.items()
+            }
+        )
+
+    gold_labels = {t: [r[1] for r in rs] for t, rs in by_task.items()}
+    gold_init = _determinacy(labelled(gold_labels))
+    gold_answer = _determinacy(labelled({t: [r[2] for r in rs] for t, rs in by_task.items()}))
     sweep = []
     for threshold in sorted({*opts.sweep, opts.threshold}):
         labels = _learned_labels(vectors, steps, threshold)
-        learned = _determinacy(
-            {
-                t: [(lab, r[3]) for lab, r in zip(labels[t], rs, strict=True)]
-                for t, rs in by_task.items()
-            }
-        )
-        agreement = _partition_figures(
-            {
-                t: [(r[1], lab, r[3]) for lab, r in zip(labels[t], rs, strict=True)]
-                for t, rs in by_task.items()
-            }
-        )
+        learned = _determinacy(labelled(labels))
         sweep.append(
             {
                 "threshold": threshold,
-                "agreement": agreement,
+                "agreement": against(gold_labels, labels),
+                "agreement_first_operation": against(first_op, labels),
                 "determinacy": learned,
                 "deviation": _deviation(gold_init, learned),
             }
@@ -236,6 +253,8 @@ def _countdown_section(vectors: _Vectors, opts: CalibrationOptions) -> dict[str,
         "rollouts_with_step": with_step,
         "gold_initiated": gold_init,
         "gold_answer": gold_answer,
+        "first_operation": _determinacy(labelled(first_op)),
+        "first_operation_vs_gold": against(gold_labels, first_op),
         "sweep": sweep,
         "examples": [r[1][:80] for r in rows[:4]],
     }

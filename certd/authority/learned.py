@@ -75,19 +75,25 @@ class LearnedLabeller:
     def __init__(
         self,
         cfg: LearnedKappaConfig,
-        choices: Mapping[str, str],
+        choices: Mapping[str, tuple[str, float | None]],
         model_sha256: str,
         embedder: Embedder | None = None,
     ) -> None:
         self._cfg = cfg
-        self._choices = dict(choices)
-        self.params = ClusterParams(
-            distance_threshold=cfg.distance_threshold,
-            max_steps=cfg.max_fit_steps,
-            max_distinct=cfg.max_distinct,
-            max_clusters=cfg.max_clusters,
-        )
-        self.names = {d: kappa_learned_name(d, model_sha256, self.params) for d in DOMAINS}
+        self._choices = {digest: kappa for digest, (kappa, _) in choices.items()}
+        self._params = {
+            digest: ClusterParams(
+                distance_threshold=cfg.distance_threshold if t is None else t,
+                max_steps=cfg.max_fit_steps,
+                max_distinct=cfg.max_distinct,
+                max_clusters=cfg.max_clusters,
+            )
+            for digest, (_, t) in choices.items()
+        }
+        self._sha = model_sha256
+        self._names = {
+            kappa_learned_name(d, model_sha256, p) for p in self._params.values() for d in DOMAINS
+        }
         self._embedder = embedder
         self._lock = threading.Lock()
         self._embed_lock = threading.Lock()
@@ -109,7 +115,7 @@ class LearnedLabeller:
         from certd.statements import task_digest
         from certd.v1 import tasks_pb2
 
-        choices: dict[str, str] = {}
+        choices: dict[str, tuple[str, float | None]] = {}
         for ts in section.task_sets:
             for obj in ts.tasks:
                 task = tasks_pb2.Task()
@@ -117,30 +123,38 @@ class LearnedLabeller:
                     json_format.ParseDict(obj, task)
                 except json_format.ParseError as e:
                     raise ConfigError(f"learned_kappa.task_sets[{ts.name}]: {e}") from e
-                choices[task_digest(task)] = ts.kappa
+                choices[task_digest(task)] = (ts.kappa, ts.distance_threshold)
         return cls(section, choices, sha256_file(model_dir() / WEIGHTS))
 
     def owns(self, kappa: str) -> bool:
         """Whether ``kappa`` is one of the learned κ names served here."""
-        return kappa in self.names.values()
+        return kappa in self._names
+
+    def name_for(self, task_digest: str, domain: str) -> str:
+        """The learned κ of a task whose set chose it ("" otherwise)."""
+        if self._choices.get(task_digest) != LEARNED or domain not in DOMAINS:
+            return ""
+        return kappa_learned_name(domain, self._sha, self._params[task_digest])
 
     def default_kappa(self, task_digest: str, domain: str, kappas: tuple[str, ...]) -> str:
         """The κ the task's set chose, as a full name ("" when it is in no set).
 
-        ``learned`` names this domain's learned κ; a base name (``math.first-step.v1``)
-        names the checker's κ that starts with it.
+        ``learned`` names the task's learned κ (its domain, its set's threshold); a base
+        name (``math.first-step.v1``) names the checker's κ that starts with it.
         """
         choice = self._choices.get(task_digest, "")
         if choice == LEARNED:
-            return self.names.get(domain, "")
+            return self.name_for(task_digest, domain)
+        if not choice:
+            return ""
         return next((k for k in kappas if k == choice or k.startswith(choice + "+")), "")
 
     def _get_embedder(self) -> Embedder:
         with self._embed_lock:
             if self._embedder is None:
-                self._embedder = LearnedKappa.load(
-                    "math", self.params, threads=self._cfg.embed_threads
-                ).embedder
+                from certd.authority.embedder import StepEmbedder
+
+                self._embedder = StepEmbedder.load(threads=self._cfg.embed_threads, screen="off")
             return self._embedder
 
     def _recorded(self, key: tuple[str, str], index: CertificateIndex) -> _Known | None:
@@ -153,7 +167,8 @@ class LearnedLabeller:
             cert = index.load(i)
             if cert is not None and "clusters" in cert.label_fields:
                 fields = cert.label_fields
-                model = ClusterModel.from_json(fields["clusters"], self.params, dim=EMBED_DIM)
+                params = self._params[key[0]]
+                model = ClusterModel.from_json(fields["clusters"], params, dim=EMBED_DIM)
                 recorded = _Known(model, i, fields.get("clusters_steps", ""))
                 self._remember(key, recorded)
                 return recorded
@@ -197,7 +212,8 @@ class LearnedLabeller:
                 f"label.fields['steps']: a step is over max_step_chars={cfg.max_step_chars}",
                 field="label.fields",
             )
-        model = LearnedKappa("", self._get_embedder(), self.params).fit_steps(steps)
+        params = self._params[key[0]]
+        model = LearnedKappa("", self._get_embedder(), params).fit_steps(steps)
         fitted = _Known(model, -1, json.dumps(sorted(steps), ensure_ascii=False))
         with self._lock:
             known = self._models.get(key)
@@ -226,7 +242,7 @@ class LearnedLabeller:
         Returns:
             The label (with the record's fields) and the gate key ``learned:<label>``.
         """
-        if self._choices.get(task_digest) != LEARNED or self.names.get(domain) != kappa:
+        if not kappa or self.name_for(task_digest, domain) != kappa:
             raise _refuse(
                 "KAPPA_UNKNOWN",
                 f"κ {kappa!r} is not chosen for this task (learned_kappa.task_sets)",

@@ -46,13 +46,21 @@ def _config(data: Path) -> CertdConfig:
                 "task_sets": [
                     {"name": "algebra", "kappa": "learned", "tasks": [{"math": QUESTION_PB}]},
                     {"name": "plain", "kappa": "math.route.v1", "tasks": [{"math": OTHER_PB}]},
+                    {
+                        "name": "coarse",
+                        "kappa": "learned",
+                        "distance_threshold": 0.6,
+                        "tasks": [{"math": THIRD_PB}],
+                    },
                 ],
             },
         }
     )
 
 
+THIRD = {"domain": "math", "gold": "x = -2"}  # the digest is over the gold only
 QUESTION_PB = {k: v for k, v in QUESTION.items() if k != "domain"}
+THIRD_PB = {k: v for k, v in THIRD.items() if k != "domain"}
 OTHER_PB = {k: v for k, v in OTHER.items() if k != "domain"}
 
 
@@ -148,6 +156,14 @@ def test_the_task_sets_config_chooses_the_kappa(server: CertdServer, local: Lear
         assert e.value.reason == "KAPPA_UNKNOWN"
         route = c.certify(OTHER, "step-by-step", "Factor it: (x+2)(x+3)=0, so \\boxed{-3}.")
         assert route.label.kappa == "math.route.v1"
+        # A set may choose its own threshold: another κ name, its own clusters.
+        coarse = LearnedKappa(local.domain, local.embedder, ClusterParams(distance_threshold=0.6))
+        label = coarse.labels(coarse.fit_steps(STEPS), [FACTOR])[0]
+        with pytest.raises(CertificationRefusedError) as e:
+            c.certify(THIRD, label, FACTOR, kappa=local.name)
+        assert e.value.reason == "KAPPA_UNKNOWN"
+        cert = c.certify(THIRD, label, FACTOR, fields={"steps": json.dumps(STEPS)})
+        assert cert.label.kappa == coarse.name and coarse.name.endswith("upgma-cos0.6")
         # A task in no set keeps the domain default, and no learned κ.
         free = {"domain": "math", "gold": "4"}
         with pytest.raises(CertificationRefusedError) as e:
