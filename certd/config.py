@@ -276,7 +276,11 @@ class LearnedKappaConfig(_Strict):
 
     task_sets: tuple[KappaTaskSetConfig, ...] = ()
     distance_threshold: float = Field(
-        0.2, gt=0.0, lt=2.0, description="UPGMA stop, in cosine distance (part of the κ name)"
+        0.4,
+        gt=0.0,
+        lt=2.0,
+        description="UPGMA stop, in cosine distance (part of the κ name); 0.4 is what the "
+        "math corpus's calibration chose (docs/kappa-calibration.md)",
     )
     min_fit_steps: int = Field(4, ge=1, description="fewest first steps a fit accepts")
     max_fit_steps: int = Field(256, ge=1, le=4_096, description="most first steps per fit")

@@ -77,7 +77,7 @@ class ClusterParams:
         max_clusters: a record with more clusters than this is refused.
     """
 
-    distance_threshold: float = 0.2
+    distance_threshold: float = 0.4
     max_steps: int = 512
     max_distinct: int = 256
     max_clusters: int = 64
