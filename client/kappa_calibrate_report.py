@@ -64,7 +64,7 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     ax.axvline(chosen, color="grey", lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("distance threshold")
-    ax.set_title("Countdown: determinacy proxy (W/B)/n̄ (lower: more decisive)")
+    ax.set_title("Countdown: proxy (W/B)/n̄, lower = more decisive")
     ax.legend(fontsize=8)
 
     ax = axes[1][0]
@@ -89,7 +89,7 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     ax.set_yticks(ys)
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
-    ax.set_title("Math corpus: agreement with the route, and determinacy")
+    ax.set_title("Math corpus: ARI vs route; (W/B)/n̄")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -184,4 +184,13 @@ def markdown(report: Mapping[str, Any]) -> str:
     ]
     for name, k in m["kappas"].items():
         lines.append(_det_row(name, k["determinacy"], k["agreement_with_route"]))
+    gold = m["kappas"]["known route (gold)"]["determinacy"]["ratio_over_baseline"]
+    lines.append("")
+    for name, k in m["kappas"].items():
+        x = k["determinacy"]["ratio_over_baseline"]
+        if name != "known route (gold)" and x is not None and gold:
+            lines.append(
+                f"- {name}: (W/B)/n̄ {x:.3f} vs the known route's {gold:.3f} "
+                f"(relative {(x - gold) / gold:+.3f})"
+            )
     return "\n".join(lines) + "\n"

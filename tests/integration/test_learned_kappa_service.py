@@ -104,7 +104,12 @@ def test_first_certificate_fits_and_records_the_clusters(
         assert e.value.reason == "CLUSTERS_REQUIRED"
         with pytest.raises(InvalidRequestError):
             c.certify(QUESTION, label, FORMULA, kappa=kappa, fields={"steps": "[1, 2]"})
-        steps = {"steps": json.dumps(STEPS)}
+        with pytest.raises(InvalidRequestError):  # over learned_kappa.max_fit_steps
+            c.certify(
+                QUESTION, label, FORMULA, kappa=kappa, fields={"steps": json.dumps(["x = 1"] * 257)}
+            )
+        # Clusters the client offers are ignored: certd fits the steps itself.
+        steps = {"steps": json.dumps(STEPS), "clusters": '{"names": ["k1"]}'}
         cert = c.certify(QUESTION, label, FORMULA, kappa=kappa, fields=steps)
     fields = dict(cert.label.fields)
     assert cert.label.kappa == kappa and cert.label.value == label
