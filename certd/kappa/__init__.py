@@ -19,11 +19,11 @@ from .learned import LearnedKappa, kappa_learned_name
 from .steps import first_step
 
 __all__ = [
-    "NO_STEP",
-    "OUTSIDE",
     "ClusterModel",
     "ClusterParams",
     "LearnedKappa",
+    "NO_STEP",
+    "OUTSIDE",
     "adjusted_rand_index",
     "assign",
     "first_step",

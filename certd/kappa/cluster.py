@@ -50,10 +50,10 @@ import numpy as np
 from certd.errors import InvalidInputError
 
 __all__ = [
-    "NO_STEP",
-    "OUTSIDE",
     "ClusterModel",
     "ClusterParams",
+    "NO_STEP",
+    "OUTSIDE",
     "assign",
     "cosines",
     "fit_clusters",

@@ -32,7 +32,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["ROUTES", "SLIP", "CorpusRow", "math_corpus"]
+__all__ = [
+    "CorpusRow",
+    "ROUTES",
+    "SLIP",
+    "math_corpus",
+]
 
 ROUTES: dict[str, tuple[str, ...]] = {
     "quadratic": ("formula", "factoring", "complete-square", "direct"),
