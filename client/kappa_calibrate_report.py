@@ -24,23 +24,18 @@ def _at(report: Mapping[str, Any], threshold: float) -> Mapping[str, Any]:
     return next(r for r in rows if abs(float(r["threshold"]) - threshold) < 1e-9)
 
 
-def plot(report: Mapping[str, Any], path: Path) -> None:
-    """Four panels: ARI and classes against the threshold, W/B gold vs learned, the ARI
-    histogram at the chosen threshold, and the math κs' W/B and ARI against the route."""
-    import matplotlib
+def _norm(d: Mapping[str, Any]) -> float:
+    """(W/B)/n̄ of a determinacy report (NaN when infinite)."""
+    x = d["ratio_over_baseline"]
+    return float("nan") if x is None else float(x)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    cd = report["countdown"]
-    chosen = float(report["options"]["threshold"])
-    sweep = cd["sweep"]
+def _agreement_panel(ax: Any, report: Mapping[str, Any]) -> None:
+    sweep = report["countdown"]["sweep"]
     ts = [float(r["threshold"]) for r in sweep]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    ax = axes[0][0]
     ax.plot(ts, [r["agreement"]["ari_mean"] for r in sweep], "o-", label="mean ARI vs gold")
     ax.plot(ts, [r["agreement"]["purity_mean"] for r in sweep], "s--", label="mean purity")
-    ax.axvline(chosen, color="grey", lw=0.8)
+    ax.axvline(float(report["options"]["threshold"]), color="grey", lw=0.8)
     ax.set_xlabel("distance threshold")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title("Countdown: learned κ vs countdown.first-op.v1")
@@ -50,47 +45,55 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     twin.set_ylabel("classes per question (green; dash-dot: gold)")
     ax.legend(loc="lower left", fontsize=8)
 
-    ax = axes[0][1]
-    gold = cd["gold_initiated"]
 
-    def norm(d: Mapping[str, Any]) -> float:
-        x = d["ratio_over_baseline"]
-        return float("nan") if x is None else float(x)
-
-    ax.plot(ts, [norm(r["determinacy"]) for r in sweep], "o-", label="learned")
-    ax.axhline(norm(gold), color="k", ls="--", label="gold countdown.first-op.v1")
-    ax.axhline(norm(cd["first_operation"]), color="C3", ls=":", label="first operation a∘b")
+def _proxy_panel(ax: Any, report: Mapping[str, Any]) -> None:
+    cd = report["countdown"]
+    sweep = cd["sweep"]
+    ts = [float(r["threshold"]) for r in sweep]
+    ax.plot(ts, [_norm(r["determinacy"]) for r in sweep], "o-", label="learned")
+    ax.axhline(_norm(cd["gold_initiated"]), color="k", ls="--", label="gold countdown.first-op.v1")
+    ax.axhline(_norm(cd["first_operation"]), color="C3", ls=":", label="first operation a∘b")
     ax.axhline(1.0, color="grey", lw=0.8, ls="-.", label="random labels (≈1)")
-    ax.axvline(chosen, color="grey", lw=0.8)
+    ax.axvline(float(report["options"]["threshold"]), color="grey", lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("distance threshold")
     ax.set_title("Countdown: proxy (W/B)/n̄, lower = more decisive")
     ax.legend(fontsize=8)
 
-    ax = axes[1][0]
-    aris = _at(report, chosen)["agreement"]["ari_per_question"]
-    ax.hist(aris, bins=20, range=(-0.5, 1.0))
-    ax.set_xlabel(f"ARI per question (threshold {chosen:g})")
-    ax.set_ylabel("questions")
-    ax.set_title("Countdown: per-question agreement with gold")
 
-    ax = axes[1][1]
+def _math_panel(ax: Any, report: Mapping[str, Any]) -> None:
     math = report["math"]["kappas"]
     names = list(math)
     ys = list(range(len(names)))
     aris = [math[n]["agreement_with_route"]["ari_mean"] for n in names]
     ax.barh([y - 0.2 for y in ys], aris, height=0.4, label="mean ARI vs known route")
-    ax.barh(
-        [y + 0.2 for y in ys],
-        [norm(math[n]["determinacy"]) for n in names],
-        height=0.4,
-        label="(W/B)/n̄",
-    )
+    norms = [_norm(math[n]["determinacy"]) for n in names]
+    ax.barh([y + 0.2 for y in ys], norms, height=0.4, label="(W/B)/n̄")
     ax.set_yticks(ys)
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
     ax.set_title("Math corpus: ARI vs route; (W/B)/n̄")
     ax.legend(fontsize=8)
+
+
+def plot(report: Mapping[str, Any], path: Path) -> None:
+    """Four panels: ARI and classes against the threshold, the proxy (W/B)/n̄ of gold and
+    learned, the ARI histogram at the chosen threshold, and the math κs against the route."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chosen = float(report["options"]["threshold"])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    _agreement_panel(axes[0][0], report)
+    _proxy_panel(axes[0][1], report)
+    ax = axes[1][0]
+    ax.hist(_at(report, chosen)["agreement"]["ari_per_question"], bins=20, range=(-0.5, 1.0))
+    ax.set_xlabel(f"ARI per question (threshold {chosen:g})")
+    ax.set_ylabel("questions")
+    ax.set_title("Countdown: per-question agreement with gold")
+    _math_panel(axes[1][1], report)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -120,19 +123,20 @@ def _det_row(name: str, d: Mapping[str, Any], agree: Mapping[str, Any] | None) -
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown(report: Mapping[str, Any]) -> str:
-    """The figures as Markdown tables (what docs/kappa-calibration.md quotes)."""
+_HEAD = (
+    "| κ | W/B | random-label n̄ | (W/B)/n̄ | verdict | families | ARI | purity | "
+    "classes/question |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _countdown_md(report: Mapping[str, Any]) -> list[str]:
     cd = report["countdown"]
     chosen = float(report["options"]["threshold"])
-    head = (
-        "| κ | W/B | random-label n̄ | (W/B)/n̄ | verdict | families | ARI | purity | "
-        "classes/question |\n|---|---|---|---|---|---|---|---|---|"
-    )
     lines = [
         f"Countdown: {cd['questions']} questions, {cd['rollouts']} rollouts "
         f"({cd['rollouts_with_step']} with a `<think>` step), pass@1 {cd['pass_at_1']:.3f}.",
         "",
-        head,
+        _HEAD,
         _det_row("countdown.first-op.v1, initiated (gold)", cd["gold_initiated"], None),
         _det_row("countdown.first-op.v1, answer", cd["gold_answer"], None),
         _det_row(
@@ -141,11 +145,8 @@ def markdown(report: Mapping[str, Any]) -> str:
     ]
     for r in cd["sweep"]:
         mark = " **(default)**" if abs(float(r["threshold"]) - chosen) < 1e-9 else ""
-        lines.append(
-            _det_row(
-                f"learned, threshold {r['threshold']:g}{mark}", r["determinacy"], r["agreement"]
-            )
-        )
+        name = f"learned, threshold {r['threshold']:g}{mark}"
+        lines.append(_det_row(name, r["determinacy"], r["agreement"]))
     lines += [
         "",
         f"Gold classes per question: {cd['sweep'][0]['agreement']['gold_classes_mean']:.3f}. "
@@ -167,20 +168,23 @@ def markdown(report: Mapping[str, Any]) -> str:
         d = dev[key]
         if d is None:
             lines.append(f"- proxy deviation ({key}): undefined (an infinite ratio)")
-        else:
-            lines.append(
-                f"- proxy deviation ({key}) at threshold {chosen:g}: learned {d['learned']:.3f} "
-                f"vs gold {d['gold']:.3f}: difference {d['difference']:+.3f}, relative "
-                f"{_fmt(d['relative'])}"
-            )
+            continue
+        lines.append(
+            f"- proxy deviation ({key}) at threshold {chosen:g}: learned {d['learned']:.3f} "
+            f"vs gold {d['gold']:.3f}: difference {d['difference']:+.3f}, relative "
+            f"{_fmt(d['relative'])}"
+        )
     lines.append(f"- same verdict as gold: {dev['same_verdict']}")
+    return lines
+
+
+def _math_md(report: Mapping[str, Any]) -> list[str]:
     m = report["math"]
-    lines += [
-        "",
+    lines = [
         f"Math corpus: {m['problems']} problems, {m['rollouts']} solutions, "
         f"pass@1 {m['pass_at_1']:.3f}.",
         "",
-        head.replace("| ARI | purity |", "| ARI vs route | purity vs route |"),
+        _HEAD.replace("| ARI | purity |", "| ARI vs route | purity vs route |"),
     ]
     for name, k in m["kappas"].items():
         lines.append(_det_row(name, k["determinacy"], k["agreement_with_route"]))
@@ -193,4 +197,9 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"- {name}: (W/B)/n̄ {x:.3f} vs the known route's {gold:.3f} "
                 f"(relative {(x - gold) / gold:+.3f})"
             )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The figures as Markdown tables (what docs/kappa-calibration.md quotes)."""
+    return "\n".join([*_countdown_md(report), "", *_math_md(report)]) + "\n"
