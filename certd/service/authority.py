@@ -123,7 +123,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
         task = checked_task(request.task, self._cfg, "task")
-        kappa = request.kappa or self._checkers.for_domain(task.domain).kappa
+        kappa = (
+            request.kappa
+            or self._authority.default_kappa(task)
+            or self._checkers.for_domain(task.domain).kappa
+        )
         index = self._authority.index
         certs = [self._cert(index.load(at)) for at in index.labels(task.digest, kappa)]
         return authority_pb2.ForkTree(task_digest=task.digest, kappa=kappa, certificates=certs)

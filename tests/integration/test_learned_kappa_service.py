@@ -47,6 +47,12 @@ def _config(data: Path) -> CertdConfig:
                     {"name": "algebra", "kappa": "learned", "tasks": [{"math": QUESTION_PB}]},
                     {"name": "plain", "kappa": "math.route.v1", "tasks": [{"math": OTHER_PB}]},
                     {
+                        "name": "countdown-cal",
+                        "kappa": "learned",
+                        "distance_threshold": 0.2,
+                        "tasks": [{"countdown": COUNTDOWN_PB}],
+                    },
+                    {
                         "name": "coarse",
                         "kappa": "learned",
                         "distance_threshold": 0.6,
@@ -59,6 +65,8 @@ def _config(data: Path) -> CertdConfig:
 
 
 THIRD = {"domain": "math", "gold": "x = -2"}  # the digest is over the gold only
+COUNTDOWN = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
+COUNTDOWN_PB = {"numbers": [25, 5, 4, 3], "target": 83}
 QUESTION_PB = {k: v for k, v in QUESTION.items() if k != "domain"}
 THIRD_PB = {k: v for k, v in THIRD.items() if k != "domain"}
 OTHER_PB = {k: v for k, v in OTHER.items() if k != "domain"}
@@ -174,6 +182,22 @@ def test_the_task_sets_config_chooses_the_kappa(server: CertdServer, local: Lear
         with pytest.raises(CertificationRefusedError) as e:
             c.certify(free, "k1", "Compute 2 + 2 = 4, \\boxed{4}.", kappa=local.name)
         assert e.value.reason == "KAPPA_UNKNOWN"
+
+
+def test_countdown_under_the_learned_kappa(server: CertdServer, local: LearnedKappa) -> None:
+    """The same mechanism on Countdown: the first <think> step is what is clustered."""
+    cd = LearnedKappa("countdown", local.embedder, ClusterParams(distance_threshold=0.2))
+    steps = ["25-5=20", "25-5=20", "25-3=22", "4*20=80", "4*22=88", "3+80=83", "5*4=20"]
+    witness = "<think>25-5=20, 20*4=80, 80+3=83</think><answer>(25-5)*4+3</answer>"
+    label = cd.labels(cd.fit_steps(steps), [witness])[0]
+    with _client(server) as c:
+        cert = c.certify(COUNTDOWN, label, witness, fields={"steps": json.dumps(steps)})
+        assert cert.label.kappa == cd.name and cert.label.fields["step"] == "25-5=20"
+        tree = c.get_fork_tree(COUNTDOWN)  # the set's κ is the fork tree's default too
+        assert tree.kappa == cd.name and [t.label.value for t in tree.certificates] == [label]
+        # The gold κ is still served for the same task.
+        gold = c.certify(COUNTDOWN, "25,-", witness, kappa="countdown.first-op.v1")
+        assert gold.label.kappa == "countdown.first-op.v1"
 
 
 def test_the_record_survives_a_restart(
