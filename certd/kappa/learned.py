@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from certd.domains.math.first_step import MAX_SEQ_TOKENS
-
 from .cluster import NO_STEP, ClusterModel, ClusterParams, assign, fit_clusters
 from .steps import first_step
 
@@ -50,6 +48,8 @@ class Embedder(Protocol):
 
 def kappa_learned_name(domain: str, model_sha256: str, params: ClusterParams) -> str:
     """``<domain>.learned.v1+minilm.<sha256[:12]>.t<tokens>.<params tag>``."""
+    from certd.domains.math.first_step import MAX_SEQ_TOKENS  # the embedder's cut (64)
+
     return f"{domain}.learned.v1+minilm.{model_sha256[:12]}.t{MAX_SEQ_TOKENS}.{params.tag}"
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-from certd.domains.math.first_step import first_step_text
 from certd.errors import UnsupportedError
 
 __all__ = ["DOMAINS", "MAX_STEP_CHARS", "countdown_first_step", "first_step"]
@@ -46,6 +45,9 @@ def first_step(domain: str, response: str) -> str | None:
         UnsupportedError: the learned κ has no step extractor for the domain.
     """
     if domain == "math":
+        # math.first-step.v1's extraction; imported here: the math package loads sympy.
+        from certd.domains.math.first_step import first_step_text
+
         return first_step_text(response)
     if domain == "countdown":
         return countdown_first_step(response)
