@@ -44,7 +44,11 @@ def _config(data: Path) -> CertdConfig:
             "learned_kappa": {
                 "distance_threshold": THRESHOLD,
                 "task_sets": [
-                    {"name": "algebra", "kappa": "learned", "tasks": [{"math": QUESTION_PB}]},
+                    {
+                        "name": "algebra",
+                        "kappa": "learned",
+                        "tasks": [{"math": QUESTION_PB}, {"math": {"gold": "x = -3"}}],
+                    },
                     {"name": "plain", "kappa": "math.route.v1", "tasks": [{"math": OTHER_PB}]},
                     {
                         "name": "countdown-cal",
@@ -198,6 +202,35 @@ def test_countdown_under_the_learned_kappa(server: CertdServer, local: LearnedKa
         # The gold κ is still served for the same task.
         gold = c.certify(COUNTDOWN, "25,-", witness, kappa="countdown.first-op.v1")
         assert gold.label.kappa == "countdown.first-op.v1"
+
+
+def test_concurrent_first_requests_share_one_fit(server: CertdServer, local: LearnedKappa) -> None:
+    """Two first Certifies with different samples at once: one model is recorded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    task = {"domain": "math", "gold": "x = -3"}  # another question of the set "algebra"
+    samples = [STEPS, STEPS[:2] + STEPS[5:] + ["Try x = -3: 9 - 15 + 6 = 0."] * 3]
+    witnesses = [FACTOR.replace("-2", "-3"), FORMULA.replace("-2", "-3")]
+    fits = [local.fit_steps(s) for s in samples]
+
+    def certify(i: int) -> object:
+        label = local.labels(fits[i], [witnesses[i]])[0]
+        fields = {"steps": json.dumps(samples[i])}
+        with _client(server) as c:
+            try:
+                return c.certify(task, label, witnesses[i], kappa=local.name, fields=fields)
+            except CertificationRefusedError as e:
+                return e
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(certify, [0, 1]))
+    certs = [o for o in outcomes if not isinstance(o, CertificationRefusedError)]
+    refused = [o for o in outcomes if isinstance(o, CertificationRefusedError)]
+    assert certs and all(r.reason == "LABEL_MISMATCH" for r in refused), [
+        (r.reason, str(r)) for r in refused
+    ]
+    digests = {c.label.fields["clusters_digest"] for c in certs}  # type: ignore[attr-defined]
+    assert len(digests) == 1 and digests <= {f.digest for f in fits}
 
 
 def test_the_record_survives_a_restart(
