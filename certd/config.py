@@ -28,6 +28,8 @@ __all__ = [
     "ClusterConfig",
     "CodeConfig",
     "CountdownConfig",
+    "KappaTaskSetConfig",
+    "LearnedKappaConfig",
     "LedgerConfig",
     "MathConfig",
     "ObservabilityConfig",
@@ -250,6 +252,47 @@ class AcceptanceConfig(_Strict):
     interval_level: float = Field(0.95, gt=0.5, lt=1.0)
 
 
+class KappaTaskSetConfig(_Strict):
+    """Which κ defines the families of a set of tasks (``learned_kappa.task_sets``).
+
+    ``tasks`` are protobuf-JSON ``certd.v1.Task`` objects, as in ``TaskSetConfig``.
+    """
+
+    name: str = Field(min_length=1, max_length=128)
+    kappa: str = Field(
+        "learned",
+        pattern=r"^(learned|[a-z]+\.[a-z-]+\.v[0-9]+)$",
+        description="'learned' (certd.kappa) or a κ base name such as math.first-step.v1: "
+        "the default κ of Certify for these tasks",
+    )
+    tasks: tuple[dict[str, object], ...] = Field(min_length=1)
+    distance_threshold: float | None = Field(
+        None, gt=0.0, lt=2.0, description="the learned κ's threshold here; None: the section's"
+    )
+
+
+class LearnedKappaConfig(_Strict):
+    """The learned κ (``<domain>.learned.v1``, docs/kappa-calibration.md): its clustering
+    parameters and the task sets that use it. With no task set choosing ``learned`` it is
+    not served (and its model is not loaded)."""
+
+    task_sets: tuple[KappaTaskSetConfig, ...] = ()
+    distance_threshold: float = Field(
+        0.4,
+        gt=0.0,
+        lt=2.0,
+        description="UPGMA stop, in cosine distance (part of the κ name); 0.4 is what the "
+        "math corpus's calibration chose (docs/kappa-calibration.md)",
+    )
+    min_fit_steps: int = Field(4, ge=1, description="fewest first steps a fit accepts")
+    max_fit_steps: int = Field(256, ge=1, le=4_096, description="most first steps per fit")
+    max_distinct: int = Field(256, ge=1, le=4_096, description="most distinct steps per fit")
+    max_clusters: int = Field(64, ge=1, description="most clusters a record may hold")
+    max_step_chars: int = Field(300, ge=1, description="longest step accepted in a fit")
+    max_models: int = Field(4_096, ge=1, description="fitted models kept in memory")
+    embed_threads: int = Field(1, ge=1, description="torch threads for its embeddings")
+
+
 class CertdConfig(_Strict):
     """The whole configuration tree."""
 
@@ -265,6 +308,7 @@ class CertdConfig(_Strict):
     cluster: ClusterConfig = ClusterConfig()
     access: AccessConfig = AccessConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    learned_kappa: LearnedKappaConfig = LearnedKappaConfig()
 
     @property
     def key_path(self) -> Path:

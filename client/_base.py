@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,11 +324,17 @@ def check_certificate(
 
 
 def certify_request(
-    task: TaskLike, label: str, witness: str, kappa: str = ""
+    task: TaskLike,
+    label: str,
+    witness: str,
+    kappa: str = "",
+    fields: Mapping[str, str] | None = None,
 ) -> authority_pb2.CertifyRequest:
-    """A CertifyRequest (κ empty: the domain's default)."""
+    """A CertifyRequest (κ empty: the domain's default; ``fields``: the claimed label's)."""
     return authority_pb2.CertifyRequest(
-        task=as_task(task), label=tasks_pb2.Label(kappa=kappa, value=label), witness=witness
+        task=as_task(task),
+        label=tasks_pb2.Label(kappa=kappa, value=label, fields=dict(fields or {})),
+        witness=witness,
     )
 
 

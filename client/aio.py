@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -148,10 +148,15 @@ class AsyncCertdClient:
         checker.finish()
 
     async def certify(
-        self, task: TaskLike, label: str, witness: str, kappa: str = ""
+        self,
+        task: TaskLike,
+        label: str,
+        witness: str,
+        kappa: str = "",
+        fields: Mapping[str, str] | None = None,
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate; see ``CertdClient.certify``."""
-        req = certify_request(task, label, witness, kappa)
+        req = certify_request(task, label, witness, kappa, fields)
         reply = await self._call(self._authority.Certify, req)
         return check_certificate(reply.certificate, self.keys, req.task)
 

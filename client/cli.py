@@ -645,6 +645,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xc.set_defaults(fn=_cmd_experiment)
 
+    from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
+
+    add_kappa_calibrate(sub)
     for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     return p

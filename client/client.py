@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -192,9 +192,17 @@ class CertdClient:
     # Authority
 
     def certify(
-        self, task: TaskLike, label: str, witness: str, kappa: str = ""
+        self,
+        task: TaskLike,
+        label: str,
+        witness: str,
+        kappa: str = "",
+        fields: Mapping[str, str] | None = None,
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate for (task, label) with a witness.
+
+        ``fields`` are the claimed label's fields; the learned κ's first Certify of a question
+        carries its rollouts' first steps there (``{"steps": json.dumps([...])}``).
 
         Raises:
             CertificationRefusedError: the witness is wrong, carries another label, or is a
@@ -204,7 +212,7 @@ class CertdClient:
         Returns:
             The certificate (the existing one when (task, label) was certified before).
         """
-        req = certify_request(task, label, witness, kappa)
+        req = certify_request(task, label, witness, kappa, fields)
         reply = self._call(self._authority.Certify, req)
         return check_certificate(reply.certificate, self.keys, req.task)
 

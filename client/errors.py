@@ -76,7 +76,8 @@ class CertificationRefusedError(ForkgateError):
     """certd refused to certify.
 
     Attributes:
-        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK or KAPPA_UNKNOWN.
+        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN or
+            CLUSTERS_REQUIRED.
     """
 
     def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:

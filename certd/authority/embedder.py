@@ -234,6 +234,16 @@ class StepEmbedder:
                     rows[i] = row
         return rows
 
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """L2-normalised float32 embeddings of ``texts``, in order (for the learned κ).
+
+        Distinct texts are encoded once, in sorted order, so the batches (and the float
+        results) depend only on the set of texts, not on their order.
+        """
+        distinct = sorted(set(texts))
+        rows = dict(zip(distinct, self._encode(distinct), strict=True)) if distinct else {}
+        return [rows[t] for t in texts]
+
     def moves(
         self, steps: Sequence[str | None], *, spare: Callable[[], bool] | None = None
     ) -> list[str]:

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from certd.authority.checker import Checkers, DomainTask
 from certd.authority.index import CertificateIndex, IndexedCertificate
@@ -38,6 +39,9 @@ from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
 from certd.v1 import tasks_pb2
+
+if TYPE_CHECKING:
+    from certd.authority.learned import LearnedLabeller
 
 __all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
 
@@ -104,8 +108,10 @@ class Authority:
         signer: SigningKey,
         *,
         clock: Callable[[], float] = time.time,
+        learned: LearnedLabeller | None = None,
     ) -> None:
         self._checkers = checkers
+        self._learned = learned  # the learned κ (certd.authority.learned), if configured
         self._ledger = ledger
         self._signer = signer
         self._clock = clock
@@ -122,8 +128,20 @@ class Authority:
     def _lock(self, task_digest: str) -> threading.Lock:
         return self._locks[int(task_digest[:8], 16) % self._STRIPES]
 
+    def default_kappa(self, task: CheckedTask) -> str:
+        """The κ the task's configured set chose (``learned_kappa.task_sets``), or ""."""
+        if self._learned is None:
+            return ""
+        checker = self._checkers.for_domain(task.domain)
+        return self._learned.default_kappa(task.digest, task.domain, checker.kappas)
+
     def submit(
-        self, task: CheckedTask, kappa: str, label: str, witness: str
+        self,
+        task: CheckedTask,
+        kappa: str,
+        label: str,
+        witness: str,
+        fields: Mapping[str, str] | None = None,
     ) -> _Pending | CertifyOutcome:
         """Decide a Certify and submit its ledger entry; see ``certify``.
 
@@ -131,7 +149,8 @@ class Authority:
             A pending write to wait on, or an outcome decided without writing.
         """
         checker = self._checkers.for_domain(task.domain)
-        if kappa not in checker.kappas:
+        learned = self._learned if self._learned and self._learned.owns(kappa) else None
+        if learned is None and kappa not in checker.kappas:
             return _refusal(
                 "KAPPA_UNKNOWN", f"κ: expected one of {', '.join(checker.kappas)}, got {kappa!r}"
             )
@@ -143,6 +162,15 @@ class Authority:
                 verdict,
             )
         family = verdict.label_for(kappa)
+        if learned is not None:  # the label depends on the question's recorded clusters
+            try:
+                labelled = learned.label(
+                    task.digest, task.domain, kappa, witness, fields or {}, self._index
+                )
+            except CertificationRefusedError as e:
+                return _refusal(e.reason, str(e), verdict)
+            family = labelled.family
+            verdict = replace(verdict, canonical=labelled.canonical)
         got = family.label if family is not None else ""
         if got != label:
             return _refusal(
@@ -288,16 +316,27 @@ class Authority:
         existing = outcome.existing or cert.envelope != outcome.cert.envelope
         return CertifyOutcome(certificate=cert, existing=existing)
 
-    def certify(self, task: CheckedTask, kappa: str, label: str, witness: str) -> CertifyOutcome:
+    def certify(
+        self,
+        task: CheckedTask,
+        kappa: str,
+        label: str,
+        witness: str,
+        fields: Mapping[str, str] | None = None,
+    ) -> CertifyOutcome:
         """Certify that ``label`` is a feasible family of ``task`` with ``witness``.
+
+        ``fields`` are the claimed label's fields; only the learned κ reads them (the first
+        steps of a question's rollouts, for its first certificate).
 
         Raises:
             LedgerError: the ledger write failed.
+            InvalidInputError: the learned κ's steps are malformed.
 
         Returns:
             The certificate (``existing`` when certified before) or a refusal.
         """
-        return self.wait(self.submit(task, kappa, label, witness))
+        return self.wait(self.submit(task, kappa, label, witness, fields))
 
 
 def refuse(outcome: CertifyOutcome) -> None:

@@ -50,7 +50,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
         task = checked_task(request.task, self._cfg, f"{field}.task")
-        kappa = request.label.kappa or self._checkers.for_domain(task.domain).kappa
+        kappa = (
+            request.label.kappa
+            or self._authority.default_kappa(task)
+            or self._checkers.for_domain(task.domain).kappa
+        )
         return task, kappa, request.label.value
 
     @property
@@ -67,7 +71,8 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
         task, kappa, label = self._request(request, "request")
-        outcome = self._authority.certify(task, kappa, label, request.witness)
+        fields = dict(request.label.fields)
+        outcome = self._authority.certify(task, kappa, label, request.witness, fields)
         refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
@@ -84,7 +89,8 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         submitted = []
         for i, item in enumerate(request.items):
             task, kappa, label = self._request(item, f"items[{i}]")
-            submitted.append(self._authority.submit(task, kappa, label, item.witness))
+            fields = dict(item.label.fields)
+            submitted.append(self._authority.submit(task, kappa, label, item.witness, fields))
         outcomes = [self._authority.wait(s) for s in submitted]
         return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])
 
@@ -128,7 +134,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
         task = checked_task(request.task, self._cfg, "task")
-        kappa = request.kappa or self._checkers.for_domain(task.domain).kappa
+        kappa = (
+            request.kappa
+            or self._authority.default_kappa(task)
+            or self._checkers.for_domain(task.domain).kappa
+        )
         index = self._authority.index
         if self._shared:  # labels other replicas certified count too
             index.catch_up(refresh=True)

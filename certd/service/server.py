@@ -153,7 +153,12 @@ class CertdServer:
             self.store.close()
             raise
         self.checkers = Checkers(cfg)
-        self.authority = Authority(self.checkers, self.ledger, self.key)
+        learned = None
+        if cfg.learned_kappa.task_sets:  # the learned κ loads numpy/sympy only when chosen
+            from certd.authority.learned import LearnedLabeller
+
+            learned = LearnedLabeller.from_config(cfg)
+        self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)
         self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
         register_configured(self.acceptances, cfg)
         receipts = ReceiptIssuer(self.ledger, self.key, time.time)
