@@ -11,6 +11,11 @@ Example::
 The pool (bwrap by default, Docker from the config) starts on the first check, so a server that
 never sees a code task never starts a sandbox. Every failure of the sandbox machinery (no bwrap,
 no engine, a full queue) is an INFRA_ERROR verdict, never a wrong answer.
+
+Every sandbox run is scheduled for the current request (``certd.authority.jobs``): the pool
+hands workers out round-robin across requests, and a cancelled request's queued runs are
+dropped and its running ones killed. A batch runs at most ``pool_size`` of its checks at once
+on threads of its own, so it never occupies a queue that other requests wait in.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
+from certd.authority.jobs import Job, current_job, running
 from certd.config import CodeConfig
 from certd.domains import code as cc
 from certd.domains.verdict import Status, Verdict
@@ -113,7 +119,6 @@ class CodeChecker:
         self._owns_pool = pool is None
         self._lock = threading.Lock()
         self._closed = False
-        self._executor = ThreadPoolExecutor(cfg.pool_size, thread_name_prefix="code-verify")
 
     def pool(self) -> WarmPool:
         """The warm pool, started on first use.
@@ -135,7 +140,10 @@ class CodeChecker:
             return self._pool
 
     def _run(self, program: Program, limits: Limits) -> ExecResult:
-        return self.pool().run(program, limits)
+        job = current_job()
+        if job is None:
+            return self.pool().run(program, limits)
+        return self.pool().run(program, limits, key=job.key, cancel=job.cancel)
 
     def _verdict(self, outcome: cc.Outcome, base: Verdict | None = None) -> Verdict:
         if outcome.status is Status.CORRECT:
@@ -221,15 +229,25 @@ class CodeChecker:
         return self._verdict(cc.judge_cases(task, results), common)
 
     def verify_batch(self, pairs: Sequence[tuple[cc.CodeTask, str]]) -> list[Verdict]:
-        """Check pairs, ``pool_size`` at a time; order preserved.
+        """Check pairs, at most ``pool_size`` at a time, for the current job; order preserved.
 
         Args:
             pairs: (task, response) pairs.
 
         Returns:
-            One verdict per pair.
+            One verdict per pair (INFRA_ERROR for those the job's cancellation stopped).
         """
-        return list(self._executor.map(lambda p: self.verify(p[0], p[1]), pairs))
+        if len(pairs) <= 1:
+            return [self.verify(task, response) for task, response in pairs]
+        job = current_job() or Job.new()
+
+        def one(pair: tuple[cc.CodeTask, str]) -> Verdict:
+            with running(job):
+                return self.verify(pair[0], pair[1])
+
+        threads = min(self.cfg.pool_size, len(pairs))
+        with ThreadPoolExecutor(threads, thread_name_prefix="code-verify") as executor:
+            return list(executor.map(one, pairs))
 
     def enumerate(self, task: cc.CodeTask) -> NoReturn:
         """Code families are not enumerable; they become feasible when a witness is certified.
@@ -244,7 +262,6 @@ class CodeChecker:
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        self._executor.shutdown(wait=False, cancel_futures=True)
         if pool is not None and self._owns_pool:
             pool.close()
             pool.backend.close()

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
+from certd.authority.jobs import current_job
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
 from certd.config import MathConfig
 from certd.domains import math as dm
@@ -38,6 +39,7 @@ from certd.domains.math.first_step import (
 )
 from certd.domains.verdict import Status, Verdict
 from certd.errors import ConfigError, UnsupportedError
+from sandboxes.errors import CheckCancelledError
 
 __all__ = ["MathChecker"]
 
@@ -179,12 +181,19 @@ class MathChecker:
 
                 labeller = threading.Thread(target=label, name="math-first-step")
                 labeller.start()
-            verdicts = pool.verify_many(pairs)
+            job = current_job()
+            if job is None:
+                verdicts = pool.verify_many(pairs)
+            else:
+                verdicts = pool.verify_many(pairs, key=job.key, cancel=job.cancel)
             if labeller is not None:
                 labeller.join()
                 if failed:
                     raise failed[0]
             return self._label(verdicts, steps, moves, canonical)
+        except CheckCancelledError:
+            why = "the request was cancelled before this check finished"
+            return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]
         except (OSError, RuntimeError, ConfigError, UnsupportedError, PoolClosedError) as e:
             why = f"math checker unavailable: {e}"
             return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]
