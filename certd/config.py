@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from certd.errors import ConfigError
 
@@ -175,8 +175,33 @@ class ServiceLimits(_Strict):
     max_certify_batch_items: int = Field(5_000, ge=1)
     max_entries_per_request: int = Field(1_000, ge=1)
     stream_receipt_every: int = Field(256, ge=1, description="verdicts per VerifyStream receipt")
-    max_workers: int = Field(16, ge=1)
+    max_workers: int = Field(
+        32, ge=3, description="serving threads; at least max_concurrent_rpcs + 2"
+    )
+    max_concurrent_rpcs: int = Field(
+        24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
+    )
+    max_rpcs_per_client: int = Field(
+        16, ge=1, description="RPCs in flight per principal (or peer host without auth)"
+    )
+    stream_idle_timeout_s: float = Field(
+        30.0,
+        gt=0.0,
+        description="a stream waiting this long for the client (no message sent, or replies "
+        "not read) ends with DEADLINE_EXCEEDED",
+    )
+    max_health_watches: int = Field(64, ge=0, description="Health.Watch streams open at once")
     shutdown_grace_s: float = Field(10.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _threads_to_spare(self) -> ServiceLimits:
+        if self.max_workers < self.max_concurrent_rpcs + 2:
+            raise ValueError(
+                "limits.max_workers: expected at least max_concurrent_rpcs + 2 "
+                f"({self.max_concurrent_rpcs + 2}) so health checks always find a thread, "
+                f"got {self.max_workers}"
+            )
+        return self
 
 
 class CodeConfig(_Strict):

@@ -13,8 +13,10 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
     certify   Authority/Certify, CertifyBatch, GetCertificate, GetForkTree
     audit     Ledger/*
 
-Health checks and reflection need no role. With access control off (no tokens file and no
-client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
+``Health/Check`` needs nothing. ``Health/Watch`` and reflection hold a stream open, so they need
+an authenticated caller (any role): no unauthenticated call can hold a resource. With access
+control off (no tokens file and no client CA) nothing is checked, and ``check_listen`` allows
+plaintext on loopback only.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "Principal",
     "ROLES",
     "check_listen",
+    "client_of",
     "current_principal",
     "load_tokens",
     "required_role",
@@ -55,7 +58,8 @@ _RULES = (
     ("/certd.v1.Authority/", "certify"),
     ("/certd.v1.Ledger/", "audit"),
 )
-_OPEN = ("/grpc.health.", "/grpc.reflection.")
+_OPEN = ("/grpc.health.v1.Health/Check",)
+_ANY_ROLE = ("/grpc.health.", "/grpc.reflection.")  # authenticated, no role needed
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,23 @@ def current_principal() -> Principal | None:
     return _current.get()
 
 
+def client_of(context: grpc.ServicerContext) -> str:
+    """The client a request counts against: its authenticated principal, else its peer host.
+
+    Args:
+        context: the RPC context.
+
+    Returns:
+        A client identifier.
+    """
+    principal = current_principal()
+    if principal is not None:
+        return f"principal:{principal.name}"
+    peer = context.peer()  # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
+    host = peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    return f"peer:{host}"
+
+
 def required_role(method: str) -> str | None:
     """The role an RPC needs.
 
@@ -94,13 +115,16 @@ def required_role(method: str) -> str | None:
         method: the full method name, ``/package.Service/Method``.
 
     Returns:
-        The role, or None for open methods (health, reflection).
+        The role; "" for methods any authenticated caller may use (Health/Watch,
+        reflection); None for open methods (Health/Check).
 
     Raises:
         PermissionDeniedError: the method is unknown (denied by default).
     """
     if method.startswith(_OPEN):
         return None
+    if method.startswith(_ANY_ROLE):
+        return ""
     for prefix, role in _RULES:
         if method.startswith(prefix):
             return role
@@ -244,7 +268,7 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
         if role is None:
             return None
         principal = self.authenticate(context)
-        if role not in principal.roles:
+        if role and role not in principal.roles:
             raise PermissionDeniedError(
                 f"{principal.name} ({principal.via}) lacks role {role!r} for {method}"
             )
@@ -272,8 +296,14 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
 
         def stream(fn: Behaviour, _streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                self._check(method, context)
-                yield from fn(request, context)
+                token = _current.set(self._check(method, context))
+                try:
+                    yield from fn(request, context)
+                finally:
+                    try:
+                        _current.reset(token)
+                    except ValueError:  # closed from another context (a cancelled stream)
+                        pass
 
             return call
 

@@ -16,6 +16,10 @@ A handler has one behaviour of four kinds. Unary-response kinds (unary-unary, st
 the ``unary`` wrapper, streaming-response kinds (unary-stream, stream-stream) the ``stream``
 wrapper, which must return a generator function. Each wrapper is told whether the request is a
 stream (the request argument is then an iterator, not a message).
+
+A non-blocking behaviour (``experimental_non_blocking``, e.g. grpc's ``Health.Watch``, which
+holds no thread while it waits) is returned as it is: wrapping it would make it block a
+serving thread per watcher. Such a behaviour guards itself (see ``certd.service.health``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ def rewrap(
     handler: grpc.RpcMethodHandler[Any, Any], unary: Wrap, stream: Wrap
 ) -> grpc.RpcMethodHandler[Any, Any]:
     """The same handler (serializers included) with its behaviour wrapped."""
+    behaviour = handler.unary_stream or handler.stream_stream
+    if getattr(behaviour, "experimental_non_blocking", False):
+        return handler
     ser = {
         "request_deserializer": handler.request_deserializer,
         "response_serializer": handler.response_serializer,

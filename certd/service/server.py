@@ -37,7 +37,9 @@ from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
 from certd.service.access import AccessInterceptor, check_listen, server_credentials
+from certd.service.admission import Admission, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
+from certd.service.health import GuardedHealth
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
 from certd.service.observability import (
@@ -162,7 +164,12 @@ class CertdServer:
             workers=cfg.countdown.verify_workers,
             min_batch=cfg.countdown.verify_pool_min_batch,
         )
-        self.health = health.HealthServicer(experimental_non_blocking=True)
+        self.admission = Admission(cfg.limits)
+        self._access = AccessInterceptor(cfg.access) if cfg.access.enabled else None
+        self.health = GuardedHealth(
+            cfg.limits.max_health_watches,
+            self._access.authenticate if self._access is not None else None,
+        )
         self.metrics = Metrics()
         self.metrics.bind(self.ledger, self.pool, cfg.countdown.verify_workers)
         self.monitor = HealthMonitor(
@@ -206,8 +213,9 @@ class CertdServer:
             MetricsInterceptor(self.metrics),
             ErrorInterceptor(),
         ]
-        if self.cfg.access.enabled:
-            chain.append(AccessInterceptor(self.cfg.access))
+        if self._access is not None:
+            chain.append(self._access)
+        chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.ledger.redis_store import RedisStore
             from certd.service.cluster import ClusterInterceptor
@@ -239,6 +247,7 @@ class CertdServer:
             self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
             self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]
         self._server.start()
+        self.admission.start()
         self.monitor.start()  # SERVING while the ledger and the pool are healthy
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
@@ -252,6 +261,7 @@ class CertdServer:
         self.health.enter_graceful_shutdown()
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
+        self.admission.stop()
         self.pool.close()
         self.checkers.close()
         self.ledger.close()  # commits what is queued, then closes the store
