@@ -1,81 +1,109 @@
-"""Admission: bounded RPCs in flight, per-client shares, and idle streams ended.
+"""Admission: RPCs in flight bounded before they take a thread, idle streams ended.
 
 Example (what ``CertdServer`` does)::
 
     admission = Admission(cfg.limits)
-    server = grpc.server(ThreadPoolExecutor(cfg.limits.max_workers),
-                         interceptors=[..., AdmissionInterceptor(admission)])
-    admission.start()   # the idle-stream reaper
+    executor = AdmissionExecutor(admission, cfg.limits.max_workers, authenticate=None)
+    server = grpc.server(executor, interceptors=[..., AdmissionInterceptor(admission)])
+    admission.start()   # the idle reaper
     ...
     admission.stop()
 
-Every RPC except ``grpc.health.v1.Health`` takes a slot when its handler starts and frees it
-when it ends. Beyond ``max_concurrent_rpcs`` slots in all, or ``max_rpcs_per_client`` for one
-client (its principal, else its peer host), the call ends at once with RESOURCE_EXHAUSTED. The
-serving pool has ``max_workers`` ≥ ``max_concurrent_rpcs + 2`` threads, so admitted calls can
-never take the last threads: health checks and refusals always find one. Health is not
-counted: Check is a lookup, and Watch holds no thread (``guarded_health`` bounds it).
+The sync gRPC server hands every call to its thread pool as soon as the call's headers
+arrive; a unary call then waits *in that thread* for its request message. So admission happens
+where the call is handed over, in ``AdmissionExecutor.submit``, before any serving thread is
+taken: the caller is identified (authenticated first when access control is on, so an
+unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), and beyond
+``max_concurrent_rpcs`` calls in all or ``max_rpcs_per_client`` for that client (principal,
+else peer host) the call ends at once with RESOURCE_EXHAUSTED. The pool has ``max_workers`` ≥
+``max_concurrent_rpcs + 2`` threads, so admitted calls never take the last threads: health
+checks and refusals always find one. ``grpc.health.v1.Health`` is not counted: Check is a
+lookup, and Watch holds no thread (``certd.service.health`` bounds it).
 
-A stream that waits on its client — for the next request message, or for the client to read
-a reply — for ``stream_idle_timeout_s`` is ended with DEADLINE_EXCEEDED by a reaper thread;
-that also cancels the stream's running checks (``certd.authority.jobs``).
+A call that waits on its client for ``stream_idle_timeout_s`` — for its request message, for
+the next message of a stream, or for the client to read a reply — is ended with
+DEADLINE_EXCEEDED by the reaper thread; ending it cancels its running checks too
+(``certd.authority.jobs``). ``AdmissionInterceptor`` stops the clock while the handler works.
+
+The executor reads the call from the arguments grpc submits (``fn(behaviour_runner,
+rpc_event, …)``), a private convention of ``grpc._server``; a call it does not recognise is
+run unadmitted and logged, and ``tests/integration/test_hostile_clients.py`` fails if grpc
+changes it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import grpc
 
 from certd.config import ServiceLimits
-from certd.errors import ServerBusyError
-from certd.service.access import client_of
+from certd.errors import AuthenticationError, ServerBusyError
 from certd.service.handlers import Behaviour, rewrap
 
-__all__ = ["Admission", "AdmissionInterceptor", "UNCOUNTED"]
+__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "UNCOUNTED"]
 
 log = logging.getLogger("certd.service")
 
 UNCOUNTED = ("/grpc.health.v1.Health/",)
 """Method prefixes that take no slot."""
 
+_cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # status-carrying cancel
 
-class _Stream:
-    """One admitted stream's idle clock: ``since`` is set while it waits on its client."""
+# Set by AdmissionInterceptor.intercept_service, which grpc runs in the call's own context
+# (``_RPCState.context``) as the call arrives; the executor reads it from that context.
+_method: contextvars.ContextVar[str] = contextvars.ContextVar("certd_method", default="")
 
-    __slots__ = ("context", "reaped", "since")
 
-    def __init__(self, context: grpc.ServicerContext) -> None:
-        self.context = context
-        self.since: float | None = None
+class _Ticket:
+    """One admitted call: its client, its core call, and its idle clock.
+
+    ``since`` is the time the call started waiting on its client, None while the handler
+    works; ``reaped`` is set when the reaper ended the call.
+    """
+
+    __slots__ = ("call", "client", "reaped", "since")
+
+    def __init__(self, client: str, call: Any) -> None:
+        self.client = client
+        self.call = call
+        self.since: float | None = time.monotonic()  # waiting for the request message
         self.reaped = False
 
 
 class _WatchedRequests:
-    """A request iterator whose waits for the client start the stream's idle clock."""
+    """A request iterator whose waits for the client start the call's idle clock."""
 
-    def __init__(self, it: Iterator[Any], stream: _Stream) -> None:
+    def __init__(self, it: Iterator[Any], ticket: _Ticket) -> None:
         self._it = it
-        self._stream = stream
+        self._ticket = ticket
 
     def __iter__(self) -> _WatchedRequests:
         return self
 
     def __next__(self) -> Any:
-        self._stream.since = time.monotonic()
+        self._ticket.since = time.monotonic()
         try:
             return next(self._it)
         finally:
-            self._stream.since = None
+            self._ticket.since = None
+
+
+def end_call(call: Any, code: grpc.StatusCode, why: str) -> None:
+    """End a core call now with a status (from any thread)."""
+    status = getattr(_cygrpc.StatusCode, code.name.lower())
+    call.cancel(status, why)
 
 
 class Admission:
-    """The server's RPC slots and the idle-stream reaper.
+    """The server's RPC slots and the idle reaper.
 
     Args:
         limits: ``max_concurrent_rpcs``, ``max_rpcs_per_client``, ``stream_idle_timeout_s``.
@@ -84,19 +112,16 @@ class Admission:
     def __init__(self, limits: ServiceLimits) -> None:
         self._limits = limits
         self._lock = threading.Lock()
-        self._in_flight = 0
         self._per_client: dict[str, int] = {}
-        self._streams: set[_Stream] = set()
+        self._by_thread: dict[int, _Ticket] = {}
+        self._tickets: set[_Ticket] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refused = 0
         self.reaped = 0
 
-    def enter(self, client: str) -> Callable[[], None]:
-        """Take a slot for ``client``.
-
-        Returns:
-            The function that frees it (call it once).
+    def enter(self, client: str, call: Any) -> _Ticket:
+        """Take a slot for ``client``'s ``call``.
 
         Raises:
             ServerBusyError: the server or the client is at its bound.
@@ -104,55 +129,66 @@ class Admission:
         lim = self._limits
         with self._lock:
             mine = self._per_client.get(client, 0)
-            if self._in_flight >= lim.max_concurrent_rpcs or mine >= lim.max_rpcs_per_client:
+            if mine >= lim.max_rpcs_per_client:
                 self.refused += 1
-                if mine >= lim.max_rpcs_per_client:
-                    why = f"this client has {mine} RPCs in flight (max_rpcs_per_client)"
-                else:
-                    why = f"the server has {self._in_flight} RPCs in flight (max_concurrent_rpcs)"
-                raise ServerBusyError(f"{why}; retry later")
-            self._in_flight += 1
+                raise ServerBusyError(
+                    f"this client has {mine} RPCs in flight (max_rpcs_per_client); retry later"
+                )
+            if len(self._tickets) >= lim.max_concurrent_rpcs:
+                self.refused += 1
+                raise ServerBusyError(
+                    f"the server has {len(self._tickets)} RPCs in flight "
+                    "(max_concurrent_rpcs); retry later"
+                )
+            ticket = _Ticket(client, call)
+            self._tickets.add(ticket)
             self._per_client[client] = mine + 1
+            return ticket
 
-        def leave() -> None:
-            with self._lock:
-                self._in_flight -= 1
-                left = self._per_client[client] - 1
-                if left:
-                    self._per_client[client] = left
-                else:
-                    del self._per_client[client]
+    def leave(self, ticket: _Ticket) -> None:
+        """Free a ticket's slot (once)."""
+        with self._lock:
+            if ticket not in self._tickets:
+                return
+            self._tickets.discard(ticket)
+            left = self._per_client[ticket.client] - 1
+            if left:
+                self._per_client[ticket.client] = left
+            else:
+                del self._per_client[ticket.client]
 
-        return leave
+    def bind(self, ticket: _Ticket | None) -> None:
+        """Make ``ticket`` the one of the calling (serving) thread; None unbinds."""
+        with self._lock:
+            if ticket is None:
+                self._by_thread.pop(threading.get_ident(), None)
+            else:
+                self._by_thread[threading.get_ident()] = ticket
+
+    def current(self) -> _Ticket | None:
+        """The ticket of the call this serving thread runs, if admitted here."""
+        return self._by_thread.get(threading.get_ident())
 
     @property
     def in_flight(self) -> int:
-        """RPCs holding a slot now."""
-        return self._in_flight
-
-    def watch(self, context: grpc.ServicerContext) -> _Stream:
-        """Start tracking a stream's idle time."""
-        stream = _Stream(context)
-        with self._lock:
-            self._streams.add(stream)
-        return stream
-
-    def forget(self, stream: _Stream) -> None:
-        """Stop tracking a stream."""
-        with self._lock:
-            self._streams.discard(stream)
+        """Calls holding a slot now."""
+        return len(self._tickets)
 
     def reap(self, now: float | None = None) -> int:
-        """End every stream idle past the limit; return how many were ended."""
+        """End every call idle past the limit; return how many were ended."""
         now = time.monotonic() if now is None else now
         limit = self._limits.stream_idle_timeout_s
         with self._lock:
-            idle = [s for s in self._streams if s.since is not None and now - s.since > limit]
-            for s in idle:
-                self._streams.discard(s)
-                s.reaped = True
-        for s in idle:
-            _end_idle(s.context, f"stream idle for more than {limit:g} s; ended by the server")
+            idle = [
+                t
+                for t in self._tickets
+                if not t.reaped and t.since is not None and now - t.since > limit
+            ]
+            for t in idle:
+                t.reaped = True
+        for t in idle:
+            why = f"idle for more than {limit:g} s waiting on the client; ended by the server"
+            end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
         self.reaped += len(idle)
         return len(idle)
 
@@ -174,37 +210,112 @@ class Admission:
             self._thread.join(timeout=5)
 
 
-def _end_idle(context: grpc.ServicerContext, why: str) -> None:
-    """Cancel a call from outside its handler thread, with DEADLINE_EXCEEDED when possible."""
-    # The sync server's context cancels only with CANCELLED; its core call can carry a status
-    # (private API, checked here and replaced by a plain cancel when it is not there).
-    call: Any = getattr(getattr(context, "_rpc_event", None), "call", None)
-    try:
-        cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")
-        if call is not None:
-            call.cancel(cygrpc.StatusCode.deadline_exceeded, why)
-            return
-    except (ImportError, AttributeError, TypeError, ValueError) as e:
-        log.warning("idle stream: status-carrying cancel failed (%s); cancelling plainly", e)
-    context.cancel()  # type: ignore[no-untyped-call]  # untyped in the stubs
+class _CallView:
+    """The parts of a servicer context that authentication reads, from a core call event."""
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    def invocation_metadata(self) -> Any:
+        return self._event.invocation_metadata
+
+    def auth_context(self) -> dict[str, Any]:
+        auth = _cygrpc.auth_context(self._event.call) or {}
+        return {(k.decode() if isinstance(k, bytes) else k): v for k, v in auth.items()}
+
+    def peer(self) -> str:
+        peer = self._event.call.peer()
+        return peer.decode() if isinstance(peer, bytes) else str(peer)
 
 
-class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
-    """Takes a slot for every counted RPC and watches the idle time of streams."""
+def _peer_host(peer: str) -> str:
+    # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+class AdmissionExecutor(ThreadPoolExecutor):
+    """The serving thread pool, admitting each call before it takes a thread.
+
+    Args:
+        admission: the slots.
+        max_workers: serving threads.
+        authenticate: the principal of a call (raises ``AuthenticationError``); None when
+            access control is off (the client is then its peer host).
+    """
 
     def __init__(
         self,
         admission: Admission,
-        client: Callable[[grpc.ServicerContext], str] = client_of,
+        max_workers: int,
+        authenticate: Callable[[Any], Any] | None = None,
     ) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix="certd-rpc")
         self._admission = admission
-        self._client = client
+        self._authenticate = authenticate
+        self._warned = False
+
+    def _client(self, view: _CallView) -> str:
+        if self._authenticate is None:
+            return f"peer:{_peer_host(view.peer())}"
+        return f"principal:{self._authenticate(view).name}"
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Admit the call grpc hands over, then run it; refuse it without taking a thread."""
+        # grpc._server submits (context.run, behaviour runner, rpc_event, rpc_state, ...)
+        event: Any = args[1] if len(args) > 2 else None
+        context = getattr(args[2], "context", None) if len(args) > 2 else None
+        if not hasattr(event, "call") or not isinstance(context, contextvars.Context):
+            if not self._warned:
+                self._warned = True
+                log.warning("admission: a call grpc submitted was not recognised; not counted")
+            return super().submit(fn, *args, **kwargs)
+        method = context.get(_method, "")
+        if method.startswith(UNCOUNTED):
+            return super().submit(fn, *args, **kwargs)
+        try:
+            ticket = self._admission.enter(self._client(_CallView(event)), event.call)
+        except AuthenticationError as e:
+            end_call(event.call, grpc.StatusCode.UNAUTHENTICATED, str(e))
+            return _done()
+        except ServerBusyError as e:
+            log.info("%s RESOURCE_EXHAUSTED: %s", method, e)
+            end_call(event.call, grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+            return _done()
+        admission = self._admission
+
+        def run() -> Any:
+            admission.bind(ticket)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                admission.bind(None)
+                admission.leave(ticket)
+
+        try:
+            return super().submit(run)
+        except RuntimeError:  # shutting down
+            admission.leave(ticket)
+            raise
+
+
+def _done() -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(None)
+    return future
+
+
+class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
+    """Stops a call's idle clock while its handler works, restarts it while it waits."""
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission = admission
 
     def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        _method.set(handler_call_details.method)  # for AdmissionExecutor.submit
         handler = continuation(handler_call_details)
         if handler is None or handler_call_details.method.startswith(UNCOUNTED):
             return handler
@@ -212,40 +323,38 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
 
         def unary(fn: Behaviour, streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Any:
-                leave = admission.enter(self._client(context))
-                stream = admission.watch(context) if streamed else None
+                ticket = admission.current()
+                if ticket is None:
+                    return fn(request, context)
+                ticket.since = None  # the request is here; the handler works
+                if streamed:
+                    request = _WatchedRequests(request, ticket)
                 try:
-                    if stream is not None:
-                        request = _WatchedRequests(request, stream)
                     return fn(request, context)
                 except grpc.RpcError:
-                    if stream is not None and stream.reaped:
+                    if ticket.reaped:
                         return None  # the reaper has ended the call with its status
                     raise
-                finally:
-                    if stream is not None:
-                        admission.forget(stream)
-                    leave()
 
             return call
 
         def stream(fn: Behaviour, streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                leave = admission.enter(self._client(context))
-                watched = admission.watch(context)
+                ticket = admission.current()
+                if ticket is None:
+                    yield from fn(request, context)
+                    return
+                ticket.since = None
+                if streamed:
+                    request = _WatchedRequests(request, ticket)
                 try:
-                    if streamed:
-                        request = _WatchedRequests(request, watched)
                     for reply in fn(request, context):
-                        watched.since = time.monotonic()  # until the client takes the reply
+                        ticket.since = time.monotonic()  # until the client takes the reply
                         yield reply
-                        watched.since = None
+                        ticket.since = None
                 except grpc.RpcError:
-                    if not watched.reaped:
+                    if not ticket.reaped:
                         raise  # else the reaper has ended the call with its status
-                finally:
-                    admission.forget(watched)
-                    leave()
 
             return call
 

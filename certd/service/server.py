@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -37,7 +36,7 @@ from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
 from certd.service.access import AccessInterceptor, check_listen, server_credentials
-from certd.service.admission import Admission, AdmissionInterceptor
+from certd.service.admission import Admission, AdmissionExecutor, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
 from certd.service.health import GuardedHealth
 from certd.service.interceptors import ErrorInterceptor
@@ -184,7 +183,11 @@ class CertdServer:
         self.metrics_port = 0
         self._stop_metrics: Callable[[], None] | None = None
         self._server = grpc.server(
-            ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
+            AdmissionExecutor(
+                self.admission,
+                cfg.limits.max_workers,
+                self._access.authenticate if self._access is not None else None,
+            ),
             interceptors=self._interceptors(),
             options=[
                 ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),

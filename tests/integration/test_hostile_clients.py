@@ -107,6 +107,32 @@ def test_sixteen_idle_verify_streams_do_not_stop_the_server(server: CertdServer)
     assert server.admission.in_flight == 0
 
 
+def test_unary_calls_that_never_send_their_message_hold_no_thread(server: CertdServer) -> None:
+    """Headers without a request message: the server waits for it in a serving thread."""
+    address = f"127.0.0.1:{server.port}"
+    stop = threading.Event()
+    codes: list[str] = []
+    with grpc.insecure_channel(address) as hostile, grpc.insecure_channel(address) as honest:
+        # A unary method called as client-streaming: headers go out, the message never does.
+        stalled = hostile.stream_unary("/certd.v1.Verifier/Verify")
+        futures = [stalled.future(_silent(stop), timeout=60) for _ in range(40)]
+        time.sleep(0.5)
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        assert server.admission.in_flight == 12
+        for f in futures:
+            try:
+                f.result()
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        stop.set()
+        assert sorted(set(codes)) == ["DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]
+        assert codes.count("DEADLINE_EXCEEDED") == 12  # reaped after stream_idle_timeout_s
+        verifier = verifier_pb2_grpc.VerifierStub(honest)
+        assert verifier.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
+    assert server.admission.in_flight == 0
+
+
 def test_a_stream_that_sends_then_stalls_is_ended_and_its_verdicts_kept(
     server: CertdServer,
 ) -> None:
@@ -205,6 +231,16 @@ def test_unauthenticated_watches_hold_nothing_on_a_tls_token_server(
         with pytest.raises(grpc.RpcError) as busy:
             next(extra)
         assert busy.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        # Anonymous calls that never send their message are refused before taking a thread.
+        stop = threading.Event()
+        stalled = ch.stream_unary("/certd.v1.Verifier/Verify")
+        anonymous_calls = [stalled.future(_silent(stop), timeout=30) for _ in range(40)]
+        for f in anonymous_calls:
+            with pytest.raises(grpc.RpcError) as denied:
+                f.result()
+            assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        stop.set()
+        assert tls_server.admission.in_flight == 0
         assert _health(ch) == health_pb2.HealthCheckResponse.SERVING
         reply = verifier_pb2_grpc.VerifierStub(ch).Verify(HONEST, metadata=token, timeout=10)
         assert reply.verdict.status == tasks_pb2.CORRECT
