@@ -212,7 +212,7 @@ class MathPool:
                 try:
                     self._await_ready(self._start())
                     return
-                except (RuntimeError, OSError):
+                except (RuntimeError, OSError, EOFError):
                     time.sleep(0.5)
 
         threading.Thread(target=start, name="math-worker-start", daemon=True).start()
