@@ -317,7 +317,7 @@ class MathPool:
             while pending or busy:
                 self._dispatch(pairs, pending, busy, key, cancel)
                 if busy:
-                    self._collect(pairs, results, busy, poll_s=0.1 if cancel else None)
+                    self._collect(pairs, results, busy, poll_s=0.1)  # also picks up freed workers
                 if cancel is not None and cancel.cancelled:
                     raise CheckCancelledError("the request was cancelled")
         except BaseException:
