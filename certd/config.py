@@ -176,7 +176,7 @@ class ServiceLimits(_Strict):
     max_entries_per_request: int = Field(1_000, ge=1)
     stream_receipt_every: int = Field(256, ge=1, description="verdicts per VerifyStream receipt")
     max_workers: int = Field(
-        32, ge=3, description="serving threads; at least max_concurrent_rpcs + 2"
+        32, ge=2, description="serving threads; at least max_concurrent_rpcs + max_health_in_flight"
     )
     max_concurrent_rpcs: int = Field(
         24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
@@ -191,14 +191,21 @@ class ServiceLimits(_Strict):
         "not read) ends with DEADLINE_EXCEEDED",
     )
     max_health_watches: int = Field(64, ge=0, description="Health.Watch streams open at once")
+    max_health_in_flight: int = Field(
+        4, ge=1, description="health calls being answered (threads kept for them); half per client"
+    )
+    health_idle_timeout_s: float = Field(
+        2.0, gt=0.0, description="a health call whose request has not arrived by then is ended"
+    )
     shutdown_grace_s: float = Field(10.0, ge=0.0)
 
     @model_validator(mode="after")
     def _threads_to_spare(self) -> ServiceLimits:
-        if self.max_workers < self.max_concurrent_rpcs + 2:
+        need = self.max_concurrent_rpcs + self.max_health_in_flight
+        if self.max_workers < need:
             raise ValueError(
-                "limits.max_workers: expected at least max_concurrent_rpcs + 2 "
-                f"({self.max_concurrent_rpcs + 2}) so health checks always find a thread, "
+                "limits.max_workers: expected at least max_concurrent_rpcs + "
+                f"max_health_in_flight ({need}) so health checks always find a thread, "
                 f"got {self.max_workers}"
             )
         return self

@@ -16,9 +16,11 @@ taken: the caller is identified (authenticated first when access control is on, 
 unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), and beyond
 ``max_concurrent_rpcs`` calls in all or ``max_rpcs_per_client`` for that client (principal,
 else peer host) the call ends at once with RESOURCE_EXHAUSTED. The pool has ``max_workers`` ≥
-``max_concurrent_rpcs + 2`` threads, so admitted calls never take the last threads: health
-checks and refusals always find one. ``grpc.health.v1.Health`` is not counted: Check is a
-lookup, and Watch holds no thread (``certd.service.health`` bounds it).
+``max_concurrent_rpcs + max_health_in_flight`` threads, so admitted calls never take the threads
+kept for health; a refusal takes no thread at all. Health calls (``grpc.health.v1.Health``)
+count apart: at most ``max_health_in_flight`` at once (half per client), each ended if its
+request has not arrived within ``health_idle_timeout_s``. A Watch frees its slot as soon as it
+has its request: it then holds no thread (``certd.service.health`` bounds open watches).
 
 A call that waits on its client for ``stream_idle_timeout_s`` — for its request message, for
 the next message of a stream, or for the client to read a reply — is ended with
@@ -48,12 +50,12 @@ from certd.config import ServiceLimits
 from certd.errors import AuthenticationError, ServerBusyError
 from certd.service.handlers import Behaviour, rewrap
 
-__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "UNCOUNTED"]
+__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH"]
 
 log = logging.getLogger("certd.service")
 
-UNCOUNTED = ("/grpc.health.v1.Health/",)
-"""Method prefixes that take no slot."""
+HEALTH = "/grpc.health.v1.Health/"
+"""Health calls: counted apart, in the threads kept for them."""
 
 _cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # status-carrying cancel
 
@@ -69,11 +71,12 @@ class _Ticket:
     works; ``reaped`` is set when the reaper ended the call.
     """
 
-    __slots__ = ("call", "client", "reaped", "since")
+    __slots__ = ("call", "client", "health", "reaped", "since")
 
-    def __init__(self, client: str, call: Any) -> None:
+    def __init__(self, client: str, call: Any, health: bool) -> None:
         self.client = client
         self.call = call
+        self.health = health
         self.since: float | None = time.monotonic()  # waiting for the request message
         self.reaped = False
 
@@ -115,34 +118,47 @@ class Admission:
         self._per_client: dict[str, int] = {}
         self._by_thread: dict[int, _Ticket] = {}
         self._tickets: set[_Ticket] = set()
+        self._health = 0  # health tickets among them
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refused = 0
         self.reaped = 0
 
-    def enter(self, client: str, call: Any) -> _Ticket:
-        """Take a slot for ``client``'s ``call``.
+    def enter(self, client: str, call: Any, *, health: bool = False) -> _Ticket:
+        """Take a slot for ``client``'s ``call`` (a health slot for a health call).
 
         Raises:
             ServerBusyError: the server or the client is at its bound.
         """
         lim = self._limits
+        if health:
+            total, each, what = (
+                lim.max_health_in_flight,
+                max(1, lim.max_health_in_flight // 2),
+                ("health calls"),
+            )
+        else:
+            total, each, what = lim.max_concurrent_rpcs, lim.max_rpcs_per_client, "RPCs"
+        key = ("health:" if health else "") + client
         with self._lock:
-            mine = self._per_client.get(client, 0)
-            if mine >= lim.max_rpcs_per_client:
+            mine = self._per_client.get(key, 0)
+            if mine >= each:
                 self.refused += 1
                 raise ServerBusyError(
-                    f"this client has {mine} RPCs in flight (max_rpcs_per_client); retry later"
+                    f"this client has {mine} {what} in flight (max_rpcs_per_client / "
+                    "max_health_in_flight); retry later"
                 )
-            if len(self._tickets) >= lim.max_concurrent_rpcs:
+            count = self._health if health else len(self._tickets) - self._health
+            if count >= total:
                 self.refused += 1
                 raise ServerBusyError(
-                    f"the server has {len(self._tickets)} RPCs in flight "
-                    "(max_concurrent_rpcs); retry later"
+                    f"the server has {count} {what} in flight "
+                    "(max_concurrent_rpcs / max_health_in_flight); retry later"
                 )
-            ticket = _Ticket(client, call)
+            ticket = _Ticket(key, call, health)
             self._tickets.add(ticket)
-            self._per_client[client] = mine + 1
+            self._health += health
+            self._per_client[key] = mine + 1
             return ticket
 
     def leave(self, ticket: _Ticket) -> None:
@@ -151,6 +167,7 @@ class Admission:
             if ticket not in self._tickets:
                 return
             self._tickets.discard(ticket)
+            self._health -= ticket.health
             left = self._per_client[ticket.client] - 1
             if left:
                 self._per_client[ticket.client] = left
@@ -171,30 +188,35 @@ class Admission:
 
     @property
     def in_flight(self) -> int:
-        """Calls holding a slot now."""
-        return len(self._tickets)
+        """Calls other than health holding a slot now."""
+        return len(self._tickets) - self._health
 
     def reap(self, now: float | None = None) -> int:
         """End every call idle past the limit; return how many were ended."""
         now = time.monotonic() if now is None else now
-        limit = self._limits.stream_idle_timeout_s
+        lim = self._limits
+
+        def limit(t: _Ticket) -> float:
+            return lim.health_idle_timeout_s if t.health else lim.stream_idle_timeout_s
+
         with self._lock:
             idle = [
                 t
                 for t in self._tickets
-                if not t.reaped and t.since is not None and now - t.since > limit
+                if not t.reaped and t.since is not None and now - t.since > limit(t)
             ]
             for t in idle:
                 t.reaped = True
         for t in idle:
-            why = f"idle for more than {limit:g} s waiting on the client; ended by the server"
+            why = f"idle for more than {limit(t):g} s waiting on the client; ended by the server"
             end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
         self.reaped += len(idle)
         return len(idle)
 
     def start(self) -> None:
         """Start the reaper thread."""
-        period = min(1.0, self._limits.stream_idle_timeout_s / 4)
+        lim = self._limits
+        period = min(1.0, lim.stream_idle_timeout_s / 4, lim.health_idle_timeout_s / 4)
 
         def run() -> None:
             while not self._stop.wait(period):
@@ -270,10 +292,11 @@ class AdmissionExecutor(ThreadPoolExecutor):
                 log.warning("admission: a call grpc submitted was not recognised; not counted")
             return super().submit(fn, *args, **kwargs)
         method = context.get(_method, "")
-        if method.startswith(UNCOUNTED):
-            return super().submit(fn, *args, **kwargs)
+        health = method.startswith(HEALTH)  # open (Check) or guarded by itself (Watch)
+        view = _CallView(event)
         try:
-            ticket = self._admission.enter(self._client(_CallView(event)), event.call)
+            client = f"peer:{_peer_host(view.peer())}" if health else self._client(view)
+            ticket = self._admission.enter(client, event.call, health=health)
         except AuthenticationError as e:
             end_call(event.call, grpc.StatusCode.UNAUTHENTICATED, str(e))
             return _done()
@@ -317,7 +340,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         _method.set(handler_call_details.method)  # for AdmissionExecutor.submit
         handler = continuation(handler_call_details)
-        if handler is None or handler_call_details.method.startswith(UNCOUNTED):
+        if handler is None or handler_call_details.method.startswith(HEALTH):
             return handler
         admission = self._admission
 

@@ -211,10 +211,16 @@ def test_unauthenticated_watches_hold_nothing_on_a_tls_token_server(
     with _tls(pki, tls_server.port) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         anonymous = [health.Watch(health_pb2.HealthCheckRequest(), timeout=30) for _ in range(16)]
+        refused = []
         for w in anonymous:
             with pytest.raises(grpc.RpcError) as denied:
                 next(w)
-            assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            refused.append(denied.value.code())
+        # Each is refused and holds nothing: UNAUTHENTICATED, or RESOURCE_EXHAUSTED when the
+        # burst is past this client's share of health slots before authentication.
+        assert set(refused) <= {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+        assert grpc.StatusCode.UNAUTHENTICATED in refused
+        assert tls_server.health.watches == 0
         reflect = reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(
             iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
         )
@@ -222,11 +228,11 @@ def test_unauthenticated_watches_hold_nothing_on_a_tls_token_server(
             list(reflect)
         assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
         # Authenticated watches hold no serving thread and are bounded.
-        watches = [
-            health.Watch(health_pb2.HealthCheckRequest(), metadata=token, timeout=30)
-            for _ in range(8)
-        ]
-        assert all(next(w).status == health_pb2.HealthCheckResponse.SERVING for w in watches)
+        watches = []
+        for _ in range(8):  # one at a time: each frees its health slot once it is open
+            w = health.Watch(health_pb2.HealthCheckRequest(), metadata=token, timeout=30)
+            assert next(w).status == health_pb2.HealthCheckResponse.SERVING
+            watches.append(w)
         extra = health.Watch(health_pb2.HealthCheckRequest(), metadata=token, timeout=30)
         with pytest.raises(grpc.RpcError) as busy:
             next(extra)
@@ -250,3 +256,27 @@ def test_unauthenticated_watches_hold_nothing_on_a_tls_token_server(
         while tls_server.health.watches and time.monotonic() < deadline:
             time.sleep(0.05)
         assert tls_server.health.watches == 0
+
+
+def test_stalled_health_calls_cannot_take_the_threads_of_health(server: CertdServer) -> None:
+    """Health requests that never arrive hold a health slot for at most health_idle_timeout_s."""
+    address = f"127.0.0.1:{server.port}"
+    stop = threading.Event()
+    with grpc.insecure_channel(address) as hostile:
+        stalled = hostile.stream_unary("/grpc.health.v1.Health/Check")
+        futures = [stalled.future(_silent(stop), timeout=60) for _ in range(40)]
+        codes = []
+        for f in futures:
+            try:
+                f.result()
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        stop.set()
+    # Half the health slots per client; the rest refused at once; the stalled ones reaped.
+    assert codes.count("DEADLINE_EXCEEDED") == 2
+    assert codes.count("RESOURCE_EXHAUSTED") == 38
+    with grpc.insecure_channel(address) as honest:
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        verifier = verifier_pb2_grpc.VerifierStub(honest)
+        assert verifier.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
