@@ -29,7 +29,9 @@ from typing import Any
 
 import grpc
 
-__all__ = ["Behaviour", "Wrap", "rewrap"]
+from certd.authority.jobs import Job
+
+__all__ = ["Behaviour", "Wrap", "rewrap", "rpc_job"]
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
 # (behaviour, request is a stream) -> the wrapped behaviour
@@ -56,3 +58,17 @@ def rewrap(
     if handler.stream_stream:
         return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream, True), **ser)
     return handler
+
+
+def rpc_job(context: grpc.ServicerContext) -> Job:
+    """The RPC's job: keyed by its request id, cancelled when the RPC ends early.
+
+    The checks it schedules share pools fairly with other RPCs' and stop when the client
+    cancels, its deadline passes or the server ends it (see ``certd.authority.jobs``).
+    """
+    from certd.service.observability import current_request_id  # observability imports us
+
+    job = Job.new(current_request_id())
+    if not context.add_callback(job.cancel.cancel):
+        job.cancel.cancel()  # the RPC has already ended
+    return job

@@ -19,7 +19,7 @@ from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger
 from certd.service.convert import checked_task, encode_verdicts, inclusion_to_pb, verdict_to_pb
-from certd.service.observability import current_request_id
+from certd.service.handlers import rpc_job
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]
@@ -105,13 +105,13 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     def Verify(
         self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyResponse:
-        reply = self._batch([request], "request", _job(context))
+        reply = self._batch([request], "request", rpc_job(context))
         return verifier_pb2.VerifyResponse(verdict=reply.verdicts[0], receipt=reply.receipt)
 
     def VerifyBatch(
         self, request: verifier_pb2.VerifyBatchRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyBatchResponse:
-        return self._batch(request.items, "items", _job(context))
+        return self._batch(request.items, "items", rpc_job(context))
 
     def VerifyStream(
         self,
@@ -126,7 +126,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         ``stream_receipt_every`` verdicts and at the end of the stream.
         """
         every = self._cfg.limits.stream_receipt_every
-        job = _job(context)
+        job = rpc_job(context)
         tasks = _TaskCache(self._cfg)
         group: list[verifier_pb2.Verdict] = []
         digests: list[bytes] = []
@@ -148,14 +148,6 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         if group:
             receipt = self._receipt(group, digests, seq, fill_paths=False)
             yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
-
-
-def _job(context: grpc.ServicerContext) -> Job:
-    """The RPC's job: keyed by its request id, cancelled when the RPC ends early."""
-    job = Job.new(current_request_id())
-    if not context.add_callback(job.cancel.cancel):
-        job.cancel.cancel()  # the RPC has already ended
-    return job
 
 
 def _item(req: verifier_pb2.VerifyRequest, task: CheckedTask) -> CheckItem:

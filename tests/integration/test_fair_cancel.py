@@ -20,7 +20,7 @@ from sandbox_backends import BACKENDS, make_backend, sandbox_image
 from certd.authority.code_checker import CodeChecker
 from certd.config import CertdConfig, CodeConfig, MathConfig
 from certd.service.server import CertdServer
-from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2, verifier_pb2, verifier_pb2_grpc
 from sandboxes import CancelScope, CheckCancelledError, Program, WarmPool
 
 IO = tasks_pb2.Task(
@@ -124,6 +124,24 @@ def test_an_honest_verify_is_not_queued_behind_a_running_batch(code_server: Cert
             assert not batch.done()
         finally:
             batch.cancel()
+
+
+def test_a_cancelled_certify_batch_stops_checking_witnesses(code_server: CertdServer) -> None:
+    pool = _pool(code_server)
+    label = tasks_pb2.Label(kappa="code.first-call.v1", value="x")
+    items = [authority_pb2.CertifyRequest(task=IO, label=label, witness=SLEEPER)] * 20
+    with grpc.insecure_channel(f"127.0.0.1:{code_server.port}") as ch:
+        stub = authority_pb2_grpc.AuthorityStub(ch)
+        batch = stub.CertifyBatch.future(
+            authority_pb2.CertifyBatchRequest(items=items), timeout=600
+        )
+        assert _wait(lambda: pool.stats().busy == 1)  # witnesses are checked one by one
+        runs = pool.stats().runs
+        batch.cancel()
+        assert _wait(lambda: pool.stats().busy == 0, 15)
+        time.sleep(1.0)
+        assert pool.stats().runs <= runs + 1  # the running one, killed; nothing after it
+        assert code_server.admission.in_flight == 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
