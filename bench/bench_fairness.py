@@ -3,8 +3,9 @@
 Run: ``.venv/bin/python bench/bench_fairness.py [--repeats N] [--backends bwrap,docker]``
 → ``bench/results/fairness.json``.
 
-In one run, on the same machine, against a real certd on 127.0.0.1 (2 sandboxed workers, the
-default per-check limits: 10 s wall, 5 s CPU; math: 2 workers, 2 s deadline):
+In one run, on the same machine, against a real ``certd serve`` process on 127.0.0.1 (2
+sandboxed workers, the default per-check limits: 10 s wall, 5 s CPU; math: 2 workers, 2 s
+deadline):
 
 * **alone**: an honest single code ``Verify`` (Python stdin/stdout, one case), ``repeats`` times.
 * **beside a sleeping batch**: the same Verify, ``repeats`` times, while another client's
@@ -22,11 +23,11 @@ shared with other work, so absolute numbers move between runs; the ratios are wh
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write
 
-from certd.authority.code_checker import CodeChecker
-from certd.config import CertdConfig, CodeConfig, MathConfig
-from certd.service.server import CertdServer
+from certd.config import CodeConfig, MathConfig
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+from forkgate.local import LocalCertd
+
+BATCH_START_S = 2.0  # the batch's first two checks hold both workers by then
 
 IO = tasks_pb2.Task(
     code=tasks_pb2.CodeTask(
@@ -73,47 +75,32 @@ def _summary(xs: list[float]) -> dict[str, float]:
     return {"median_s": round(statistics.median(xs), 3), "max_s": round(max(xs), 3)}
 
 
-def _wait(cond: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out waiting for the batch to start")
-        time.sleep(0.05)
+def _serve(tmp: str, config: dict[str, Any]) -> LocalCertd:
+    path = Path(tmp) / "config.json"
+    path.write_text(json.dumps(config))
+    return LocalCertd(Path(tmp) / "d", config=path)
 
 
 def code_backend(backend: str, repeats: int) -> dict[str, Any]:
     """The three code scenarios on one backend."""
     cfg = CodeConfig(backend=backend, pool_size=2)
-    with tempfile.TemporaryDirectory() as tmp:
-        server = CertdServer(
-            CertdConfig(
-                data_dir=Path(tmp), listen="127.0.0.1:0", code=cfg, math=MathConfig(enabled=False)
-            )
-        )
-        server.start()
-        checker = server.checkers.for_domain("code")
-        assert isinstance(checker, CodeChecker)
-        pool = checker.pool()
-        pool.wait_ready(180)
-        try:
-            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
-                stub = verifier_pb2_grpc.VerifierStub(ch)
-                _timed(stub, HONEST)  # warm-up
-                alone = [_timed(stub, HONEST) for _ in range(repeats)]
+    config = {"code": {"backend": backend, "pool_size": 2}, "math": {"enabled": False}}
+    with tempfile.TemporaryDirectory() as tmp, _serve(tmp, config) as certd:
+        with grpc.insecure_channel(certd.address) as ch:
+            stub = verifier_pb2_grpc.VerifierStub(ch)
+            _timed(stub, HONEST)  # starts the pool
+            alone = [_timed(stub, HONEST) for _ in range(repeats)]
+            batch = stub.VerifyBatch.future(_batch(IO, SLEEPER, 40), timeout=900)
+            time.sleep(BATCH_START_S)
+            beside = [_timed(stub, HONEST) for _ in range(repeats)]
+            still_running = not batch.done()
+            batch.cancel()
+            after = []
+            for _ in range(repeats):
                 batch = stub.VerifyBatch.future(_batch(IO, SLEEPER, 40), timeout=900)
-                _wait(lambda: pool.stats().busy == 2)
-                beside = [_timed(stub, HONEST) for _ in range(repeats)]
-                still_running = not batch.done()
+                time.sleep(3.0)
                 batch.cancel()
-                _wait(lambda: pool.stats().busy == 0 and pool.stats().idle == 2, 120)
-                after = []
-                for _ in range(repeats):
-                    batch = stub.VerifyBatch.future(_batch(IO, SLEEPER, 40), timeout=900)
-                    time.sleep(3.0)
-                    batch.cancel()
-                    after.append(_timed(stub, HONEST))
-        finally:
-            server.stop(grace_s=0)
+                after.append(_timed(stub, HONEST))
     bound = 2 * statistics.median(alone) + cfg.wall_time_s
     return {
         "backend": backend,
@@ -132,25 +119,22 @@ def code_backend(backend: str, repeats: int) -> dict[str, Any]:
 def math_scenario(repeats: int) -> dict[str, Any]:
     """An honest math Verify alone and beside a batch of 30 binomials."""
     math = MathConfig(workers=2, deadline_s=2.0, first_step=False)
-    with tempfile.TemporaryDirectory() as tmp:
-        server = CertdServer(CertdConfig(data_dir=Path(tmp), listen="127.0.0.1:0", math=math))
-        server.start()
-        try:
-            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
-                stub = verifier_pb2_grpc.VerifierStub(ch)
-                _timed(stub, MATH_HONEST)  # starts the pool
-                alone = [_timed(stub, MATH_HONEST) for _ in range(repeats)]
-                batch = stub.VerifyBatch.future(_batch(MATH, BINOM, 30), timeout=900)
-                time.sleep(0.5)
-                beside = [_timed(stub, MATH_HONEST) for _ in range(repeats)]
-                still_running = not batch.done()
-                batch.cancel()
-        finally:
-            server.stop(grace_s=0)
+    config = {"math": {"workers": 2, "deadline_s": 2.0, "first_step": False}}
+    with tempfile.TemporaryDirectory() as tmp, _serve(tmp, config) as certd:
+        with grpc.insecure_channel(certd.address) as ch:
+            stub = verifier_pb2_grpc.VerifierStub(ch)
+            _timed(stub, MATH_HONEST)  # starts the pool
+            alone = [_timed(stub, MATH_HONEST) for _ in range(repeats)]
+            batch = stub.VerifyBatch.future(_batch(MATH, BINOM, 30), timeout=900)
+            time.sleep(0.5)
+            beside = [_timed(stub, MATH_HONEST) for _ in range(repeats)]
+            still_running = not batch.done()
+            batch.cancel()
     return {
         "deadline_s": math.deadline_s,
         "alone": _summary(alone),
         "beside_binomial_batch": _summary(beside),
+        "beside_each_s": [round(x, 3) for x in beside],
         "batch_still_running_while_measured": still_running,
         "bound_s": round(2 * statistics.median(alone) + math.deadline_s, 3),
         "held_pool_expected_s": 30 * math.deadline_s / math.workers,

@@ -72,6 +72,9 @@ class MathConfig(_Strict):
     prime_grammar: bool = Field(
         True, description="workers fill the LaTeX grammar's prediction cache when idle"
     )
+    worker_nice: int = Field(
+        5, ge=0, le=19, description="niceness added to each ready worker (serving goes first)"
+    )
     max_response_chars: int = Field(1_048_576, ge=1)
     max_gold_chars: int = Field(4_096, ge=1)
     max_answer_chars: int = Field(1_024, ge=1)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
 from certd.authority.jobs import current_job
-from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
+from certd.authority.mathpool import MathPool, MathWork, PoolClosedError, preload_forkserver
 from certd.config import MathConfig
 from certd.domains import math as dm
 from certd.domains.countdown import Enumeration
@@ -80,6 +80,7 @@ class MathChecker:
                 unparsed=cfg.reward_unparsed,
             ),
             prime=cfg.prime_grammar,
+            nice=cfg.worker_nice,
         )
         self.first_step_kappa = ""
         if cfg.first_step:
@@ -95,6 +96,7 @@ class MathChecker:
             (self.first_step_kappa, dm.KAPPA_ROUTE) if self.first_step_kappa else (dm.KAPPA_ROUTE,)
         )
         self._pool: MathPool | None = None
+        preload_forkserver()  # before the Countdown pool starts the forkserver
         self._embedder: StepEmbedder | None = None
         self._start_lock = threading.Lock()
         self._embed_lock = threading.Lock()

@@ -25,7 +25,10 @@ Workers are handed out by a ``FairQueue``: ``verify_many(pairs, key=request)`` t
 worker per turn of the keys waiting, round-robin, so a batch of slow answers shares the pool
 with a single check instead of holding it. ``cancel=scope`` stops a call: its pending checks
 are dropped and its running ones killed (their workers replaced), and ``CheckCancelledError``
-is raised.
+is raised. ``MathWork.nice`` lowers the workers' CPU priority once they are ready: a batch of
+answers that run to the deadline keeps both cores busy, and a worker starting in place of a
+killed one (at normal priority while it starts) and the serving threads must not queue behind
+them for the CPU.
 """
 
 from __future__ import annotations
@@ -54,9 +57,22 @@ from certd.errors import CertdError
 from sandboxes.errors import CheckCancelledError, SandboxBusyError
 from sandboxes.fair import CancelScope, FairQueue
 
-__all__ = ["MathPool", "MathWork", "PoolClosedError"]
+__all__ = ["MathPool", "MathWork", "PoolClosedError", "preload_forkserver"]
 
-_PRELOAD = ["certd.domains.math.warmed"]
+# certd.cli: a worker started by the forkserver re-imports the main module (``certd serve``'s
+# is certd.cli); with it preloaded that costs milliseconds, not a second per restart.
+_PRELOAD = ["certd.cli", "certd.domains.math.warmed"]
+
+
+def preload_forkserver() -> None:
+    """Ask that this process's forkserver start math-warm (call before any pool starts it).
+
+    The forkserver is one per process and whoever starts it first decides its preload. When
+    it starts cold (the Countdown pool started it), every math worker imports the checker
+    itself: seconds per start, paid by the next request each time a worker is killed at its
+    deadline and replaced.
+    """
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
 
 
 class PoolClosedError(CertdError):
@@ -71,6 +87,7 @@ class MathWork:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     shaping: MathShaping = field(default_factory=MathShaping)
     prime: bool = False  # prime the grammar in idle time (see the module notes)
+    nice: int = 0  # added to each worker's niceness once it is ready (see the module notes)
 
 
 def _limit_memory(memory_bytes: int) -> None:
@@ -82,6 +99,8 @@ def _worker_main(conn: Connection, work: MathWork, memory_bytes: int) -> None:
     """A worker's loop: one (task, response) in, one verdict out, until the pipe closes."""
     _limit_memory(memory_bytes)
     warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
+    if work.nice > 0:
+        os.nice(work.nice)  # runaway checks yield the CPU to serving and to starting workers
     conn.send(("ready", os.getpid()))
     priming = prime_corpus()[::-1] if work.prime else []
     while True:
@@ -156,7 +175,7 @@ class MathPool:
         self.memory_bytes = memory_bytes
         self.start_timeout_s = start_timeout_s
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(_PRELOAD)  # no effect once a forkserver runs
+        preload_forkserver()  # no effect once a forkserver runs
         self._idle: FairQueue[_Worker] = FairQueue()
         self._lock = threading.Lock()
         self._all: dict[int, _Worker] = {}
