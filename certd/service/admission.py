@@ -131,30 +131,20 @@ class Admission:
             ServerBusyError: the server or the client is at its bound.
         """
         lim = self._limits
-        if health:
-            total, each, what = (
-                lim.max_health_in_flight,
-                max(1, lim.max_health_in_flight // 2),
-                ("health calls"),
-            )
+        if health:  # a client holds at most half the health slots
+            total, each = lim.max_health_in_flight, max(1, lim.max_health_in_flight // 2)
+            what, limits = "health calls", "max_health_in_flight"
         else:
-            total, each, what = lim.max_concurrent_rpcs, lim.max_rpcs_per_client, "RPCs"
+            total, each = lim.max_concurrent_rpcs, lim.max_rpcs_per_client
+            what, limits = "RPCs", "max_concurrent_rpcs, max_rpcs_per_client"
         key = ("health:" if health else "") + client
         with self._lock:
             mine = self._per_client.get(key, 0)
-            if mine >= each:
-                self.refused += 1
-                raise ServerBusyError(
-                    f"this client has {mine} {what} in flight (max_rpcs_per_client / "
-                    "max_health_in_flight); retry later"
-                )
             count = self._health if health else len(self._tickets) - self._health
-            if count >= total:
+            if mine >= each or count >= total:
                 self.refused += 1
-                raise ServerBusyError(
-                    f"the server has {count} {what} in flight "
-                    "(max_concurrent_rpcs / max_health_in_flight); retry later"
-                )
+                who = f"this client has {mine}" if mine >= each else f"the server has {count}"
+                raise ServerBusyError(f"{who} {what} in flight ({limits}); retry later")
             ticket = _Ticket(key, call, health)
             self._tickets.add(ticket)
             self._health += health
@@ -209,7 +199,10 @@ class Admission:
                 t.reaped = True
         for t in idle:
             why = f"idle for more than {limit(t):g} s waiting on the client; ended by the server"
-            end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
+            try:
+                end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
+            except (ValueError, RuntimeError, AttributeError) as e:  # it ended meanwhile
+                log.info("idle call already ended: %s", e)
         self.reaped += len(idle)
         return len(idle)
 
