@@ -23,6 +23,7 @@ BENCHES = (
     "bench_math",
     "bench_ratchet_groups",
     "bench_cluster",
+    "bench_fairness",
 )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from certd.errors import ConfigError
 
@@ -73,6 +73,9 @@ class MathConfig(_Strict):
     )
     prime_grammar: bool = Field(
         True, description="workers fill the LaTeX grammar's prediction cache when idle"
+    )
+    worker_nice: int = Field(
+        5, ge=0, le=19, description="niceness added to each ready worker (serving goes first)"
     )
     max_response_chars: int = Field(1_048_576, ge=1)
     max_gold_chars: int = Field(4_096, ge=1)
@@ -177,10 +180,42 @@ class ServiceLimits(_Strict):
     max_certify_batch_items: int = Field(5_000, ge=1)
     max_entries_per_request: int = Field(1_000, ge=1)
     stream_receipt_every: int = Field(256, ge=1, description="verdicts per VerifyStream receipt")
-    max_workers: int = Field(16, ge=1)
+    max_workers: int = Field(
+        32, ge=2, description="serving threads; at least max_concurrent_rpcs + max_health_in_flight"
+    )
+    max_concurrent_rpcs: int = Field(
+        24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
+    )
+    max_rpcs_per_client: int = Field(
+        16, ge=1, description="RPCs in flight per principal (or peer host without auth)"
+    )
+    stream_idle_timeout_s: float = Field(
+        30.0,
+        gt=0.0,
+        description="a stream waiting this long for the client (no message sent, or replies "
+        "not read) ends with DEADLINE_EXCEEDED",
+    )
+    max_health_watches: int = Field(64, ge=0, description="Health.Watch streams open at once")
+    max_health_in_flight: int = Field(
+        4, ge=1, description="health calls being answered (threads kept for them); half per client"
+    )
+    health_idle_timeout_s: float = Field(
+        2.0, gt=0.0, description="a health call whose request has not arrived by then is ended"
+    )
     shutdown_grace_s: float = Field(10.0, ge=0.0)
     default_page_size: int = Field(100, ge=1, description="list RPCs: items a page by default")
     max_page_size: int = Field(1_000, ge=1, description="list RPCs: larger page sizes shrink to it")
+
+    @model_validator(mode="after")
+    def _threads_to_spare(self) -> ServiceLimits:
+        need = self.max_concurrent_rpcs + self.max_health_in_flight
+        if self.max_workers < need:
+            raise ValueError(
+                "limits.max_workers: expected at least max_concurrent_rpcs + "
+                f"max_health_in_flight ({need}) so health checks always find a thread, "
+                f"got {self.max_workers}"
+            )
+        return self
 
 
 class CodeConfig(_Strict):

@@ -5,7 +5,8 @@ The tree::
     CertdError
     ├── InvalidInputError          malformed request or task (gRPC INVALID_ARGUMENT)
     │   └── LimitExceededError     input over a configured limit (RESOURCE_EXHAUSTED)
-    │       └── RateLimitedError   a client over its rate limit (RESOURCE_EXHAUSTED)
+    │       ├── RateLimitedError   a client over its rate limit (RESOURCE_EXHAUSTED)
+    │       └── ServerBusyError    RPCs in flight at the server's or the client's bound
     ├── CertificationRefusedError  a Certify request that policy refuses (FAILED_PRECONDITION)
     ├── NotFoundError              unknown certificate, entry or tree size (NOT_FOUND)
     ├── SigningError               bad key material or a signature that does not verify
@@ -48,6 +49,7 @@ __all__ = [
     "ProofError",
     "RateLimitedError",
     "RootMismatchError",
+    "ServerBusyError",
     "SigningError",
     "StoreError",
     "TamperedError",
@@ -87,6 +89,10 @@ class RateLimitedError(LimitExceededError):
     def __init__(self, message: str, *, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class ServerBusyError(LimitExceededError):
+    """The server already runs its bound of RPCs, or the client its share (RESOURCE_EXHAUSTED)."""
 
 
 class AuthenticationError(CertdError):

@@ -17,12 +17,14 @@ Running something needs a backend (``BwrapSandbox`` needs bubblewrap)::
 from .base import Sandbox
 from .bwrap import BwrapOptions, BwrapSandbox
 from .errors import (
+    CheckCancelledError,
     SandboxBusyError,
     SandboxConfigError,
     SandboxError,
     SandboxProtocolError,
     SandboxUnavailableError,
 )
+from .fair import CancelScope, FairQueue
 from .limits import Limits
 from .pool import PoolStats, WarmPool
 from .program import Program
@@ -32,8 +34,11 @@ from .worker import Worker
 __all__ = [
     "BwrapOptions",
     "BwrapSandbox",
+    "CancelScope",
+    "CheckCancelledError",
     "ExecResult",
     "ExecStatus",
+    "FairQueue",
     "Limits",
     "PoolStats",
     "Program",

@@ -11,6 +11,7 @@ The tree::
     ├── SandboxConfigError        a Limits/Program/backend setting is invalid
     ├── SandboxUnavailableError   the backend cannot run here (no bwrap, no Docker engine, no image)
     ├── SandboxBusyError          a warm pool's queue is full (backpressure) or it is closed
+    ├── CheckCancelledError       the request a check belonged to was cancelled; its work stopped
     └── SandboxProtocolError      a worker broke the supervisor protocol (it is recycled)
 
 A program that fails, hangs or floods is never an error: it is an ``ExecResult`` with a status.
@@ -19,6 +20,7 @@ A program that fails, hangs or floods is never an error: it is an ``ExecResult``
 from __future__ import annotations
 
 __all__ = [
+    "CheckCancelledError",
     "SandboxBusyError",
     "SandboxConfigError",
     "SandboxError",
@@ -41,6 +43,10 @@ class SandboxUnavailableError(SandboxError):
 
 class SandboxBusyError(SandboxError):
     """A warm pool refused work: its queue is full or the pool is closed."""
+
+
+class CheckCancelledError(SandboxError):
+    """The check's request was cancelled: it was dequeued, or its sandbox killed and recycled."""
 
 
 class SandboxProtocolError(SandboxError):

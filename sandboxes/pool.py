@@ -16,18 +16,25 @@ bounded (``size`` checks at once), callers queue with backpressure (more than ``
 waiting raises ``SandboxBusyError``), and a worker is replaced after ``max_runs`` checks or any
 anomaly (it broke, timed out talking to the supervisor, or left processes behind) or a
 MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox).
+
+Scheduling is fair across requests: ``run(..., key=request)`` waits in a ``FairQueue``, which
+hands a freed worker to the keys round-robin, so a 40-check batch and a single check alternate
+instead of the single one waiting for the whole batch. ``run(..., cancel=scope)`` stops with
+the request: a queued check leaves the queue, a running one has its sandbox killed (the worker
+is recycled) and ``CheckCancelledError`` is raised.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass
 from types import TracebackType
 
 from .base import Sandbox
-from .errors import SandboxBusyError, SandboxError
+from .errors import CheckCancelledError, SandboxBusyError, SandboxError
+from .fair import CancelScope, FairQueue
 from .limits import Limits
 from .program import Program
 from .result import ExecResult, ExecStatus
@@ -96,9 +103,8 @@ class WarmPool:
         self.queue_limit = queue_limit
         self.acquire_timeout_s = acquire_timeout_s
         self._cond = threading.Condition()
-        self._idle: deque[Worker] = deque()
+        self._idle: FairQueue[Worker] = FairQueue()
         self._busy = 0
-        self._waiting = 0
         self._starting = 0
         self._started = 0
         self._recycled = 0
@@ -135,11 +141,10 @@ class WarmPool:
             with self._cond:
                 self._starting -= 1
                 self._started += 1
-                if self._closed:
+                if self._closed or not self._idle.put(worker):
                     worker.kill()
                     return
-                self._idle.append(worker)
-                self._cond.notify()
+                self._cond.notify_all()
             return
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
@@ -153,34 +158,29 @@ class WarmPool:
         """
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while len(self._idle) + self._busy < self.size or self._starting:
+            while self._idle.idle + self._busy < self.size or self._starting:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._cond.wait(left)
             return True
 
-    def _acquire(self) -> Worker:
+    def _acquire(self, key: Hashable, cancel: CancelScope | None) -> Worker:
+        if self._closed:
+            raise SandboxBusyError("the pool is closed")
+        try:
+            worker = self._idle.get(
+                key, cancel=cancel, timeout_s=self.acquire_timeout_s, limit=self.queue_limit
+            )
+        except SandboxBusyError as exc:
+            raise SandboxBusyError(
+                f"all {self.size} workers busy: {exc}" if not self._closed else "the pool is closed"
+            ) from exc
+        if worker is None:
+            raise SandboxBusyError(self._busy_reason())
         with self._cond:
-            if self._closed:
-                raise SandboxBusyError("the pool is closed")
-            if not self._idle and self._waiting >= self.queue_limit:
-                raise SandboxBusyError(
-                    f"all {self.size} workers busy and {self._waiting} checks queued"
-                )
-            self._waiting += 1
-            deadline = time.monotonic() + self.acquire_timeout_s
-            try:
-                while not self._idle:
-                    left = deadline - time.monotonic()
-                    if self._closed or left <= 0:
-                        raise SandboxBusyError(self._busy_reason())
-                    self._cond.wait(left)
-                worker = self._idle.popleft()
-                self._busy += 1
-                return worker
-            finally:
-                self._waiting -= 1
+            self._busy += 1
+        return worker
 
     def _busy_reason(self) -> str:
         why = "closed" if self._closed else f"out of workers for {self.acquire_timeout_s:g} s"
@@ -199,22 +199,30 @@ class WarmPool:
         with self._cond:
             self._busy -= 1
             self._runs += 1
-            if not recycle and not self._closed:
-                self._idle.append(worker)
-                self._cond.notify()
-                return
+            keep = not recycle and not self._closed
             if recycle:
                 self._recycled += 1
+        if keep and self._idle.put(worker):
+            return
         worker.kill()
         if recycle:
             self._spawn()
 
-    def run(self, program: Program, limits: Limits | None = None) -> ExecResult:
-        """Run one check on a warm worker.
+    def run(
+        self,
+        program: Program,
+        limits: Limits | None = None,
+        *,
+        key: Hashable | None = None,
+        cancel: CancelScope | None = None,
+    ) -> ExecResult:
+        """Run one check on a warm worker, in ``key``'s turn.
 
         Args:
             program: What to run.
             limits: The check's limits (at most the backend's ceiling).
+            key: The fairness group (one request); None makes the call a group of its own.
+            cancel: Stop when it is cancelled: leave the queue, or kill the running sandbox.
 
         Returns:
             The typed result.
@@ -222,14 +230,26 @@ class WarmPool:
         Raises:
             SandboxBusyError: The queue is full, no worker came in time, or the pool is closed.
             SandboxConfigError: The limits exceed the ceiling.
+            CheckCancelledError: ``cancel`` was cancelled before or during the run.
         """
         lim = self.backend.check_limits(limits)
-        worker = self._acquire()
+        worker = self._acquire(object() if key is None else key, cancel)
+        if cancel is not None and cancel.cancelled:  # cancelled as the worker was handed over
+            with self._cond:
+                self._busy -= 1
+            if not self._idle.put(worker):
+                worker.kill()
+            raise CheckCancelledError("the request was cancelled")
         result: ExecResult | None = None
+        undo = cancel.on_cancel(worker.kill) if cancel is not None else None
         try:
             result = worker.run(program, lim)
+            if cancel is not None and cancel.cancelled:
+                raise CheckCancelledError("the request was cancelled; its sandbox was killed")
             return result
         finally:
+            if undo is not None:
+                undo()
             self._release(worker, result)
 
     def stats(self) -> PoolStats:
@@ -237,9 +257,9 @@ class WarmPool:
         with self._cond:
             return PoolStats(
                 size=self.size,
-                idle=len(self._idle),
+                idle=self._idle.idle,
                 busy=self._busy,
-                waiting=self._waiting,
+                waiting=self._idle.waiting,
                 started=self._started,
                 recycled=self._recycled,
                 runs=self._runs,
@@ -250,10 +270,8 @@ class WarmPool:
         """Kill idle workers; busy ones are killed as their checks finish. Idempotent."""
         with self._cond:
             self._closed = True
-            idle = list(self._idle)
-            self._idle.clear()
             self._cond.notify_all()
-        for worker in idle:
+        for worker in self._idle.drain():
             worker.kill()
 
     def __enter__(self) -> WarmPool:

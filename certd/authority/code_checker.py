@@ -11,6 +11,11 @@ Example::
 The pool (bwrap by default, Docker from the config) starts on the first check, so a server that
 never sees a code task never starts a sandbox. Every failure of the sandbox machinery (no bwrap,
 no engine, a full queue) is an INFRA_ERROR verdict, never a wrong answer.
+
+Every sandbox run is scheduled for the current request (``certd.authority.jobs``): the pool
+hands workers out round-robin across requests, and a cancelled request's queued runs are
+dropped and its running ones killed. A batch runs at most ``pool_size`` of its checks at once
+on threads of its own, so it never occupies a queue that other requests wait in.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
 from certd.authority.components import ComponentHealth
+from certd.authority.jobs import Job, current_job, running
 from certd.config import CodeConfig
 from certd.domains import code as cc
 from certd.domains.verdict import Status, Verdict
@@ -125,7 +131,6 @@ class CodeChecker:
         self._owns_pool = pool is None
         self._lock = threading.Lock()
         self._closed = False
-        self._executor = ThreadPoolExecutor(cfg.pool_size, thread_name_prefix="code-verify")
 
     def pool(self) -> WarmPool:
         """The warm pool, started on first use.
@@ -152,15 +157,23 @@ class CodeChecker:
         A sandbox that died while the program ran may have been killed by the program (it
         exhausted the sandbox's memory or lowered its supervisor's limits) or by the host. The
         program runs once more in a fresh sandbox: a second death is a RUNTIME_ERROR of the
-        program, never an INFRA_ERROR it could use to drop itself from training.
+        program, never an INFRA_ERROR it could use to drop itself from training. The current
+        job (if any) gives the fairness key and the cancellation of both runs.
         """
-        result = self.pool().run(program, limits)
+        job = current_job()
+
+        def once() -> ExecResult:
+            if job is None:
+                return self.pool().run(program, limits)
+            return self.pool().run(program, limits, key=job.key, cancel=job.cancel)
+
+        result = once()
         if result.status is not ExecStatus.SANDBOX_ERROR or not result.died_during_run:
             return result
         _log.warning(
             "sandbox died during a run, running it again [%s]: %s", _request_id(), result.detail
         )
-        again = self.pool().run(program, limits)
+        again = once()
         if again.status is not ExecStatus.SANDBOX_ERROR or not again.died_during_run:
             return again
         return dataclasses.replace(
@@ -256,20 +269,28 @@ class CodeChecker:
         return self._verdict(cc.judge_cases(task, results), common)
 
     def verify_batch(self, pairs: Sequence[tuple[cc.CodeTask, str]]) -> list[Verdict]:
-        """Check pairs, ``pool_size`` at a time; order preserved.
+        """Check pairs, at most ``pool_size`` at a time, for the current job; order preserved.
 
         Args:
             pairs: (task, response) pairs.
 
         Returns:
-            One verdict per pair.
+            One verdict per pair (INFRA_ERROR for those the job's cancellation stopped).
         """
-        # Each check runs in a copy of the caller's context, so its log lines carry the request id.
-        futures = [
-            self._executor.submit(contextvars.copy_context().run, self.verify, task, response)
-            for task, response in pairs
-        ]
-        return [f.result() for f in futures]
+        if len(pairs) <= 1:
+            return [self.verify(task, response) for task, response in pairs]
+        job = current_job() or Job.new()
+
+        def one(pair: tuple[cc.CodeTask, str]) -> Verdict:
+            with running(job):
+                return self.verify(pair[0], pair[1])
+
+        # Each check runs in its own copy of the caller's context, so its log lines carry the
+        # request id.
+        contexts = [contextvars.copy_context() for _ in pairs]
+        threads = min(self.cfg.pool_size, len(pairs))
+        with ThreadPoolExecutor(threads, thread_name_prefix="code-verify") as executor:
+            return list(executor.map(lambda c, p: c.run(one, p), contexts, pairs))
 
     def enumerate(self, task: cc.CodeTask) -> NoReturn:
         """Code families are not enumerable; they become feasible when a witness is certified.
@@ -301,7 +322,6 @@ class CodeChecker:
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        self._executor.shutdown(wait=False, cancel_futures=True)
         if pool is not None and self._owns_pool:
             pool.close()
             pool.backend.close()

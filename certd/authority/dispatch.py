@@ -10,6 +10,9 @@ Other domains check through their checker's ``verify_batch``, which isolates the
 (math in a killable worker pool, code in a sandbox pool). A batch that mixes domains is split by
 domain, checked per domain, and put back in order. A checker that fails outright turns its
 items into INFRA_ERROR verdicts, never wrong answers.
+
+``job`` (``certd.authority.jobs``) is the request the items belong to: the checkers schedule
+its work fairly against other requests' and stop it when the job is cancelled.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from certd.authority.checker import Checker, Checkers
+from certd.authority.jobs import Job, running
 from certd.authority.pool import CheckItem, CheckResult, Encode, T, VerifyPool, infra, result_of
 
 __all__ = ["VerifyDispatch"]
@@ -35,7 +39,9 @@ class VerifyDispatch:
         self._checkers = checkers
         self._pool = pool
 
-    def check(self, items: Sequence[CheckItem], encode: Encode[T]) -> list[T]:
+    def check(
+        self, items: Sequence[CheckItem], encode: Encode[T], job: Job | None = None
+    ) -> list[T]:
         """Check items and return encoded parts in item order (see ``VerifyPool.check``).
 
         Raises:
@@ -44,9 +50,11 @@ class VerifyDispatch:
         domains = {item.domain for item in items}
         if domains <= {"countdown"}:
             return self._pool.check(items, encode)
-        return [encode(items, self.check_results(items))]
+        return [encode(items, self.check_results(items, job))]
 
-    def check_results(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+    def check_results(
+        self, items: Sequence[CheckItem], job: Job | None = None
+    ) -> list[CheckResult]:
         """Check items and return their results in item order.
 
         Raises:
@@ -62,7 +70,8 @@ class VerifyDispatch:
             if domain == "countdown":
                 results = self._pool.check_results(part)
             else:
-                results = _verify_batch(checkers[domain], part)
+                with running(job):
+                    results = _verify_batch(checkers[domain], part)
             for i, result in zip(where, results, strict=True):
                 out[i] = result
         return [r for r in out if r is not None]

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from certd.authority.components import ComponentHealth
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
-from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
+from certd.authority.jobs import current_job
+from certd.authority.mathpool import MathPool, MathWork, PoolClosedError, preload_forkserver
 from certd.config import MathConfig
 from certd.domains import math as dm
 from certd.domains.countdown import Enumeration
@@ -39,6 +40,7 @@ from certd.domains.math.first_step import (
 )
 from certd.domains.verdict import Status, Verdict
 from certd.errors import ConfigError, UnsupportedError
+from sandboxes.errors import CheckCancelledError
 
 __all__ = ["MathChecker"]
 
@@ -79,6 +81,7 @@ class MathChecker:
                 unparsed=cfg.reward_unparsed,
             ),
             prime=cfg.prime_grammar,
+            nice=cfg.worker_nice,
         )
         self.first_step_kappa = ""
         if cfg.first_step:
@@ -94,6 +97,7 @@ class MathChecker:
             (self.first_step_kappa, dm.KAPPA_ROUTE) if self.first_step_kappa else (dm.KAPPA_ROUTE,)
         )
         self._pool: MathPool | None = None
+        preload_forkserver()  # before the Countdown pool starts the forkserver
         self._embedder: StepEmbedder | None = None
         self._start_lock = threading.Lock()
         self._embed_lock = threading.Lock()
@@ -180,12 +184,19 @@ class MathChecker:
 
                 labeller = threading.Thread(target=label, name="math-first-step")
                 labeller.start()
-            verdicts = pool.verify_many(pairs)
+            job = current_job()
+            if job is None:
+                verdicts = pool.verify_many(pairs)
+            else:
+                verdicts = pool.verify_many(pairs, key=job.key, cancel=job.cancel)
             if labeller is not None:
                 labeller.join()
                 if failed:
                     raise failed[0]
             return self._label(verdicts, steps, moves, canonical)
+        except CheckCancelledError:
+            why = "the request was cancelled before this check finished"
+            return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]
         except (OSError, RuntimeError, ConfigError, UnsupportedError, PoolClosedError) as e:
             why = f"math checker unavailable: {e}"
             return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]

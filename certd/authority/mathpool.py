@@ -20,6 +20,15 @@ With ``MathWork.prime`` a worker, while no check is waiting on its pipe, runs th
 grammar over ``warmup.prime_corpus()`` one answer at a time (a few ms each), filling ANTLR's
 prediction cache; a check that arrives meanwhile waits for at most that one answer. It never
 changes a verdict, only how soon unseen answers are read.
+
+Workers are handed out by a ``FairQueue``: ``verify_many(pairs, key=request)`` takes one
+worker per turn of the keys waiting, round-robin, so a batch of slow answers shares the pool
+with a single check instead of holding it. ``cancel=scope`` stops a call: its pending checks
+are dropped and its running ones killed (their workers replaced), and ``CheckCancelledError``
+is raised. ``MathWork.nice`` lowers the workers' CPU priority once they are ready: a batch of
+answers that run to the deadline keeps both cores busy, and a worker starting in place of a
+killed one (at normal priority while it starts) and the serving threads must not queue behind
+them for the CPU.
 """
 
 from __future__ import annotations
@@ -27,11 +36,10 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import os
-import queue
 import resource
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -47,10 +55,25 @@ from certd.domains.math.verify import MathShaping, verify_math
 from certd.domains.math.warmup import prime_corpus, warm_up
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError
+from sandboxes.errors import CheckCancelledError, SandboxBusyError
+from sandboxes.fair import CancelScope, FairQueue
 
-__all__ = ["MathPool", "MathWork", "PoolClosedError"]
+__all__ = ["MathPool", "MathWork", "PoolClosedError", "preload_forkserver"]
 
-_PRELOAD = ["certd.domains.math.warmed"]
+# certd.cli: a worker started by the forkserver re-imports the main module (``certd serve``'s
+# is certd.cli); with it preloaded that costs milliseconds, not a second per restart.
+_PRELOAD = ["certd.cli", "certd.domains.math.warmed"]
+
+
+def preload_forkserver() -> None:
+    """Ask that this process's forkserver start math-warm (call before any pool starts it).
+
+    The forkserver is one per process and whoever starts it first decides its preload. When
+    it starts cold (the Countdown pool started it), every math worker imports the checker
+    itself: seconds per start, paid by the next request each time a worker is killed at its
+    deadline and replaced.
+    """
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
 
 
 class PoolClosedError(CertdError):
@@ -65,6 +88,7 @@ class MathWork:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     shaping: MathShaping = field(default_factory=MathShaping)
     prime: bool = False  # prime the grammar in idle time (see the module notes)
+    nice: int = 0  # added to each worker's niceness once it is ready (see the module notes)
 
 
 def _limit_memory(memory_bytes: int) -> None:
@@ -77,6 +101,8 @@ def _worker_main(conn: Connection, work: MathWork, memory_bytes: int, owner: int
     die_with(owner)  # before the memory cap: the watch thread needs its stack
     _limit_memory(memory_bytes)
     warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
+    if work.nice > 0:
+        os.nice(work.nice)  # runaway checks yield the CPU to serving and to starting workers
     conn.send(("ready", os.getpid()))
     priming = prime_corpus()[::-1] if work.prime else []
     while True:
@@ -151,8 +177,8 @@ class MathPool:
         self.memory_bytes = memory_bytes
         self.start_timeout_s = start_timeout_s
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(_PRELOAD)  # no effect once a forkserver runs
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        preload_forkserver()  # no effect once a forkserver runs
+        self._idle: FairQueue[_Worker] = FairQueue()
         self._lock = threading.Lock()
         self._all: dict[int, _Worker] = {}
         self._closed = False
@@ -184,7 +210,8 @@ class MathPool:
                 self._kill(w)
                 return
             self._all[w.pid] = w
-        self._idle.put(w)
+        if not self._idle.put(w):
+            self._kill(w)
 
     def _kill(self, w: _Worker) -> None:
         with self._lock:
@@ -208,18 +235,21 @@ class MathPool:
                 try:
                     self._await_ready(self._start())
                     return
-                except (RuntimeError, OSError):
+                except (RuntimeError, OSError, EOFError):
                     time.sleep(0.5)
 
         threading.Thread(target=start, name="math-worker-start", daemon=True).start()
 
-    def _take(self, block: bool) -> _Worker | None:
+    def _take(self, key: Hashable, cancel: CancelScope | None, block: bool) -> _Worker | None:
+        """A live worker in ``key``'s turn; None when ``block`` is false and none is free now."""
         while True:
             if self._closed:
                 raise PoolClosedError("the math pool is closed")
             try:
-                w = self._idle.get(timeout=0.5) if block else self._idle.get_nowait()
-            except queue.Empty:
+                w = self._idle.get(key, cancel=cancel, timeout_s=0.5 if block else 0.0)
+            except SandboxBusyError as e:
+                raise PoolClosedError("the math pool is closed") from e
+            if w is None:
                 if not block:
                     return None
                 continue
@@ -257,7 +287,8 @@ class MathPool:
                 family=kappa_route(response[: self.work.limits.max_response_chars]),
                 detail=f"over the {self.memory_bytes} byte memory cap",
             )
-        self._idle.put(w)
+        if not self._idle.put(w):
+            self._kill(w)
         verdict: Verdict = payload
         return verdict
 
@@ -280,40 +311,42 @@ class MathPool:
         """
         return self.verify_many([(task, response)])[0]
 
-    def verify_many(self, pairs: Sequence[tuple[MathTask, str]]) -> list[Verdict]:
-        """Check many responses on every worker this call can get, each with its deadline.
+    def verify_many(
+        self,
+        pairs: Sequence[tuple[MathTask, str]],
+        *,
+        key: Hashable | None = None,
+        cancel: CancelScope | None = None,
+    ) -> list[Verdict]:
+        """Check many responses, one worker per turn of ``key``, each with its deadline.
+
+        Args:
+            pairs: (task, response) pairs.
+            key: The fairness group (one request); None makes the call a group of its own.
+            cancel: Stop when it is cancelled: drop pending checks, kill running ones.
 
         Raises:
             PoolClosedError: the pool was closed.
+            CheckCancelledError: ``cancel`` was cancelled.
 
         Returns:
             One verdict per pair, in order.
         """
+        key = object() if key is None else key
         results: list[Verdict | None] = [None] * len(pairs)
         pending = collections.deque(range(len(pairs)))
         busy: dict[Connection, tuple[_Worker, int, float]] = {}
-        while pending or busy:
-            while pending:
-                w = self._take(block=not busy)
-                if w is None:
-                    break
-                i = pending[0]
-                if self._send(w, *pairs[i]):
-                    pending.popleft()
-                    busy[w.conn] = (w, i, time.monotonic() + self.deadline_s)
-            if not busy:
-                continue
-            now = time.monotonic()
-            timeout = max(0.0, min(d for _, _, d in busy.values()) - now)
-            for ready in wait(list(busy), timeout=timeout):
-                w, i, _ = busy.pop(ready)  # type: ignore[call-overload]  # one of busy's keys
-                results[i] = self._finish(w, pairs[i][1])
-            now = time.monotonic()
-            for conn, (w, i, due) in list(busy.items()):
-                if now >= due:
-                    del busy[conn]
-                    self._replace(w)
-                    results[i] = self._timeout(pairs[i][1])
+        try:
+            while pending or busy:
+                self._dispatch(pairs, pending, busy, key, cancel)
+                if busy:
+                    self._collect(pairs, results, busy, poll_s=0.1)  # also picks up freed workers
+                if cancel is not None and cancel.cancelled:
+                    raise CheckCancelledError("the request was cancelled")
+        except BaseException:
+            for w, _, _ in busy.values():  # cancelled or failed: nothing may keep running
+                self._replace(w)
+            raise
         return [r for r in results if r is not None]
 
     def alive(self) -> int:
@@ -328,24 +361,60 @@ class MathPool:
         Returns:
             How many were found dead and are being replaced.
         """
-        found: list[_Worker] = []
-        while True:
-            try:
-                found.append(self._idle.get_nowait())
-            except queue.Empty:
-                break
+        found = self._idle.take_idle()
         dead = 0
         for w in found:
             if w.proc.is_alive():
-                self._idle.put(w)
+                if not self._idle.put(w):  # closed meanwhile
+                    self._replace(w)
             else:
                 dead += 1
                 self._replace(w)
         return dead
 
+    def _dispatch(
+        self,
+        pairs: Sequence[tuple[MathTask, str]],
+        pending: collections.deque[int],
+        busy: dict[Connection, tuple[_Worker, int, float]],
+        key: Hashable,
+        cancel: CancelScope | None,
+    ) -> None:
+        """Start pending checks on the workers this call can take now (one, blocking, if none)."""
+        while pending:
+            w = self._take(key, cancel, block=not busy)
+            if w is None:
+                return
+            i = pending[0]
+            if self._send(w, *pairs[i]):
+                pending.popleft()
+                busy[w.conn] = (w, i, time.monotonic() + self.deadline_s)
+
+    def _collect(
+        self,
+        pairs: Sequence[tuple[MathTask, str]],
+        results: list[Verdict | None],
+        busy: dict[Connection, tuple[_Worker, int, float]],
+        poll_s: float | None,
+    ) -> None:
+        """Wait for the first answer or deadline; read answers, kill late workers."""
+        now = time.monotonic()
+        timeout = max(0.0, min(d for _, _, d in busy.values()) - now)
+        if poll_s is not None:
+            timeout = min(timeout, poll_s)
+        for ready in wait(list(busy), timeout=timeout):
+            w, i, _ = busy.pop(ready)  # type: ignore[call-overload]  # one of busy's keys
+            results[i] = self._finish(w, pairs[i][1])
+        now = time.monotonic()
+        for conn, (w, i, due) in list(busy.items()):
+            if now >= due:
+                del busy[conn]
+                self._replace(w)
+                results[i] = self._timeout(pairs[i][1])
+
     def idle(self) -> bool:
         """Whether no check is in flight: every worker waits for work."""
-        return self._idle.qsize() >= self.workers
+        return self._idle.idle >= self.workers
 
     def worker_pids(self) -> list[int]:
         """The live workers' process ids (for health checks and tests)."""
@@ -357,5 +426,6 @@ class MathPool:
         with self._lock:
             self._closed = True
             workers = list(self._all.values())
+        self._idle.drain()
         for w in workers:
             self._kill(w)

@@ -21,8 +21,10 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
 (``docs/operating-a-cluster.md`` has the same matrix; ``tests/integration/test_access.py``
 checks every cell.)
 
-Health checks and reflection need no role. With access control off (no tokens file and no
-client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
+``Health/Check`` needs nothing. ``Health/Watch`` and reflection hold a stream open, so they need
+an authenticated caller (any role): no unauthenticated call can hold a resource. With access
+control off (no tokens file and no client CA) nothing is checked, and ``check_listen`` allows
+plaintext on loopback only.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "ROLES",
     "allowed_roles",
     "check_listen",
+    "client_of",
     "current_principal",
     "load_tokens",
     "required_role",
@@ -67,7 +70,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/certd.v1.Authority/", ("certify",)),
     ("/certd.v1.Ledger/", ("audit",)),
 )
-_OPEN = ("/grpc.health.", "/grpc.reflection.")
+_OPEN = ("/grpc.health.v1.Health/Check",)
+_ANY_ROLE = ("/grpc.health.", "/grpc.reflection.")  # authenticated, no role needed
 
 
 @dataclass(frozen=True)
@@ -106,17 +110,37 @@ def allowed_roles(method: str) -> tuple[str, ...] | None:
         method: the full method name, ``/package.Service/Method``.
 
     Returns:
-        The roles, or None for open methods (health, reflection).
+        The roles, None for open methods (``Health/Check``), or an empty tuple for methods any
+        authenticated caller may call (``Health/Watch``, reflection: they hold a stream open).
 
     Raises:
         PermissionDeniedError: the method is unknown (denied by default).
     """
     if method.startswith(_OPEN):
         return None
+    if method.startswith(_ANY_ROLE):
+        return ()
     for prefix, roles in _RULES:
         if method.startswith(prefix):
             return roles
     raise PermissionDeniedError(f"no role grants {method}")
+
+
+def client_of(context: grpc.ServicerContext) -> str:
+    """The client a request counts against: its authenticated principal, else its peer host.
+
+    Args:
+        context: the RPC context.
+
+    Returns:
+        A client identifier.
+    """
+    principal = current_principal()
+    if principal is not None:
+        return f"principal:{principal.name}"
+    peer = context.peer()  # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
+    host = peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    return f"peer:{host}"
 
 
 def required_role(method: str) -> str | None:
@@ -126,13 +150,16 @@ def required_role(method: str) -> str | None:
         method: the full method name, ``/package.Service/Method``.
 
     Returns:
-        The role, or None for open methods (health, reflection).
+        The role; "" for methods any authenticated caller may use (Health/Watch,
+        reflection); None for open methods (Health/Check).
 
     Raises:
         PermissionDeniedError: the method is unknown (denied by default).
     """
     roles = allowed_roles(method)
-    return None if roles is None else roles[0]
+    if roles is None:
+        return None
+    return roles[0] if roles else ""
 
 
 def load_tokens(path: Path) -> dict[bytes, Principal]:
@@ -272,7 +299,7 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
         if roles is None:
             return None
         principal = self.authenticate(context)
-        if principal.roles.isdisjoint(roles):
+        if roles and principal.roles.isdisjoint(roles):
             wanted = " or ".join(repr(r) for r in roles)
             raise PermissionDeniedError(
                 f"{principal.name} ({principal.via}) lacks role {wanted} for {method}"
@@ -301,8 +328,14 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
 
         def stream(fn: Behaviour, _streamed: bool) -> Behaviour:
             def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                self._check(method, context)
-                yield from fn(request, context)
+                token = _current.set(self._check(method, context))
+                try:
+                    yield from fn(request, context)
+                finally:
+                    try:
+                        _current.reset(token)
+                    except ValueError:  # closed from another context (a cancelled stream)
+                        pass
 
             return call
 

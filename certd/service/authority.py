@@ -8,12 +8,14 @@ import grpc
 from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.index import IndexedCertificate
+from certd.authority.jobs import running
 from certd.authority.policy import Authority, CertifyOutcome, CheckedTask, refuse
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.service.handlers import rpc_job
 from certd.service.paging import make_token, page_size, read_token
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
@@ -72,7 +74,8 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     ) -> authority_pb2.CertifyResponse:
         task, kappa, label = self._request(request, "request")
         fields = dict(request.label.fields)
-        outcome = self._authority.certify(task, kappa, label, request.witness, fields)
+        with running(rpc_job(context)):  # the witness check stops if the RPC does
+            outcome = self._authority.certify(task, kappa, label, request.witness, fields)
         refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
@@ -87,10 +90,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
                 f"items: at most {limit} per batch, got {len(request.items)}", field="items"
             )
         submitted = []
-        for i, item in enumerate(request.items):
-            task, kappa, label = self._request(item, f"items[{i}]")
-            fields = dict(item.label.fields)
-            submitted.append(self._authority.submit(task, kappa, label, item.witness, fields))
+        with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
+            for i, item in enumerate(request.items):
+                task, kappa, label = self._request(item, f"items[{i}]")
+                fields = dict(item.label.fields)
+                submitted.append(self._authority.submit(task, kappa, label, item.witness, fields))
         outcomes = [self._authority.wait(s) for s in submitted]
         return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])
 

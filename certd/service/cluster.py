@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from certd.config import ClusterConfig
 from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
-from certd.service.access import current_principal
+from certd.service.access import client_of
 
 __all__ = ["ClusterInterceptor", "client_of"]
 
@@ -89,23 +89,6 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {ok, wait_ms}
 """
-
-
-def client_of(context: grpc.ServicerContext) -> str:
-    """The client a request counts against: its authenticated principal, else its peer host.
-
-    Args:
-        context: the RPC context.
-
-    Returns:
-        A client identifier.
-    """
-    principal = current_principal()
-    if principal is not None:
-        return f"principal:{principal.name}"
-    peer = context.peer()  # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
-    host = peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
-    return f"peer:{host}"
 
 
 class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs

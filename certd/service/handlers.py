@@ -16,6 +16,10 @@ A handler has one behaviour of four kinds. Unary-response kinds (unary-unary, st
 the ``unary`` wrapper, streaming-response kinds (unary-stream, stream-stream) the ``stream``
 wrapper, which must return a generator function. Each wrapper is told whether the request is a
 stream (the request argument is then an iterator, not a message).
+
+A non-blocking behaviour (``experimental_non_blocking``, e.g. grpc's ``Health.Watch``, which
+holds no thread while it waits) is returned as it is: wrapping it would make it block a
+serving thread per watcher. Such a behaviour guards itself (see ``certd.service.health``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from typing import Any
 
 import grpc
 
-__all__ = ["Behaviour", "Wrap", "rewrap"]
+from certd.authority.jobs import Job
+
+__all__ = ["Behaviour", "Wrap", "rewrap", "rpc_job"]
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
 # (behaviour, request is a stream) -> the wrapped behaviour
@@ -36,6 +42,9 @@ def rewrap(
     handler: grpc.RpcMethodHandler[Any, Any], unary: Wrap, stream: Wrap
 ) -> grpc.RpcMethodHandler[Any, Any]:
     """The same handler (serializers included) with its behaviour wrapped."""
+    behaviour = handler.unary_stream or handler.stream_stream
+    if getattr(behaviour, "experimental_non_blocking", False):
+        return handler
     ser = {
         "request_deserializer": handler.request_deserializer,
         "response_serializer": handler.response_serializer,
@@ -49,3 +58,17 @@ def rewrap(
     if handler.stream_stream:
         return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream, True), **ser)
     return handler
+
+
+def rpc_job(context: grpc.ServicerContext) -> Job:
+    """The RPC's job: keyed by its request id, cancelled when the RPC ends early.
+
+    The checks it schedules share pools fairly with other RPCs' and stop when the client
+    cancels, its deadline passes or the server ends it (see ``certd.authority.jobs``).
+    """
+    from certd.service.observability import current_request_id  # observability imports us
+
+    job = Job.new(current_request_id())
+    if not context.add_callback(job.cancel.cancel):
+        job.cancel.cancel()  # the RPC has already ended
+    return job

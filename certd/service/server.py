@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -37,7 +36,9 @@ from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
 from certd.service.access import AccessInterceptor, check_listen, server_credentials
+from certd.service.admission import Admission, AdmissionExecutor, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
+from certd.service.health import GuardedHealth
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
 from certd.service.observability import (
@@ -167,7 +168,12 @@ class CertdServer:
             workers=cfg.countdown.verify_workers,
             min_batch=cfg.countdown.verify_pool_min_batch,
         )
-        self.health = health.HealthServicer(experimental_non_blocking=True)
+        self.admission = Admission(cfg.limits)
+        self._access = AccessInterceptor(cfg.access) if cfg.access.enabled else None
+        self.health = GuardedHealth(
+            cfg.limits.max_health_watches,
+            self._access.authenticate if self._access is not None else None,
+        )
         self.metrics = Metrics()
         self.metrics.bind(
             self.ledger, self.pool, cfg.countdown.verify_workers, self.checkers.components
@@ -185,7 +191,11 @@ class CertdServer:
         self.metrics_port = 0
         self._stop_metrics: Callable[[], None] | None = None
         self._server = grpc.server(
-            ThreadPoolExecutor(max_workers=cfg.limits.max_workers, thread_name_prefix="certd-rpc"),
+            AdmissionExecutor(
+                self.admission,
+                cfg.limits.max_workers,
+                self._access.authenticate if self._access is not None else None,
+            ),
             interceptors=self._interceptors(),
             options=[
                 ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),
@@ -214,8 +224,9 @@ class CertdServer:
             MetricsInterceptor(self.metrics),
             ErrorInterceptor(),
         ]
-        if self.cfg.access.enabled:
-            chain.append(AccessInterceptor(self.cfg.access))
+        if self._access is not None:
+            chain.append(self._access)
+        chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.ledger.redis_store import RedisStore
             from certd.service.cluster import ClusterInterceptor
@@ -247,6 +258,7 @@ class CertdServer:
             self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
             self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]
         self._server.start()
+        self.admission.start()
         self.monitor.start()  # SERVING while the ledger and the pool are healthy
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
@@ -260,6 +272,7 @@ class CertdServer:
         self.health.enter_graceful_shutdown()
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
+        self.admission.stop()
         self.pool.close()
         self.checkers.close()
         self.ledger.close()  # commits what is queued, then closes the store

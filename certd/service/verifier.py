@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import grpc
 
 from certd.authority.dispatch import VerifyDispatch
+from certd.authority.jobs import Job
 from certd.authority.policy import CheckedTask
 from certd.authority.pool import CheckItem, CheckResult
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
@@ -18,6 +19,7 @@ from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger
 from certd.service.convert import checked_task, encode_verdicts, inclusion_to_pb, verdict_to_pb
+from certd.service.handlers import rpc_job
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]
@@ -82,7 +84,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         )
 
     def _batch(
-        self, items: Sequence[verifier_pb2.VerifyRequest], field: str
+        self, items: Sequence[verifier_pb2.VerifyRequest], field: str, job: Job
     ) -> verifier_pb2.VerifyBatchResponse:
         if not items:
             raise InvalidInputError(f"{field}: expected at least one item, got none", field=field)
@@ -94,7 +96,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         tasks = _TaskCache(self._cfg)
         checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
         reply = verifier_pb2.VerifyBatchResponse()
-        for part in self._pool.check(checks, encode_verdicts):
+        for part in self._pool.check(checks, encode_verdicts, job):
             reply.MergeFromString(part)
         receipt = self._receipt(reply.verdicts, [v.digest for v in reply.verdicts])
         reply.receipt.CopyFrom(receipt)
@@ -103,13 +105,13 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     def Verify(
         self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyResponse:
-        reply = self._batch([request], "request")
+        reply = self._batch([request], "request", rpc_job(context))
         return verifier_pb2.VerifyResponse(verdict=reply.verdicts[0], receipt=reply.receipt)
 
     def VerifyBatch(
         self, request: verifier_pb2.VerifyBatchRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyBatchResponse:
-        return self._batch(request.items, "items")
+        return self._batch(request.items, "items", rpc_job(context))
 
     def VerifyStream(
         self,
@@ -124,13 +126,14 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         ``stream_receipt_every`` verdicts and at the end of the stream.
         """
         every = self._cfg.limits.stream_receipt_every
+        job = rpc_job(context)
         tasks = _TaskCache(self._cfg)
         group: list[verifier_pb2.Verdict] = []
         digests: list[bytes] = []
         seq = 0
         for n, req in enumerate(request_iterator):
             check = _item(req, tasks.get(req, f"stream[{n}].task"))
-            [result] = self._pool.check_results([check])
+            [result] = self._pool.check_results([check], job)
             verdict = self._pb(check, result)
             verdict.receipt_path.CopyFrom(
                 verifier_pb2.ReceiptPath(index=len(group), receipt_seq=seq)

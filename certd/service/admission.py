@@ -1,0 +1,377 @@
+"""Admission: RPCs in flight bounded before they take a thread, idle streams ended.
+
+Example (what ``CertdServer`` does)::
+
+    admission = Admission(cfg.limits)
+    executor = AdmissionExecutor(admission, cfg.limits.max_workers, authenticate=None)
+    server = grpc.server(executor, interceptors=[..., AdmissionInterceptor(admission)])
+    admission.start()   # the idle reaper
+    ...
+    admission.stop()
+
+The sync gRPC server hands every call to its thread pool as soon as the call's headers
+arrive; a unary call then waits *in that thread* for its request message. So admission happens
+where the call is handed over, in ``AdmissionExecutor.submit``, before any serving thread is
+taken: the caller is identified (authenticated first when access control is on, so an
+unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), and beyond
+``max_concurrent_rpcs`` calls in all or ``max_rpcs_per_client`` for that client (principal,
+else peer host) the call ends at once with RESOURCE_EXHAUSTED. The pool has ``max_workers`` ≥
+``max_concurrent_rpcs + max_health_in_flight`` threads, so admitted calls never take the threads
+kept for health; a refusal takes no thread at all. Health calls (``grpc.health.v1.Health``)
+count apart: at most ``max_health_in_flight`` at once (half per client), each ended if its
+request has not arrived within ``health_idle_timeout_s``. A Watch frees its slot as soon as it
+has its request: it then holds no thread (``certd.service.health`` bounds open watches).
+
+A call that waits on its client for ``stream_idle_timeout_s`` — for its request message, for
+the next message of a stream, or for the client to read a reply — is ended with
+DEADLINE_EXCEEDED by the reaper thread; ending it cancels its running checks too
+(``certd.authority.jobs``). ``AdmissionInterceptor`` stops the clock while the handler works.
+
+The executor reads the call from the arguments grpc submits (``fn(behaviour_runner,
+rpc_event, …)``), a private convention of ``grpc._server``; a call it does not recognise is
+run unadmitted and logged, and ``tests/integration/test_hostile_clients.py`` fails if grpc
+changes it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import grpc
+
+from certd.config import ServiceLimits
+from certd.errors import AuthenticationError, ServerBusyError
+from certd.service.handlers import Behaviour, rewrap
+
+__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH"]
+
+log = logging.getLogger("certd.service")
+
+HEALTH = "/grpc.health.v1.Health/"
+"""Health calls: counted apart, in the threads kept for them."""
+
+_cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # status-carrying cancel
+
+# Set by AdmissionInterceptor.intercept_service, which grpc runs in the call's own context
+# (``_RPCState.context``) as the call arrives; the executor reads it from that context.
+_method: contextvars.ContextVar[str] = contextvars.ContextVar("certd_method", default="")
+
+
+class _Ticket:
+    """One admitted call: its client, its core call, and its idle clock.
+
+    ``since`` is the time the call started waiting on its client, None while the handler
+    works; ``reaped`` is set when the reaper ended the call.
+    """
+
+    __slots__ = ("call", "client", "health", "reaped", "since")
+
+    def __init__(self, client: str, call: Any, health: bool) -> None:
+        self.client = client
+        self.call = call
+        self.health = health
+        self.since: float | None = time.monotonic()  # waiting for the request message
+        self.reaped = False
+
+
+class _WatchedRequests:
+    """A request iterator whose waits for the client start the call's idle clock."""
+
+    def __init__(self, it: Iterator[Any], ticket: _Ticket) -> None:
+        self._it = it
+        self._ticket = ticket
+
+    def __iter__(self) -> _WatchedRequests:
+        return self
+
+    def __next__(self) -> Any:
+        self._ticket.since = time.monotonic()
+        try:
+            return next(self._it)
+        finally:
+            self._ticket.since = None
+
+
+def end_call(call: Any, code: grpc.StatusCode, why: str) -> None:
+    """End a core call now with a status (from any thread)."""
+    status = getattr(_cygrpc.StatusCode, code.name.lower())
+    call.cancel(status, why)
+
+
+class Admission:
+    """The server's RPC slots and the idle reaper.
+
+    Args:
+        limits: ``max_concurrent_rpcs``, ``max_rpcs_per_client``, ``stream_idle_timeout_s``.
+    """
+
+    def __init__(self, limits: ServiceLimits) -> None:
+        self._limits = limits
+        self._lock = threading.Lock()
+        self._per_client: dict[str, int] = {}
+        self._by_thread: dict[int, _Ticket] = {}
+        self._tickets: set[_Ticket] = set()
+        self._health = 0  # health tickets among them
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.refused = 0
+        self.reaped = 0
+
+    def enter(self, client: str, call: Any, *, health: bool = False) -> _Ticket:
+        """Take a slot for ``client``'s ``call`` (a health slot for a health call).
+
+        Raises:
+            ServerBusyError: the server or the client is at its bound.
+        """
+        lim = self._limits
+        if health:  # a client holds at most half the health slots
+            total, each = lim.max_health_in_flight, max(1, lim.max_health_in_flight // 2)
+            what, limits = "health calls", "max_health_in_flight"
+        else:
+            total, each = lim.max_concurrent_rpcs, lim.max_rpcs_per_client
+            what, limits = "RPCs", "max_concurrent_rpcs, max_rpcs_per_client"
+        key = ("health:" if health else "") + client
+        with self._lock:
+            mine = self._per_client.get(key, 0)
+            count = self._health if health else len(self._tickets) - self._health
+            if mine >= each or count >= total:
+                self.refused += 1
+                who = f"this client has {mine}" if mine >= each else f"the server has {count}"
+                raise ServerBusyError(f"{who} {what} in flight ({limits}); retry later")
+            ticket = _Ticket(key, call, health)
+            self._tickets.add(ticket)
+            self._health += health
+            self._per_client[key] = mine + 1
+            return ticket
+
+    def leave(self, ticket: _Ticket) -> None:
+        """Free a ticket's slot (once)."""
+        with self._lock:
+            if ticket not in self._tickets:
+                return
+            self._tickets.discard(ticket)
+            self._health -= ticket.health
+            left = self._per_client[ticket.client] - 1
+            if left:
+                self._per_client[ticket.client] = left
+            else:
+                del self._per_client[ticket.client]
+
+    def bind(self, ticket: _Ticket | None) -> None:
+        """Make ``ticket`` the one of the calling (serving) thread; None unbinds."""
+        with self._lock:
+            if ticket is None:
+                self._by_thread.pop(threading.get_ident(), None)
+            else:
+                self._by_thread[threading.get_ident()] = ticket
+
+    def current(self) -> _Ticket | None:
+        """The ticket of the call this serving thread runs, if admitted here."""
+        return self._by_thread.get(threading.get_ident())
+
+    @property
+    def in_flight(self) -> int:
+        """Calls other than health holding a slot now."""
+        return len(self._tickets) - self._health
+
+    def reap(self, now: float | None = None) -> int:
+        """End every call idle past the limit; return how many were ended."""
+        now = time.monotonic() if now is None else now
+        lim = self._limits
+
+        def limit(t: _Ticket) -> float:
+            return lim.health_idle_timeout_s if t.health else lim.stream_idle_timeout_s
+
+        with self._lock:
+            idle = [
+                t
+                for t in self._tickets
+                if not t.reaped and t.since is not None and now - t.since > limit(t)
+            ]
+            for t in idle:
+                t.reaped = True
+        for t in idle:
+            why = f"idle for more than {limit(t):g} s waiting on the client; ended by the server"
+            try:
+                end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
+            except (ValueError, RuntimeError, AttributeError) as e:  # it ended meanwhile
+                log.info("idle call already ended: %s", e)
+        self.reaped += len(idle)
+        return len(idle)
+
+    def start(self) -> None:
+        """Start the reaper thread."""
+        lim = self._limits
+        period = min(1.0, lim.stream_idle_timeout_s / 4, lim.health_idle_timeout_s / 4)
+
+        def run() -> None:
+            while not self._stop.wait(period):
+                self.reap()
+
+        self._thread = threading.Thread(target=run, name="certd-idle-reaper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the reaper thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class _CallView:
+    """The parts of a servicer context that authentication reads, from a core call event."""
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    def invocation_metadata(self) -> Any:
+        return self._event.invocation_metadata
+
+    def auth_context(self) -> dict[str, Any]:
+        auth = _cygrpc.auth_context(self._event.call) or {}
+        return {(k.decode() if isinstance(k, bytes) else k): v for k, v in auth.items()}
+
+    def peer(self) -> str:
+        peer = self._event.call.peer()
+        return peer.decode() if isinstance(peer, bytes) else str(peer)
+
+
+def _peer_host(peer: str) -> str:
+    # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+class AdmissionExecutor(ThreadPoolExecutor):
+    """The serving thread pool, admitting each call before it takes a thread.
+
+    Args:
+        admission: the slots.
+        max_workers: serving threads.
+        authenticate: the principal of a call (raises ``AuthenticationError``); None when
+            access control is off (the client is then its peer host).
+    """
+
+    def __init__(
+        self,
+        admission: Admission,
+        max_workers: int,
+        authenticate: Callable[[Any], Any] | None = None,
+    ) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix="certd-rpc")
+        self._admission = admission
+        self._authenticate = authenticate
+        self._warned = False
+
+    def _client(self, view: _CallView) -> str:
+        if self._authenticate is None:
+            return f"peer:{_peer_host(view.peer())}"
+        return f"principal:{self._authenticate(view).name}"
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Admit the call grpc hands over, then run it; refuse it without taking a thread."""
+        # grpc._server submits (context.run, behaviour runner, rpc_event, rpc_state, ...)
+        event: Any = args[1] if len(args) > 2 else None
+        context = getattr(args[2], "context", None) if len(args) > 2 else None
+        if not hasattr(event, "call") or not isinstance(context, contextvars.Context):
+            if not self._warned:
+                self._warned = True
+                log.warning("admission: a call grpc submitted was not recognised; not counted")
+            return super().submit(fn, *args, **kwargs)
+        method = context.get(_method, "")
+        health = method.startswith(HEALTH)  # open (Check) or guarded by itself (Watch)
+        view = _CallView(event)
+        try:
+            client = f"peer:{_peer_host(view.peer())}" if health else self._client(view)
+            ticket = self._admission.enter(client, event.call, health=health)
+        except AuthenticationError as e:
+            end_call(event.call, grpc.StatusCode.UNAUTHENTICATED, str(e))
+            return _done()
+        except ServerBusyError as e:
+            log.info("%s RESOURCE_EXHAUSTED: %s", method, e)
+            end_call(event.call, grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+            return _done()
+        admission = self._admission
+
+        def run() -> Any:
+            admission.bind(ticket)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                admission.bind(None)
+                admission.leave(ticket)
+
+        try:
+            return super().submit(run)
+        except RuntimeError:  # shutting down
+            admission.leave(ticket)
+            raise
+
+
+def _done() -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(None)
+    return future
+
+
+class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
+    """Stops a call's idle clock while its handler works, restarts it while it waits."""
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission = admission
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        _method.set(handler_call_details.method)  # for AdmissionExecutor.submit
+        handler = continuation(handler_call_details)
+        if handler is None or handler_call_details.method.startswith(HEALTH):
+            return handler
+        admission = self._admission
+
+        def unary(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                ticket = admission.current()
+                if ticket is None:
+                    return fn(request, context)
+                ticket.since = None  # the request is here; the handler works
+                if streamed:
+                    request = _WatchedRequests(request, ticket)
+                try:
+                    return fn(request, context)
+                except grpc.RpcError:
+                    if ticket.reaped:
+                        return None  # the reaper has ended the call with its status
+                    raise
+
+            return call
+
+        def stream(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                ticket = admission.current()
+                if ticket is None:
+                    yield from fn(request, context)
+                    return
+                ticket.since = None
+                if streamed:
+                    request = _WatchedRequests(request, ticket)
+                try:
+                    for reply in fn(request, context):
+                        ticket.since = time.monotonic()  # until the client takes the reply
+                        yield reply
+                        ticket.since = None
+                except grpc.RpcError:
+                    if not ticket.reaped:
+                        raise  # else the reaper has ended the call with its status
+
+            return call
+
+        return rewrap(handler, unary, stream)

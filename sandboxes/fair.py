@@ -1,0 +1,217 @@
+"""Fair hand-out of scarce workers across requests, and cancellation of a request's work.
+
+Example::
+
+    from sandboxes.fair import CancelScope, FairQueue
+    workers: FairQueue[str] = FairQueue()
+    workers.put("w1")
+    scope = CancelScope()
+    w = workers.get("request-1", cancel=scope, timeout_s=5.0)   # "w1"
+    undo = scope.on_cancel(lambda: print("kill", w))            # runs once, on cancel
+    workers.put(w)
+    undo()
+
+A ``FairQueue`` holds idle resources (sandboxed workers, math processes) and the callers waiting
+for one. Waiters are grouped by a *key* (one request); a freed resource goes to the key whose
+turn it is, round-robin, and within a key to its oldest waiter. A batch of 40 checks therefore
+takes one turn per round like a single check does: a small request waits at most one round of
+the keys queued before it, never behind the whole batch. A waiter whose ``CancelScope`` is
+cancelled leaves the queue at once (``CheckCancelledError``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from .errors import CheckCancelledError, SandboxBusyError
+
+__all__ = ["CancelScope", "FairQueue"]
+
+T = TypeVar("T")
+_POLL_S = 0.1  # how soon a waiter notices its cancellation
+
+
+class CancelScope:
+    """One request's cancellation: a flag plus hooks that stop its running work.
+
+    ``cancel`` may be called from any thread (a gRPC termination callback); hooks run in that
+    thread, outside any lock, once each.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._hooks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``cancel`` was called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Mark cancelled and run every registered hook (idempotent)."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            hooks = list(self._hooks.values())
+            self._hooks.clear()
+        for hook in hooks:
+            hook()
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run ``hook`` on cancellation (now, when already cancelled).
+
+        Returns:
+            A function that unregisters the hook (a no-op once it ran).
+        """
+        with self._lock:
+            if not self._cancelled:
+                n = self._next
+                self._next += 1
+                self._hooks[n] = hook
+
+                def undo() -> None:
+                    with self._lock:
+                        self._hooks.pop(n, None)
+
+                return undo
+        hook()
+        return lambda: None
+
+
+class _Waiter(Generic[T]):
+    __slots__ = ("item",)
+
+    def __init__(self) -> None:
+        self.item: T | None = None
+
+
+class FairQueue(Generic[T]):
+    """Idle resources and the callers waiting for them, served round-robin by key."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._idle: deque[T] = deque()
+        self._waiters: OrderedDict[Hashable, deque[_Waiter[T]]] = OrderedDict()
+        self._waiting = 0
+        self._closed = False
+
+    def put(self, item: T) -> bool:
+        """Give a resource back: to the next key's oldest waiter, else to the idle set.
+
+        Returns:
+            False when the queue is closed (the caller disposes of the resource).
+        """
+        with self._cond:
+            if self._closed:
+                return False
+            if not self._waiters:
+                self._idle.append(item)
+                return True
+            key, queue = next(iter(self._waiters.items()))
+            waiter = queue.popleft()
+            if queue:
+                self._waiters.move_to_end(key)  # the key's next waiter has its turn later
+            else:
+                del self._waiters[key]
+            self._waiting -= 1
+            waiter.item = item
+            self._cond.notify_all()
+            return True
+
+    def get(
+        self,
+        key: Hashable,
+        *,
+        cancel: CancelScope | None = None,
+        timeout_s: float | None = None,
+        limit: int | None = None,
+    ) -> T | None:
+        """Take a resource, waiting for the key's turn.
+
+        Args:
+            key: The fairness group (one request).
+            cancel: Leave the queue when this scope is cancelled.
+            timeout_s: The longest wait; None waits for ever.
+            limit: Waiters allowed at once; one more raises ``SandboxBusyError``.
+
+        Returns:
+            The resource, or None when ``timeout_s`` passed first.
+
+        Raises:
+            CheckCancelledError: ``cancel`` was cancelled (before or while waiting).
+            SandboxBusyError: The queue is closed, or ``limit`` waiters are already queued.
+        """
+        with self._cond:
+            if cancel is not None and cancel.cancelled:
+                raise CheckCancelledError("the request was cancelled")
+            if self._closed:
+                raise SandboxBusyError("the pool is closed")
+            if self._idle and not self._waiters:
+                return self._idle.popleft()
+            if limit is not None and self._waiting >= limit:
+                raise SandboxBusyError(f"{self._waiting} checks already queued")
+            waiter: _Waiter[T] = _Waiter()
+            self._waiters.setdefault(key, deque()).append(waiter)
+            self._waiting += 1
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            while waiter.item is None:
+                gone = cancel is not None and cancel.cancelled
+                left = None if deadline is None else deadline - time.monotonic()
+                if gone or self._closed or (left is not None and left <= 0):
+                    self._leave(key, waiter)
+                    if gone:
+                        raise CheckCancelledError("the request was cancelled")
+                    if self._closed:
+                        raise SandboxBusyError("the pool is closed")
+                    return None
+                wait = _POLL_S if cancel is not None else None
+                if left is not None:
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(wait)
+            return waiter.item
+
+    def _leave(self, key: Hashable, waiter: _Waiter[T]) -> None:
+        queue = self._waiters.get(key)
+        if queue is not None and waiter in queue:
+            queue.remove(waiter)
+            self._waiting -= 1
+            if not queue:
+                del self._waiters[key]
+
+    def take_idle(self) -> list[T]:
+        """Take every idle resource now (to inspect them); the queue stays open."""
+        with self._cond:
+            idle = list(self._idle)
+            self._idle.clear()
+            return idle
+
+    def drain(self) -> list[T]:
+        """Close the queue: wake every waiter and return the idle resources."""
+        with self._cond:
+            self._closed = True
+            idle = list(self._idle)
+            self._idle.clear()
+            self._cond.notify_all()
+            return idle
+
+    @property
+    def idle(self) -> int:
+        """Resources ready now."""
+        return len(self._idle)
+
+    @property
+    def waiting(self) -> int:
+        """Callers queued now."""
+        return self._waiting
+
+    def keys_waiting(self) -> int:
+        """Distinct keys with a waiter now."""
+        with self._cond:
+            return len(self._waiters)

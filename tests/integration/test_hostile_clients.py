@@ -1,0 +1,282 @@
+"""Issue 14, reproduction 5: idle streams and unauthenticated watches cannot stop the server.
+
+Real certd on 127.0.0.1, real gRPC channels. A hostile client opens more idle streams than
+the server has threads; honest calls must get an answer (RESOURCE_EXHAUSTED while slots are
+full, a verdict once the idle streams are reaped), and health must answer throughout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from test_access import pki  # noqa: F401 - the module's certificate fixture
+
+from certd.config import AccessConfig, CertdConfig, ServiceLimits
+from certd.service.server import CertdServer
+from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+
+TASK = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+HONEST = verifier_pb2.VerifyRequest(id="honest", task=TASK, response="(25-5)*4+3")
+IDLE_S = 3.0
+
+
+def _limits(**kw: object) -> ServiceLimits:
+    base: dict[str, object] = {
+        "max_workers": 16,  # the thread count of the reproduction
+        "max_concurrent_rpcs": 12,
+        "max_rpcs_per_client": 12,
+        "stream_idle_timeout_s": IDLE_S,
+        "max_health_watches": 8,
+    }
+    base.update(kw)
+    return ServiceLimits.model_validate(base)
+
+
+def _start(tmp_path: Path, **kw: object) -> CertdServer:
+    server = CertdServer(
+        CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", limits=_limits(), **kw)  # type: ignore[arg-type]
+    )
+    server.start()
+    return server
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[CertdServer]:
+    s = _start(tmp_path)
+    try:
+        yield s
+    finally:
+        s.stop(grace_s=0)
+
+
+def _silent(stop: threading.Event) -> Iterator[verifier_pb2.VerifyRequest]:
+    """A client stream that sends nothing until ``stop``."""
+    stop.wait(60)
+    return
+    yield  # a generator
+
+
+def _health(channel: grpc.Channel) -> int:
+    reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    return int(reply.status)
+
+
+def test_sixteen_idle_verify_streams_do_not_stop_the_server(server: CertdServer) -> None:
+    address = f"127.0.0.1:{server.port}"
+    stop = threading.Event()
+    codes: list[grpc.StatusCode] = []
+    with grpc.insecure_channel(address) as hostile, grpc.insecure_channel(address) as honest:
+        stub = verifier_pb2_grpc.VerifierStub(hostile)
+        calls = [stub.VerifyStream(_silent(stop), timeout=60) for _ in range(16)]
+
+        def drain(call: grpc.Call) -> None:
+            try:
+                list(call)  # type: ignore[call-overload]  # a response iterator
+                codes.append(grpc.StatusCode.OK)
+            except grpc.RpcError as e:
+                codes.append(e.code())
+
+        readers = [threading.Thread(target=drain, args=(c,)) for c in calls]
+        for r in readers:
+            r.start()
+        time.sleep(0.5)  # the streams are open and idle
+        verifier = verifier_pb2_grpc.VerifierStub(honest)
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        # Slots are full: an honest call is refused at once, never left to time out.
+        with pytest.raises(grpc.RpcError) as refused:
+            verifier.Verify(HONEST, timeout=5)
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert server.admission.in_flight == 12
+        for r in readers:
+            r.join(timeout=IDLE_S + 10)
+        stop.set()
+        # The 4 over the bound were refused; the 12 admitted were ended as idle.
+        assert (
+            sorted(c.name for c in codes) == ["DEADLINE_EXCEEDED"] * 12 + ["RESOURCE_EXHAUSTED"] * 4
+        )
+        reply = verifier.Verify(HONEST, timeout=10)
+        assert reply.verdict.status == tasks_pb2.CORRECT
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+    assert server.admission.in_flight == 0
+
+
+def test_unary_calls_that_never_send_their_message_hold_no_thread(server: CertdServer) -> None:
+    """Headers without a request message: the server waits for it in a serving thread."""
+    address = f"127.0.0.1:{server.port}"
+    stop = threading.Event()
+    codes: list[str] = []
+    with grpc.insecure_channel(address) as hostile, grpc.insecure_channel(address) as honest:
+        # A unary method called as client-streaming: headers go out, the message never does.
+        stalled = hostile.stream_unary("/certd.v1.Verifier/Verify")
+        futures = [stalled.future(_silent(stop), timeout=60) for _ in range(40)]
+        time.sleep(0.5)
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        assert server.admission.in_flight == 12
+        for f in futures:
+            try:
+                f.result()
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        stop.set()
+        assert sorted(set(codes)) == ["DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]
+        assert codes.count("DEADLINE_EXCEEDED") == 12  # reaped after stream_idle_timeout_s
+        verifier = verifier_pb2_grpc.VerifierStub(honest)
+        assert verifier.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
+    assert server.admission.in_flight == 0
+
+
+def test_a_stream_that_sends_then_stalls_is_ended_and_its_verdicts_kept(
+    server: CertdServer,
+) -> None:
+    stop = threading.Event()
+
+    def one_then_silence() -> Iterator[verifier_pb2.VerifyRequest]:
+        yield HONEST
+        stop.wait(60)
+
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        call = verifier_pb2_grpc.VerifierStub(ch).VerifyStream(one_then_silence(), timeout=60)
+        got = []
+        with pytest.raises(grpc.RpcError) as ended:
+            for reply in call:
+                got.append(reply)
+        stop.set()
+    assert ended.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "idle" in (ended.value.details() or "")
+    assert got[0].verdict.status == tasks_pb2.CORRECT
+
+
+def test_one_client_cannot_take_every_slot(tmp_path: Path) -> None:
+    s = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "d",
+            listen="127.0.0.1:0",
+            limits=_limits(max_rpcs_per_client=3),
+        )
+    )
+    s.start()
+    stop = threading.Event()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{s.port}") as ch:
+            stub = verifier_pb2_grpc.VerifierStub(ch)
+            calls = [stub.VerifyStream(_silent(stop), timeout=30) for _ in range(3)]
+            time.sleep(0.5)
+            assert s.admission.in_flight == 3
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Verify(HONEST, timeout=5)
+            assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_rpcs_per_client" in (refused.value.details() or "")
+            stop.set()
+            for c in calls:
+                list(c)
+            assert stub.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
+    finally:
+        s.stop(grace_s=0)
+
+
+@pytest.fixture()
+def tls_server(tmp_path: Path, pki: Path) -> Iterator[CertdServer]:  # noqa: F811 - the fixture
+    s = _start(
+        tmp_path,
+        access=AccessConfig(
+            tls_cert_file=pki / "server.crt",
+            tls_key_file=pki / "server.key",
+            tokens_file=pki / "tokens.json",
+        ),
+    )
+    try:
+        yield s
+    finally:
+        s.stop(grace_s=0)
+
+
+def _tls(pki: Path, port: int) -> grpc.Channel:  # noqa: F811
+    creds = grpc.ssl_channel_credentials((pki / "ca.crt").read_bytes())
+    return grpc.secure_channel(f"127.0.0.1:{port}", creds)
+
+
+def test_unauthenticated_watches_hold_nothing_on_a_tls_token_server(
+    tls_server: CertdServer,
+    pki: Path,  # noqa: F811
+) -> None:
+    token = (("authorization", "Bearer v-token"),)
+    with _tls(pki, tls_server.port) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        anonymous = [health.Watch(health_pb2.HealthCheckRequest(), timeout=30) for _ in range(16)]
+        refused = []
+        for w in anonymous:
+            with pytest.raises(grpc.RpcError) as denied:
+                next(w)
+            refused.append(denied.value.code())
+        # Each is refused and holds nothing: UNAUTHENTICATED, or RESOURCE_EXHAUSTED when the
+        # burst is past this client's share of health slots before authentication.
+        assert set(refused) <= {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+        assert grpc.StatusCode.UNAUTHENTICATED in refused
+        assert tls_server.health.watches == 0
+        reflect = reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
+        )
+        with pytest.raises(grpc.RpcError) as denied:
+            list(reflect)
+        assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        # Authenticated watches hold no serving thread and are bounded.
+        watches = []
+        for _ in range(8):  # one at a time: each frees its health slot once it is open
+            w = health.Watch(health_pb2.HealthCheckRequest(), metadata=token, timeout=30)
+            assert next(w).status == health_pb2.HealthCheckResponse.SERVING
+            watches.append(w)
+        extra = health.Watch(health_pb2.HealthCheckRequest(), metadata=token, timeout=30)
+        with pytest.raises(grpc.RpcError) as busy:
+            next(extra)
+        assert busy.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        # Anonymous calls that never send their message are refused before taking a thread.
+        stop = threading.Event()
+        stalled = ch.stream_unary("/certd.v1.Verifier/Verify")
+        anonymous_calls = [stalled.future(_silent(stop), timeout=30) for _ in range(40)]
+        for f in anonymous_calls:
+            with pytest.raises(grpc.RpcError) as denied:
+                f.result()
+            assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        stop.set()
+        assert tls_server.admission.in_flight == 0
+        assert _health(ch) == health_pb2.HealthCheckResponse.SERVING
+        reply = verifier_pb2_grpc.VerifierStub(ch).Verify(HONEST, metadata=token, timeout=10)
+        assert reply.verdict.status == tasks_pb2.CORRECT
+        for w in watches:
+            w.cancel()
+        deadline = time.monotonic() + 5
+        while tls_server.health.watches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tls_server.health.watches == 0
+
+
+def test_stalled_health_calls_cannot_take_the_threads_of_health(server: CertdServer) -> None:
+    """Health requests that never arrive hold a health slot for at most health_idle_timeout_s."""
+    address = f"127.0.0.1:{server.port}"
+    stop = threading.Event()
+    with grpc.insecure_channel(address) as hostile:
+        stalled = hostile.stream_unary("/grpc.health.v1.Health/Check")
+        futures = [stalled.future(_silent(stop), timeout=60) for _ in range(40)]
+        codes = []
+        for f in futures:
+            try:
+                f.result()
+                codes.append("OK")
+            except grpc.RpcError as e:
+                codes.append(e.code().name)
+        stop.set()
+    # Half the health slots per client; the rest refused at once; the stalled ones reaped.
+    assert codes.count("DEADLINE_EXCEEDED") == 2
+    assert codes.count("RESOURCE_EXHAUSTED") == 38
+    with grpc.insecure_channel(address) as honest:
+        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        verifier = verifier_pb2_grpc.VerifierStub(honest)
+        assert verifier.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT

@@ -1,0 +1,107 @@
+"""FairQueue and CancelScope: round-robin hand-out by key, cancellation, bounds (no sandbox)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from sandboxes import CancelScope, CheckCancelledError, FairQueue, SandboxBusyError
+
+
+def _waiter(
+    q: FairQueue[str], key: str, got: list[tuple[str, str]], **kw: object
+) -> threading.Thread:
+    def run() -> None:
+        item = q.get(key, **kw)  # type: ignore[arg-type]
+        got.append((key, str(item)))
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def _until(cond: object) -> None:
+    deadline = time.monotonic() + 10
+    while not cond():  # type: ignore[operator]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_keys_take_turns_and_each_key_is_fifo() -> None:
+    q: FairQueue[str] = FairQueue()
+    got: list[tuple[str, str]] = []
+    threads = []
+    for n in range(1, 5):  # a batch queues four waiters first, in order
+        threads.append(_waiter(q, "batch", got))
+        _until(lambda n=n: q.waiting == n)
+    threads.append(_waiter(q, "single", got))
+    _until(lambda: q.waiting == 5)
+    for i in range(5):
+        q.put(f"w{i}")
+        _until(lambda i=i: len(got) == i + 1)
+    for t in threads:
+        t.join()
+    assert [k for k, _ in got] == ["batch", "single", "batch", "batch", "batch"]
+    assert q.waiting == 0 and q.keys_waiting() == 0
+
+
+def test_an_idle_item_goes_to_a_newcomer_only_when_nobody_waits() -> None:
+    q: FairQueue[str] = FairQueue()
+    assert q.put("w")
+    assert q.get("a") == "w"
+    assert q.get("a", timeout_s=0.0) is None
+    assert q.idle == 0
+
+
+def test_a_cancelled_waiter_leaves_the_queue() -> None:
+    q: FairQueue[str] = FairQueue()
+    scope = CancelScope()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            q.get("r", cancel=scope)
+        except CheckCancelledError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    _until(lambda: q.waiting == 1)
+    scope.cancel()
+    t.join(5)
+    assert errors and q.waiting == 0
+    q.put("w")
+    assert q.idle == 1  # nobody took it for the cancelled waiter
+    with pytest.raises(CheckCancelledError):
+        q.get("r", cancel=scope)  # already cancelled: no wait at all
+
+
+def test_limit_and_close() -> None:
+    q: FairQueue[str] = FairQueue()
+    got: list[tuple[str, str]] = []
+    _waiter(q, "a", got)
+    _until(lambda: q.waiting == 1)
+    with pytest.raises(SandboxBusyError):
+        q.get("b", limit=1)
+    q.put("w")
+    _until(lambda: got == [("a", "w")])
+    q.put("x")
+    assert q.drain() == ["x"]
+    assert not q.put("y")  # closed: the caller disposes of it
+    with pytest.raises(SandboxBusyError):
+        q.get("c")
+
+
+def test_cancel_hooks_run_once_and_can_be_removed() -> None:
+    scope = CancelScope()
+    ran: list[str] = []
+    undo = scope.on_cancel(lambda: ran.append("a"))
+    scope.on_cancel(lambda: ran.append("b"))
+    undo()
+    scope.cancel()
+    scope.cancel()
+    assert ran == ["b"]
+    scope.on_cancel(lambda: ran.append("late"))  # after cancel: runs at once
+    assert ran == ["b", "late"] and scope.cancelled
