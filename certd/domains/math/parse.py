@@ -192,10 +192,12 @@ def check_tree_caps(expr: Any, limits: MathLimits) -> None:
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d,])")
 _DEC_COMMA = re.compile(r"^(-?\d+),(\d{1,2})$|^(-?\d+),(\d{4,})$")
 _PERCENT = re.compile(r"\s*(?:\\%|%|\\text\{\s*\\?%\s*\}|\\text\{\s*percent\s*\})\s*$")
-_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
-_SPACES = re.compile(r"(?<!\\)\\[,;: ]|~|\\qquad|\\quad")
+_DEGREE = re.compile(r"\^\s*\{?\s*\\circ(?![A-Za-z])\s*\}?|°|\\degree(?![A-Za-z])")
+_SPACES = re.compile(r"(?<!\\)\\[,;: ]|~|\\q?quad(?![A-Za-z])")
 _MATHRM = re.compile(r"\\(?:mathrm|mathit|rm)\{([A-Za-z])\}")
-_LEAD = re.compile(r"^\s*(?:[A-Za-z]\s*\\in\s*|\\in\s*)")
+_LEAD = re.compile(r"^\s*(?:[A-Za-z]\s*)?\\in(?![A-Za-z])\s*")
+_FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
+_DISPLAY = re.compile(r"\\displaystyle(?![A-Za-z])")
 _DECIMAL = re.compile(r"(?<![\d.])\d*\.\d+")
 
 
@@ -212,7 +214,8 @@ def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
     s = re.sub(r"(?<!\\)\\!", "", s)
     s = _SPACES.sub(" ", s)
     s = _MATHRM.sub(r"\1", s)
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\displaystyle", "")
+    s = _FRAC_STYLE.sub(r"\\frac", s)
+    s = _DISPLAY.sub("", s)
     s = re.sub(r"(?<!\\)\\!", "", s)
     percent = bool(_PERCENT.search(s))
     if percent:
