@@ -42,6 +42,7 @@ __all__ = [
     "SigningError",
     "StoreError",
     "UnsupportedError",
+    "WarmingUpError",
 ]
 
 
@@ -131,3 +132,8 @@ class ConfigError(CertdError):
 
 class UnsupportedError(CertdError):
     """A domain, κ or feature this server does not serve (gRPC UNIMPLEMENTED)."""
+
+
+class WarmingUpError(CertdError):
+    """A domain is still starting (worker pool, model) after the request waited for it
+    (gRPC UNAVAILABLE: retry; its health service turns SERVING when it is ready)."""

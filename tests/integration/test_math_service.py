@@ -45,7 +45,7 @@ def key(server: CertdServer) -> str:
 def test_verify_labels_both_kappas(addr: str, key: str) -> None:
     with CertdClient(addr, trusted_keys=[key]) as c:
         v = c.verify(TASK, FACTOR_STEP)
-    assert v.verifier == "math@1.0.0"
+    assert v.verifier == "math@2.0.0"
     assert v.status == 1  # CORRECT
     assert v.family.kappa.startswith("math.first-step.v1+minilm.")
     assert v.family.value == "factor" and v.family.fields["move"] == "factor"
