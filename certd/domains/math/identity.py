@@ -232,8 +232,8 @@ def constant_zero(c: Any, *, proof: bool) -> bool | None:
 def _proved_zero(c: Any) -> bool:
     """An exact proof that the constant ``c`` is 0 (it is already numerically 0)."""
     try:
-        if c.is_zero is True:
-            return True
+        if c.doit() == 0 or sympy.cancel(c) == 0 or c.is_zero is True:
+            return True  # unevaluated powers and products of the parser, evaluated exactly
         if sympy.simplify(c) == 0:
             return True
         if c.is_algebraic is True:
