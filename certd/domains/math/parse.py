@@ -196,6 +196,9 @@ _DEGREE = re.compile(r"\^\s*\{?\s*\\circ(?![A-Za-z])\s*\}?|°|\\degree(?![A-Za-z
 _SPACES = re.compile(r"(?<!\\)\\[,;: ]|~|\\q?quad(?![A-Za-z])")
 _MATHRM = re.compile(r"\\(?:mathrm|mathit|rm)\{([A-Za-z])\}")
 _LEAD = re.compile(r"^\s*(?:[A-Za-z]\s*)?\\in(?![A-Za-z])\s*")
+# An integer written right before "(" or \binom: the grammar reads "2(7)" as the mixed number
+# 2 + 7 = 9 (its rule for 2\frac{1}{2}); an explicit \cdot makes it the product it is.
+_INT_BEFORE_PAREN = re.compile(r"(?<![\w.^\\])(\d+)\s*(?=\(|\\binom(?![A-Za-z]))")
 _FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
 _DISPLAY = re.compile(r"\\displaystyle(?![A-Za-z])")
 _DECIMAL = re.compile(r"(?<![\d.])\d*\.\d+")
@@ -227,6 +230,7 @@ def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
         percent = True
         s = _PERCENT.sub("", s)
     s = _LEAD.sub("", s)
+    s = _INT_BEFORE_PAREN.sub(r"\1 \\cdot ", s)
     if not numbers:  # the gold answer is a set or tuple: commas separate answers
         return s.strip(), percent
     if re.fullmatch(r"-?0,\d+", s.strip()):

@@ -53,6 +53,12 @@ EQUAL_FORMS = [
     (r"\frac{\sqrt{6}-\sqrt{2}}{4}", r"\sin\left(\frac{\pi}{12}\right)", C),
     ("3", "3 = 3", C),
     ("3", "x = 1 + 2", C),
+    # found by the adversarial generator: the grammar read "2(7)" as the mixed number 9
+    ("9", "2(7)", W),
+    ("14", "2(7)", C),
+    ("14", r"2\left(7\right)", C),
+    ("12", r"2\binom{4}{2}", C),
+    (r"\frac{5}{2}", r"2\frac{1}{2}", C),
 ]
 
 
@@ -165,6 +171,7 @@ REWRITES = [
     (parse_module._DEGREE, r"90\degree", r"90\degrees"),
     (parse_module._DEGREE, r"90^\circ", r"90^\circle"),
     (parse_module._MATHRM, r"\mathrm{x}", r"\mathrmx{x}"),
+    (parse_module._INT_BEFORE_PAREN, r"2\binom{4}{2}", r"2\binomial"),
     (verify_module._SEPARATORS, r"\quad", r"\quadrant"),
 ]
 
