@@ -44,7 +44,7 @@ import sympy
 from sympy.core.evalf import PrecisionExhausted
 from sympy.polys.polyerrors import NotAlgebraic, PolynomialError
 
-__all__ = ["IdentityTest", "literal_digits"]
+__all__ = ["IdentityTest", "constant_zero", "literal_digits"]
 
 _ERRORS = (TypeError, ValueError, AttributeError, NotImplementedError, ZeroDivisionError)
 _CALCULUS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
