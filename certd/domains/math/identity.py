@@ -99,8 +99,8 @@ class IdentityTest:
 
     def _prime(self) -> int:
         while True:
-            q = (1 << 63) + self._int(1 << 63)
-            if sympy.isprime(q):
+            q = (1 << 63) + self._int(1 << 63) | 1
+            if _is_prime64(q):
                 return q
 
     def draw(self, symbols: set[Any]) -> dict[Any, Any]:
@@ -157,8 +157,9 @@ class IdentityTest:
 
     def _sampled_zero(self, diff: Any, free: set[Any]) -> bool:
         defined = 0
+        working = 100 + 2 * literal_digits(diff)  # the point's own digits cannot cancel
         for _ in range(self.points):
-            at = constant_zero(diff.xreplace(self.draw(free)), proof=False)
+            at = constant_zero(diff.xreplace(self.draw(free)), proof=False, working=working)
             if at is False:
                 return False  # nonzero at a point: never equal
             defined += at is True
@@ -195,13 +196,15 @@ class IdentityTest:
         return bool(abs(values[1] - values[0]) > sympy.Float(10, 5) ** -20 * scale)
 
 
-def constant_zero(c: Any, *, proof: bool) -> bool | None:
+def constant_zero(c: Any, *, proof: bool, working: int | None = None) -> bool | None:
     """Whether a constant is zero.
 
     Args:
         c: a SymPy expression without free symbols.
         proof: when the value stays at 0 to the working precision, require an exact proof
             (True for a constant answer; False at a random point of the identity test).
+        working: the highest precision tried, in digits (default ``100 + 2·D``, D the digits
+            of the literals of ``c``).
 
     Returns:
         True (zero), False (nonzero), None (not a number: a pole, ``zoo``, an unevaluated
@@ -211,7 +214,8 @@ def constant_zero(c: Any, *, proof: bool) -> bool | None:
         return bool(c == 0)
     if not isinstance(c, sympy.Expr) or c.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         return None
-    working = 100 + 2 * literal_digits(c)
+    if working is None:
+        working = 100 + 2 * literal_digits(c)
     try:
         v = c.evalf(30, strict=True, maxn=working)
     except PrecisionExhausted:
@@ -227,6 +231,32 @@ def constant_zero(c: Any, *, proof: bool) -> bool | None:
     if not proof:
         return True
     return _proved_zero(c)
+
+
+_SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+
+
+def _is_prime64(n: int) -> bool:
+    """Deterministic Miller-Rabin for n < 2^64 (these 12 bases suffice below 3.3·10^24)."""
+    if n < 2:
+        return False
+    for p in _SMALL_PRIMES:
+        if n % p == 0:
+            return n == p
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    for a in _SMALL_PRIMES:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
 
 
 def _proved_zero(c: Any) -> bool:
