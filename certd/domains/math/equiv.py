@@ -9,11 +9,14 @@ Example:
 
 The gold answer decides how the prediction is read:
 
-- **numbers and expressions**: exact first (``simplify(gold - pred) == 0`` over exact
-  rationals; decimals were made exact by the parser). Only when a side *wrote* a decimal is
-  the declared precision used: both agree to ``precision_digits`` significant digits.
+- **numbers and expressions**: exact (``identity.IdentityTest``: rationals and rational
+  functions exactly, other constants by adaptive precision plus an exact proof of zero, other
+  expressions at seeded random points; decimals were made exact by the parser). Only when the
+  task declares ``precision_digits`` and a side *wrote* a decimal is a tolerance used: half a
+  unit in the gold's last declared significant digit.
 - **percentages**: ``50%`` against gold ``50`` or ``0.5`` (and the other way round).
-- **equations**: gold ``x = 3`` against ``3``; a predicted ``x = 3`` against gold ``3``;
+- **equations**: gold ``x = 3`` against ``3``; a predicted ``x = 3`` against gold ``3``; a
+  predicted relation between constants must hold (``4 = 3`` is wrong for gold ``3``);
   two equations are the same when ``lhs - rhs`` of one is a nonzero constant multiple of the
   other's (``3 = x`` equals ``x = 3``). Identities (``lhs - rhs`` simplifies to 0) are equal
   only to the same text, so two different equations that both simplify to 0 stay different.
