@@ -103,6 +103,7 @@ class MathChecker:
         self._pool: MathPool | None = None
         self._embedder: StepEmbedder | None = None
         self._start_lock = threading.Lock()
+        self._build_lock = threading.Lock()
         self._embed_lock = threading.Lock()
         self._closed = False
         self.ready = threading.Event()
@@ -120,7 +121,7 @@ class MathChecker:
         try:
             self._stage(f"starting {self.cfg.workers} math workers (grammar warm-up)")
             self._get_pool()
-            if self.first_step_kappa:
+            if self.first_step_kappa and not self._closed:
                 self._stage("loading the first-step embedding model")
                 self._get_embedder()
         except (OSError, RuntimeError, ConfigError, UnsupportedError) as e:
@@ -161,17 +162,24 @@ class MathChecker:
         )
 
     def _get_pool(self) -> MathPool:
-        with self._start_lock:
-            if self._pool is None:
+        with self._build_lock:  # one start at a time; close() never waits for it
+            with self._start_lock:
+                if self._pool is not None:
+                    return self._pool
                 if self._closed:
                     raise UnsupportedError("the math checker is closed")
-                self._pool = MathPool(
-                    self.work,
-                    workers=self.cfg.workers,
-                    deadline_s=self.cfg.deadline_s,
-                    memory_bytes=self.cfg.memory_bytes,
-                )
-            return self._pool
+            pool = MathPool(
+                self.work,
+                workers=self.cfg.workers,
+                deadline_s=self.cfg.deadline_s,
+                memory_bytes=self.cfg.memory_bytes,
+            )
+            with self._start_lock:
+                if self._closed:  # closed while starting: stop what was started
+                    pool.close()
+                    raise UnsupportedError("the math checker is closed")
+                self._pool = pool
+                return pool
 
     def _get_embedder(self) -> StepEmbedder:
         with self._embed_lock:
@@ -262,9 +270,9 @@ class MathChecker:
         raise UnsupportedError("the math domain cannot enumerate its families")
 
     def close(self) -> None:
-        """Stop the worker pool."""
+        """Stop the worker pool (a pool still starting is stopped when its start ends)."""
         with self._start_lock:
             self._closed = True
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()

@@ -23,7 +23,7 @@ from forkgate import CertdClient, ClientSettings
 from forkgate.errors import CertdUnavailableError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "math"))
-from test_math_exactness import EQUAL_FORMS, ISSUE_EXAMPLES  # noqa: E402
+from test_math_exactness import EQUAL_FORMS, ISSUE_EXAMPLES
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

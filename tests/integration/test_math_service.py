@@ -26,6 +26,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CertdServer]:
     )
     srv = CertdServer(cfg)
     srv.start()
+    # the pool and the model warm up in the background (math.warm_start): wait for them
+    assert srv.checkers.for_domain("math").ready.wait(600)  # type: ignore[attr-defined]
     try:
         yield srv
     finally:
