@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 
 from mathverify_cases import Case, load_cases  # noqa: E402
 
-from forkgate import CertdClient, VerifyItem  # noqa: E402
+from forkgate import CertdClient, ClientSettings, VerifyItem  # noqa: E402
 from forkgate.local import LocalCertd  # noqa: E402
 
 PASSES = 4
@@ -164,7 +164,11 @@ def run_certd(
             config_file = Path(tmp) / "config.json"
             config_file.write_text(json.dumps(config), encoding="utf-8")
         certd = LocalCertd(Path(tmp) / "d", config=config_file)
-        with certd, CertdClient(certd.address, trusted_keys=[certd.vkey]) as client:
+        patient = ClientSettings(timeout_s=600.0)  # the machine is shared: no deadline on a pass
+        with (
+            certd,
+            CertdClient(certd.address, trusted_keys=[certd.vkey], settings=patient) as client,
+        ):
             _wait_math_ready(certd.address)  # the pool and the model warm up in the background
             client.verify_batch(warm)
             time.sleep(SETTLE_S)
