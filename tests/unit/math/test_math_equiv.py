@@ -21,7 +21,7 @@ SAME = [
     (r"2\sqrt{3}", r"\sqrt{12}"),
     (r"\frac{\pi}{2}", r"\pi/2"),
     (r"e^{2}", r"e \cdot e"),
-    (r"\pi", "3.14159"),
+    # (pi against 3.14159 is equal only at a declared precision: test_math_exactness.py)
     # percentages
     (r"50\%", "50"),
     (r"50\%", "0.5"),
