@@ -118,12 +118,31 @@ class MathChecker:
 
     def _warm(self) -> None:
         """Start the pool, then load the model, logging each stage; then call ``on_ready``."""
-        try:
-            self._stage(f"starting {self.cfg.workers} math workers (grammar warm-up)")
-            self._get_pool()
-            if self.first_step_kappa and not self._closed:
-                self._stage("loading the first-step embedding model")
+        failed: list[Exception] = []
+
+        def load_model() -> None:  # in parallel: the workers start in their own processes
+            try:
                 self._get_embedder()
+            except (OSError, RuntimeError, ConfigError) as e:
+                failed.append(e)
+
+        loader = None
+        try:
+            if self.first_step_kappa:
+                loader = threading.Thread(target=load_model, name="math-model", daemon=True)
+                loader.start()
+                self._stage(
+                    f"starting {self.cfg.workers} math workers and loading the first-step "
+                    "embedding model"
+                )
+            else:
+                self._stage(f"starting {self.cfg.workers} math workers (grammar warm-up)")
+            self._get_pool()
+            if loader is not None:
+                self._stage("math workers ready; loading the first-step embedding model")
+                loader.join()
+                if failed:
+                    raise failed[0]
         except (OSError, RuntimeError, ConfigError, UnsupportedError) as e:
             self._stage(f"warm-up failed ({e}); checks will start the pool on first use")
             self.ready.set()  # requests go on: the lazy path answers or gives INFRA_ERROR
