@@ -110,10 +110,12 @@ class MathChecker:
         self.stage = "not started"
         self._started = time.monotonic()
         self._on_ready: list[Callable[[], None]] = []
+        self._warmed = False  # ready, and not because the warm-up failed
         if cfg.warm_start:
             threading.Thread(target=self._warm, name="math-warm", daemon=True).start()
         else:
             self.stage = "ready (starts on first use)"
+            self._warmed = True
             self.ready.set()
 
     def _warm(self) -> None:
@@ -148,6 +150,7 @@ class MathChecker:
             self.ready.set()  # requests go on: the lazy path answers or gives INFRA_ERROR
             return
         self._stage("ready")
+        self._warmed = True
         self.ready.set()
         for callback in list(self._on_ready):
             callback()
@@ -163,7 +166,7 @@ class MathChecker:
         """Call ``callback`` (from the warm-up thread) once the domain is ready; at once when
         it already is."""
         self._on_ready.append(callback)
-        if self.ready.is_set() and self.stage == "ready":
+        if self.ready.is_set() and self._warmed:
             callback()
 
     def wait_ready(self, timeout_s: float | None = None) -> None:

@@ -94,3 +94,15 @@ def test_declared_precision_travels_on_the_wire(server: CertdServer) -> None:
             {"domain": "math", "gold": "1000001", "precision_digits": 7}, r"\boxed{1000000.5}"
         )
     assert (exact.status, declared.status) == (2, 1)  # WRONG_ANSWER exact, CORRECT at 7 digits
+
+
+def test_without_warm_start_math_health_is_serving_at_once(tmp_path: Path) -> None:
+    cfg = CertdConfig.model_validate(
+        {"data_dir": tmp_path / "d", "listen": "127.0.0.1:0", "math": {"warm_start": False}}
+    )
+    srv = CertdServer(cfg)
+    srv.start()
+    try:
+        assert _math_health(f"127.0.0.1:{srv.port}") == SERVING  # starts on first use
+    finally:
+        srv.stop(grace_s=1.0)
