@@ -119,7 +119,18 @@ def test_verdict_detail_records_the_seed_and_replays() -> None:
 
 
 @pytest.mark.parametrize(
-    "k", ["1", "10", "2^{64}", "10^{30}", "3^{40}", "1000!", r"2^{64}\cdot 3^{40} \cdot 5^{27}"]
+    "k",
+    [
+        "1",
+        "10",
+        "2^{64}",
+        "10^{30}",
+        "3^{40}",
+        "1000!",
+        r"2^{64}\cdot 3^{40} \cdot 5^{27}",
+        "2^{10000}",  # thousands of digits: the argument must be reduced exactly
+        "2^{2^{13}}",
+    ],
 )
 def test_lattice_vanishing_functions_do_not_pass(k: str) -> None:
     for gold, answer in [
