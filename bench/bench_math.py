@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 
 from mathverify_cases import Case, load_cases  # noqa: E402
 
-from forkgate import CertdClient, VerifyItem  # noqa: E402
+from forkgate import CertdClient, ClientSettings, VerifyItem  # noqa: E402
 from forkgate.local import LocalCertd  # noqa: E402
 
 PASSES = 4
@@ -106,6 +106,22 @@ def run_math_verify(cases: list[Case]) -> dict[str, Any]:
     return {"seconds_per_pass": seconds, "agreement": agree / len(cases)}
 
 
+def _wait_math_ready(address: str, timeout_s: float = 600.0) -> None:
+    """Poll health ``certd.v1.Verifier/math`` until SERVING (the server's warm-up is done)."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    request = health_pb2.HealthCheckRequest(service="certd.v1.Verifier/math")
+    end = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < end:
+            if stub.Check(request, timeout=5).status == health_pb2.HealthCheckResponse.SERVING:
+                return
+            time.sleep(0.2)
+    raise RuntimeError(f"math not ready on {address} after {timeout_s} s")
+
+
 def _cpu_seconds(root: int) -> dict[int, float]:
     """CPU seconds (user + system) of ``root`` and every process below it, from ``/proc``."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -148,7 +164,12 @@ def run_certd(
             config_file = Path(tmp) / "config.json"
             config_file.write_text(json.dumps(config), encoding="utf-8")
         certd = LocalCertd(Path(tmp) / "d", config=config_file)
-        with certd, CertdClient(certd.address, trusted_keys=[certd.vkey]) as client:
+        patient = ClientSettings(timeout_s=600.0)  # the machine is shared: no deadline on a pass
+        with (
+            certd,
+            CertdClient(certd.address, trusted_keys=[certd.vkey], settings=patient) as client,
+        ):
+            _wait_math_ready(certd.address)  # the pool and the model warm up in the background
             client.verify_batch(warm)
             time.sleep(SETTLE_S)
             seconds = []

@@ -69,7 +69,15 @@ class MathConfig(_Strict):
     deadline_s: float = Field(2.0, gt=0.0, le=600.0, description="per check, in a worker")
     memory_bytes: int = Field(1 << 30, ge=0, description="RLIMIT_AS of each worker; 0: none")
     warm_start: bool = Field(
-        False, description="start the pool and load the embedding model at server start"
+        True,
+        description="start the pool and load the embedding model in the background at server "
+        "start; the health service certd.v1.Verifier/math is NOT_SERVING until both are ready",
+    )
+    ready_wait_s: float = Field(
+        20.0,
+        ge=0.0,
+        description="how long a math request arriving during warm-up waits for it before "
+        "failing with UNAVAILABLE and the warm-up stage",
     )
     prime_grammar: bool = Field(
         True, description="workers fill the LaTeX grammar's prediction cache when idle"

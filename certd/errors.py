@@ -55,6 +55,7 @@ __all__ = [
     "TamperedError",
     "UnknownKeyError",
     "UnsupportedError",
+    "WarmingUpError",
     "WrongPredicateError",
 ]
 
@@ -191,3 +192,8 @@ class ConfigError(CertdError):
 
 class UnsupportedError(CertdError):
     """A domain, κ or feature this server does not serve (gRPC UNIMPLEMENTED)."""
+
+
+class WarmingUpError(CertdError):
+    """A domain is still starting (worker pool, model) after the request waited for it
+    (gRPC UNAVAILABLE: retry; its health service turns SERVING when it is ready)."""

@@ -16,7 +16,15 @@ def certd_server(tmp_path: Path) -> Iterator[object]:
     from certd.config import CertdConfig
     from certd.service.server import CertdServer
 
-    cfg = CertdConfig(data_dir=tmp_path / "certd-data", listen="127.0.0.1:0")
+    cfg = CertdConfig.model_validate(
+        {
+            "data_dir": tmp_path / "certd-data",
+            "listen": "127.0.0.1:0",
+            # no background math warm-up for each test's server: math starts on first use
+            # (tests/integration/test_math_exactness_service.py tests the warm-up)
+            "math": {"warm_start": False},
+        }
+    )
     server = CertdServer(cfg)
     server.start()
     try:

@@ -59,11 +59,16 @@ class VerifyDispatch:
 
         Raises:
             UnsupportedError: an item's domain is not served here.
+            WarmingUpError: a domain is still warming up after its wait.
         """
         by_domain: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_domain.setdefault(item.domain, []).append(i)
         checkers = {domain: self._checkers.for_domain(domain) for domain in by_domain}
+        for checker in checkers.values():
+            wait_ready = getattr(checker, "wait_ready", None)  # a domain that warms up (math)
+            if wait_ready is not None:
+                wait_ready()  # WarmingUpError (UNAVAILABLE) rather than INFRA_ERROR verdicts
         out: list[CheckResult | None] = [None] * len(items)
         for domain, where in by_domain.items():
             part = [items[i] for i in where]

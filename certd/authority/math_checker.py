@@ -15,14 +15,20 @@ in the serving process, batched per call and serialised by a lock. The default Î
 ``math.first-step.v1+â€¦`` when ``MathConfig.first_step`` is on and the model package is
 installed; ``math.route.v1`` otherwise. ``canonical`` (the gate's same-solution key) is
 ``first-step:<move>``: witnesses whose first steps fall in one cluster are one family.
-The pool and the model start on first use, or at construction with ``warm_start``.
+With ``warm_start`` (the default) the pool and the model start at construction, in a
+background thread that logs each stage; ``ready`` is set when both are up, and a check that
+arrives before waits up to ``ready_wait_s`` for it, then raises ``WarmingUpError`` naming the
+stage (gRPC UNAVAILABLE) instead of hanging. ``on_ready`` lets the server flip the domain's
+health status. Without ``warm_start`` they start on first use.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,10 +45,12 @@ from certd.domains.math.first_step import (
     kappa_first_step_name,
 )
 from certd.domains.verdict import Status, Verdict
-from certd.errors import ConfigError, UnsupportedError
+from certd.errors import ConfigError, UnsupportedError, WarmingUpError
 from sandboxes.errors import CheckCancelledError
 
 __all__ = ["MathChecker"]
+
+log = logging.getLogger("certd.math")
 
 
 @functools.lru_cache(maxsize=4)
@@ -100,28 +108,105 @@ class MathChecker:
         preload_forkserver()  # before the Countdown pool starts the forkserver
         self._embedder: StepEmbedder | None = None
         self._start_lock = threading.Lock()
+        self._build_lock = threading.Lock()
         self._embed_lock = threading.Lock()
         self._closed = False
+        self.ready = threading.Event()
+        self.stage = "not started"
+        self._started = time.monotonic()
+        self._on_ready: list[Callable[[], None]] = []
+        self._warmed = False  # ready, and not because the warm-up failed
         if cfg.warm_start:
             threading.Thread(target=self._warm, name="math-warm", daemon=True).start()
+        else:
+            self.stage = "ready (starts on first use)"
+            self._warmed = True
+            self.ready.set()
 
     def _warm(self) -> None:
-        self._get_pool()
-        if self.first_step_kappa:
-            self._get_embedder()
+        """Start the pool, then load the model, logging each stage; then call ``on_ready``."""
+        failed: list[Exception] = []
+
+        def load_model() -> None:  # in parallel: the workers start in their own processes
+            try:
+                self._get_embedder()
+            except (OSError, RuntimeError, ConfigError) as e:
+                failed.append(e)
+
+        loader = None
+        try:
+            if self.first_step_kappa:
+                loader = threading.Thread(target=load_model, name="math-model", daemon=True)
+                loader.start()
+                self._stage(
+                    f"starting {self.cfg.workers} math workers and loading the first-step "
+                    "embedding model"
+                )
+            else:
+                self._stage(f"starting {self.cfg.workers} math workers (grammar warm-up)")
+            self._get_pool()
+            if loader is not None:
+                self._stage("math workers ready; loading the first-step embedding model")
+                loader.join()
+                if failed:
+                    raise failed[0]
+        except (OSError, RuntimeError, ConfigError, UnsupportedError) as e:
+            self._stage(f"warm-up failed ({e}); checks will start the pool on first use")
+            self.ready.set()  # requests go on: the lazy path answers or gives INFRA_ERROR
+            return
+        self._stage("ready")
+        self._warmed = True
+        self.ready.set()
+        for callback in list(self._on_ready):
+            callback()
+
+    def _stage(self, stage: str) -> None:
+        self.stage = stage
+        log.info("math warm-up: %s (%.1f s since start)", stage, self._elapsed())
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from the warm-up thread) once the domain is ready; at once when
+        it already is."""
+        self._on_ready.append(callback)
+        if self.ready.is_set() and self._warmed:
+            callback()
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Wait for the warm-up, at most ``timeout_s`` (default ``cfg.ready_wait_s``).
+
+        Raises:
+            WarmingUpError: still warming up after the wait; the message names the stage.
+        """
+        wait = self.cfg.ready_wait_s if timeout_s is None else timeout_s
+        if self.ready.wait(wait):
+            return
+        raise WarmingUpError(
+            f"math domain is warming up: {self.stage} ({self._elapsed():.0f} s since start); "
+            "retry, or watch health service certd.v1.Verifier/math until SERVING"
+        )
 
     def _get_pool(self) -> MathPool:
-        with self._start_lock:
-            if self._pool is None:
+        with self._build_lock:  # one start at a time; close() never waits for it
+            with self._start_lock:
+                if self._pool is not None:
+                    return self._pool
                 if self._closed:
                     raise UnsupportedError("the math checker is closed")
-                self._pool = MathPool(
-                    self.work,
-                    workers=self.cfg.workers,
-                    deadline_s=self.cfg.deadline_s,
-                    memory_bytes=self.cfg.memory_bytes,
-                )
-            return self._pool
+            pool = MathPool(
+                self.work,
+                workers=self.cfg.workers,
+                deadline_s=self.cfg.deadline_s,
+                memory_bytes=self.cfg.memory_bytes,
+            )
+            with self._start_lock:
+                if self._closed:  # closed while starting: stop what was started
+                    pool.close()
+                    raise UnsupportedError("the math checker is closed")
+                self._pool = pool
+                return pool
 
     def _get_embedder(self) -> StepEmbedder:
         with self._embed_lock:
@@ -159,14 +244,23 @@ class MathChecker:
         return out
 
     def verify(self, task: dm.MathTask, response: str, *, canonical: bool = False) -> Verdict:
-        """Check one response (thread-safe; never raises for any response text)."""
+        """Check one response (thread-safe; never raises for any response text).
+
+        Raises:
+            WarmingUpError: the domain is still warming up after ``ready_wait_s``.
+        """
         return self._check([(task, response)], canonical=canonical)[0]
 
     def verify_batch(self, pairs: Sequence[tuple[dm.MathTask, str]]) -> list[Verdict]:
-        """Check pairs on the worker pool, order preserved."""
+        """Check pairs on the worker pool, order preserved.
+
+        Raises:
+            WarmingUpError: the domain is still warming up after ``ready_wait_s``.
+        """
         return self._check(pairs, canonical=False)
 
     def _check(self, pairs: Sequence[tuple[dm.MathTask, str]], *, canonical: bool) -> list[Verdict]:
+        self.wait_ready()
         try:
             pool = self._get_pool()
             steps: list[str | None] = []
@@ -234,9 +328,9 @@ class MathChecker:
         return out
 
     def close(self) -> None:
-        """Stop the worker pool."""
+        """Stop the worker pool (a pool still starting is stopped when its start ends)."""
         with self._start_lock:
             self._closed = True
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()

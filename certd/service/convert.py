@@ -127,7 +127,8 @@ def _math_task(pb: tasks_pb2.MathTask, cfg: CertdConfig, field: str) -> object:
             f"math.gold: at most {cfg.math.max_gold_chars} chars, got {len(pb.gold)}",
             field=f"{field}.gold",
         )
-    return MathTask(gold=pb.gold, precision_digits=pb.precision_digits or 6, question=pb.question)
+    digits = pb.precision_digits or None  # 0 (unset): exact comparison
+    return MathTask(gold=pb.gold, precision_digits=digits, question=pb.question)
 
 
 # The wire task's oneof name → a converter that validates the domain message and returns the

@@ -27,6 +27,7 @@ from certd.errors import (
     PermissionDeniedError,
     StoreError,
     UnsupportedError,
+    WarmingUpError,
 )
 from certd.service.handlers import rewrap
 from certd.service.observability import current_request_id
@@ -42,6 +43,7 @@ _CODES: tuple[tuple[type[CertdError], grpc.StatusCode], ...] = (
     (NotFoundError, grpc.StatusCode.NOT_FOUND),
     (UnsupportedError, grpc.StatusCode.UNIMPLEMENTED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
+    (WarmingUpError, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
     (InProgressError, grpc.StatusCode.ABORTED),
     (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),

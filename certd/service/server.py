@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from certd.authority.acceptance import Acceptances
@@ -60,6 +60,7 @@ from certd.v1 import (
 
 __all__ = [
     "CertdServer",
+    "MATH_HEALTH",
     "SERVICE_NAMES",
     "ensure_key",
     "open_store",
@@ -72,6 +73,8 @@ SERVICE_NAMES = (
     authority_pb2.DESCRIPTOR.services_by_name["Authority"].full_name,
     ledger_pb2.DESCRIPTOR.services_by_name["Ledger"].full_name,
 )
+# Per-domain readiness: NOT_SERVING while the math pool and embedding model warm up.
+MATH_HEALTH = f"{SERVICE_NAMES[0]}/math"
 
 
 def ensure_key(path: Path, name: str) -> SigningKey:
@@ -260,8 +263,26 @@ class CertdServer:
         self._server.start()
         self.admission.start()
         self.monitor.start()  # SERVING while the ledger and the pool are healthy
+        self._watch_math_readiness()
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
+
+    def _watch_math_readiness(self) -> None:
+        """``MATH_HEALTH`` is NOT_SERVING until the math checker's warm-up is done."""
+        if "math" not in self.checkers.domains:
+            return
+        on_ready = getattr(self.checkers.for_domain("math"), "on_ready", None)
+        if on_ready is None:
+            return
+        status = health_pb2.HealthCheckResponse
+        self.health.set(MATH_HEALTH, status.NOT_SERVING)
+
+        def ready() -> None:
+            if not self._stopped.is_set():
+                self.health.set(MATH_HEALTH, status.SERVING)
+                log.info("math domain ready: health %s SERVING", MATH_HEALTH)
+
+        on_ready(ready)
 
     def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: NOT_SERVING, drain in-flight RPCs, flush and close the ledger."""

@@ -24,6 +24,8 @@ KNOWN = {
     ),
     ("$f(x)$", "$f(y)$"),
     ("$1 - \\frac{1}{\\mathrm{e}}$", "$1 + \\frac{1}{\\mathrm{e}}$"),
+    # A false relation between constants is WRONG (issue 15): 1/2 = 10/9 does not hold.
+    ("$10/9$", "Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $"),
 }
 
 

@@ -83,7 +83,7 @@ def test_overrun_is_killed_and_replaced(pool: MathPool) -> None:
     replaced = pool.replaced
     v = pool.verify(MathTask(gold="3"), BOMBS["nested fractions"])
     assert v.status is Status.TIME_LIMIT
-    assert "killed and replaced" in v.detail and v.verifier == "math@1.0.0"
+    assert "killed and replaced" in v.detail and v.verifier == "math@2.0.0"
     assert pool.replaced == replaced + 1
     _healthy(pool)
     assert set(pool.worker_pids()) != before
@@ -100,7 +100,7 @@ def test_out_of_memory_answers_memory_limit_and_is_replaced(small_cap_pool: Math
     # MEMORY_LIMIT, not TIME_LIMIT: the worker answered before the deadline.
     assert v.status is Status.MEMORY_LIMIT, v.detail
     assert v.detail == f"over the {SMALL_CAP} byte memory cap"
-    assert v.reward == 0.0 and v.verifier == "math@1.0.0"
+    assert v.reward == 0.0 and v.verifier == "math@2.0.0"
     assert elapsed < HANG_S
     assert pool.replaced == replaced + 1
     _healthy(pool)

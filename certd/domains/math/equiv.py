@@ -9,11 +9,14 @@ Example:
 
 The gold answer decides how the prediction is read:
 
-- **numbers and expressions**: exact first (``simplify(gold - pred) == 0`` over exact
-  rationals; decimals were made exact by the parser). Only when a side *wrote* a decimal is
-  the declared precision used: both agree to ``precision_digits`` significant digits.
+- **numbers and expressions**: exact (``identity.IdentityTest``: rationals and rational
+  functions exactly, other constants by adaptive precision plus an exact proof of zero, other
+  expressions at seeded random points; decimals were made exact by the parser). Only when the
+  task declares ``precision_digits`` and a side *wrote* a decimal is a tolerance used: half a
+  unit in the gold's last declared significant digit.
 - **percentages**: ``50%`` against gold ``50`` or ``0.5`` (and the other way round).
-- **equations**: gold ``x = 3`` against ``3``; a predicted ``x = 3`` against gold ``3``;
+- **equations**: gold ``x = 3`` against ``3``; a predicted ``x = 3`` against gold ``3``; a
+  predicted relation between constants must hold (``4 = 3`` is wrong for gold ``3``);
   two equations are the same when ``lhs - rhs`` of one is a nonzero constant multiple of the
   other's (``3 = x`` equals ``x = 3``). Identities (``lhs - rhs`` simplifies to 0) are equal
   only to the same text, so two different equations that both simplify to 0 stay different.
@@ -27,13 +30,17 @@ The gold answer decides how the prediction is read:
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import sympy
+from sympy.core.evalf import PrecisionExhausted
 from sympy.core.relational import Relational
 from sympy.sets.sets import Set
 
+from .identity import IdentityTest, literal_digits
 from .parse import Parsed
 
 __all__ = ["equivalent", "values_equal"]
@@ -73,87 +80,52 @@ def _unchain(x: Any) -> Any:
 
 _ERRORS = (TypeError, ValueError, AttributeError, NotImplementedError, ZeroDivisionError)
 
-
-def _numeric_zero(x: Any, digits: int = 60) -> bool | None:
-    """True/False when ``x`` evaluates to a number that is / is not zero at ``digits``
-    significant digits; None when it does not evaluate to a number."""
-    try:
-        v = sympy.N(x, digits)
-    except _ERRORS:
-        return None
-    if not v.is_number or v.has(sympy.zoo, sympy.nan, sympy.oo):
-        return None
-    re_, im_ = v.as_real_imag()
-    if not (isinstance(re_, sympy.Number) and isinstance(im_, sympy.Number)):
-        return None
-    return bool(abs(re_) < sympy.Float(10, 5) ** (10 - digits)) and bool(
-        abs(im_) < sympy.Float(10, 5) ** (10 - digits)
-    )
+# The current check's identity test (its seed and random points); ``equivalent`` sets it.
+_TEST: ContextVar[IdentityTest | None] = ContextVar("math_identity_test", default=None)
 
 
-def _points(symbols: set[Any]) -> list[dict[Any, Any]]:
-    ordered = sorted(symbols, key=sympy.default_sort_key)
-    bases = [sympy.Rational(7, 10), -sympy.Rational(13, 10), sympy.Rational(29, 10)]
-    return [
-        {x: b + sympy.Rational(i, 11 + 2 * k) for i, x in enumerate(ordered)}
-        for k, b in enumerate(bases)
-    ]
+def _test() -> IdentityTest:
+    test = _TEST.get()
+    return test if test is not None else IdentityTest(seed=secrets.token_bytes(16))
 
 
 def _zero(diff: Any) -> bool:
-    """Whether ``diff`` is zero.
+    """Whether ``diff`` is zero: exact, or at every random point (``identity.py``)."""
+    return _test().is_zero(diff)
 
-    Constants are evaluated to 60 significant digits (arbitrary precision), which decides
-    them; expressions with symbols are first evaluated at three fixed points (any clearly
-    nonzero value rejects at once) and then must simplify to 0, or vanish at all three
-    points to 60 digits.
-    """
-    if isinstance(diff, sympy.MatrixBase):
-        return bool(all(_zero(d) for d in diff))
+
+def _num(x: Any, digits: int) -> sympy.Number | None:
+    """``x`` as an exact Rational, or a Float good to ``digits`` + 20 significant digits."""
+    if isinstance(x, sympy.Rational):
+        return x
     try:
-        if diff == 0:
-            return True
-        if not isinstance(diff, sympy.Basic):
-            return False
-        if diff.has(sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative):
-            return bool(sympy.expand(diff) == 0)  # no numeric sampling of unevaluated calculus
-        free = diff.free_symbols
-        if not free:
-            return _numeric_zero(diff) is True
-        at_points = [_numeric_zero(diff.xreplace(pt)) for pt in _points(free)]
-        if any(z is False for z in at_points):
-            return False
-        if sympy.cancel(diff) == 0:  # rational functions: exact and cheap
-            return True
-        s = sympy.simplify(diff)
-        if s == 0 or s.is_zero is True:
-            return True
-        return all(z is True for z in at_points)
-    except _ERRORS:
-        return False
-
-
-def _num(x: Any) -> sympy.Float | None:
-    try:
-        v = sympy.N(x, 40)
-    except (TypeError, ValueError, AttributeError, NotImplementedError):
+        v = x.evalf(digits + 20, strict=True, maxn=100 + 2 * literal_digits(x))
+    except (PrecisionExhausted, *_ERRORS):
         return None
-    if isinstance(v, sympy.Float):
-        return v
-    if isinstance(v, sympy.Integer | sympy.Rational):
-        return sympy.Float(v, 40)
-    return None
+    return v if isinstance(v, sympy.Float) else None
 
 
-def _close(a: Any, b: Any, digits: int) -> bool:
-    """Agreement to ``digits`` significant digits (the declared precision)."""
-    x, y = _num(a), _num(b)
-    if x is None or y is None:
+def _exponent(mag: sympy.Rational) -> int:
+    """``floor(log10(mag))`` of a positive rational, exactly."""
+    e = int((int(mag.p).bit_length() - int(mag.q).bit_length()) * 0.30103)
+    ten = sympy.Integer(10)
+    while ten**e > mag:
+        e -= 1
+    while ten ** (e + 1) <= mag:
+        e += 1
+    return e
+
+
+def _within(g: Any, p: Any, digits: int) -> bool:
+    """Agreement to the declared precision: ``|p - g| <= ½·10^(E - digits + 1)`` where
+    ``E = floor(log10 |g|)``: half a unit in the gold's last declared significant digit
+    (a gold of 0 is matched only exactly)."""
+    x, y = _num(g, digits), _num(p, digits)
+    if x is None or y is None or x == 0:
         return False
-    if x == 0 or y == 0:
-        return bool(abs(x - y) <= sympy.Float(10) ** (-digits))
-    scale = max(abs(x), abs(y))
-    return bool(abs(x - y) <= scale * sympy.Float(10) ** (-digits) * sympy.Rational(1, 2) * 10)
+    gx, py = sympy.Rational(x), sympy.Rational(y)
+    tol = sympy.Rational(1, 2) * sympy.Rational(10) ** (_exponent(abs(gx)) - digits + 1)
+    return bool(abs(py - gx) <= tol)
 
 
 def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
@@ -170,6 +142,8 @@ def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     """
     if isinstance(g, str) or isinstance(p, str):
         return _text(g) == _text(p)
+    if _is_rel(p) and _false_relation(p):
+        return False  # "4 = 3" is not an answer of 3: a relation is judged whole
     g, p = _unchain(g), _unchain(p)
     if _is_pair(g, p) or _is_pair(p, g):
         a, b = (g, p) if isinstance(g, sympy.Interval) else (p, g)
@@ -208,7 +182,7 @@ def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     if _zero(diff):
         return True
     if approx and not (g.free_symbols or p.free_symbols):
-        return _close(g, p, digits)
+        return _within(g, p, digits)
     return False
 
 
@@ -387,33 +361,40 @@ def _relations(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     return _proportional(gd, pd, positive=True)
 
 
-def _ratio_varies(a: Any, b: Any) -> bool:
-    """Whether ``a / b`` clearly takes different values at the three fixed points (so it is
-    not a constant), evaluated to 30 digits; False when that cannot be told."""
-    free = a.free_symbols | b.free_symbols
-    if not free:
+def _false_relation(x: Any) -> bool:
+    """Whether a relation between constants, or a chain of them, does not hold (``4 = 3``,
+    ``1 = 2 = 3``, ``5 < 2``). A chain that names a quantity (``x = 5+5+1 = 7 = 11``) is read
+    by its last value, as Math-Verify reads it (docs/math-domain.md, "Relations")."""
+    if x.free_symbols:
         return False
-    ratios = []
-    for pt in _points(free):
-        try:
-            x, y = sympy.N(a.xreplace(pt), 30), sympy.N(b.xreplace(pt), 30)
-        except _ERRORS:
-            return False
-        if not (isinstance(x, sympy.Float | sympy.Integer | sympy.Rational)) or not (
-            isinstance(y, sympy.Float | sympy.Integer | sympy.Rational)
-        ):
-            return False
-        if y == 0:
-            return False
-        ratios.append(x / y)
-    scale = max(1, abs(ratios[0]))
-    return any(bool(abs(r - ratios[0]) > sympy.Float(10, 5) ** -20 * scale) for r in ratios[1:])
+    links = x.args if isinstance(x, sympy.And) else (x,)
+    for r in links:
+        if not isinstance(r, Relational) or r.free_symbols:
+            continue
+        if not (isinstance(r.lhs, sympy.Expr) and isinstance(r.rhs, sympy.Expr)):
+            continue
+        cls, d = _oriented(r)
+        zero = _zero(d)
+        if cls is sympy.Eq:
+            holds = zero
+        elif cls is sympy.Ne:
+            holds = not zero
+        elif zero:
+            holds = cls is sympy.LessThan
+        else:
+            try:
+                holds = bool(sympy.N(d, 30) < 0)
+            except (TypeError, ValueError):
+                holds = False  # complex or not comparable: not a true inequality
+        if not holds:
+            return True
+    return False
 
 
 def _proportional(a: Any, b: Any, *, positive: bool) -> bool:
     if _zero(a - b):
         return True
-    if _ratio_varies(a, b):
+    if _test().nonconstant(a, b):
         return False  # not a constant multiple: no need to simplify
     try:
         ratio = sympy.cancel(a / b)  # exact for rational functions, far cheaper than simplify
@@ -432,22 +413,34 @@ def _percent_variants(x: Parsed) -> list[Any]:
     return [x.value, x.value / 100]
 
 
-def equivalent(gold: Parsed, pred: Parsed, *, precision_digits: int = 6) -> bool:
+def equivalent(
+    gold: Parsed,
+    pred: Parsed,
+    *,
+    precision_digits: int | None = None,
+    test: IdentityTest | None = None,
+) -> bool:
     """Whether ``pred`` answers the same as ``gold``, reading ``pred`` the way gold is written.
 
     Args:
         gold: the parsed gold answer.
         pred: the parsed predicted answer.
-        precision_digits: declared precision (significant digits) for decimal answers.
+        precision_digits: the task's declared precision (significant digits); None (the
+            default) compares numbers exactly.
+        test: the identity test, carrying this check's seed (a fresh seed when None).
 
     Returns:
         True when equivalent.
     """
     if gold.text == pred.text and not isinstance(gold.value, str):
         return True  # the same normalised text
-    approx = gold.decimal or pred.decimal
-    for g in _percent_variants(gold):
-        for p in _percent_variants(pred):
-            if values_equal(g, p, digits=precision_digits, approx=approx):
-                return True
-    return False
+    approx = precision_digits is not None and (gold.decimal or pred.decimal)
+    token = _TEST.set(test or IdentityTest(seed=secrets.token_bytes(16)))
+    try:
+        for g in _percent_variants(gold):
+            for p in _percent_variants(pred):
+                if values_equal(g, p, digits=precision_digits or 0, approx=approx):
+                    return True
+        return False
+    finally:
+        _TEST.reset(token)

@@ -192,10 +192,15 @@ def check_tree_caps(expr: Any, limits: MathLimits) -> None:
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d,])")
 _DEC_COMMA = re.compile(r"^(-?\d+),(\d{1,2})$|^(-?\d+),(\d{4,})$")
 _PERCENT = re.compile(r"\s*(?:\\%|%|\\text\{\s*\\?%\s*\}|\\text\{\s*percent\s*\})\s*$")
-_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
-_SPACES = re.compile(r"(?<!\\)\\[,;: ]|~|\\qquad|\\quad")
+_DEGREE = re.compile(r"\^\s*\{?\s*\\circ(?![A-Za-z])\s*\}?|°|\\degree(?![A-Za-z])")
+_SPACES = re.compile(r"(?<!\\)\\[,;: ]|~|\\q?quad(?![A-Za-z])")
 _MATHRM = re.compile(r"\\(?:mathrm|mathit|rm)\{([A-Za-z])\}")
-_LEAD = re.compile(r"^\s*(?:[A-Za-z]\s*\\in\s*|\\in\s*)")
+_LEAD = re.compile(r"^\s*(?:[A-Za-z]\s*)?\\in(?![A-Za-z])\s*")
+# An integer written right before "(" or \binom: the grammar reads "2(7)" as the mixed number
+# 2 + 7 = 9 (its rule for 2\frac{1}{2}); an explicit \cdot makes it the product it is.
+_INT_BEFORE_PAREN = re.compile(r"(?<![\w.^\\])(\d+)\s*(?=\(|\\binom(?![A-Za-z]))")
+_FRAC_STYLE = re.compile(r"\\[dt]frac(?![A-Za-z])")
+_DISPLAY = re.compile(r"\\displaystyle(?![A-Za-z])")
 _DECIMAL = re.compile(r"(?<![\d.])\d*\.\d+")
 
 
@@ -212,7 +217,8 @@ def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
     s = re.sub(r"(?<!\\)\\!", "", s)
     s = _SPACES.sub(" ", s)
     s = _MATHRM.sub(r"\1", s)
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\displaystyle", "")
+    s = _FRAC_STYLE.sub(r"\\frac", s)
+    s = _DISPLAY.sub("", s)
     s = re.sub(r"(?<!\\)\\!", "", s)
     percent = bool(_PERCENT.search(s))
     if percent:
@@ -224,6 +230,7 @@ def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
         percent = True
         s = _PERCENT.sub("", s)
     s = _LEAD.sub("", s)
+    s = _INT_BEFORE_PAREN.sub(r"\1 \\cdot ", s)
     if not numbers:  # the gold answer is a set or tuple: commas separate answers
         return s.strip(), percent
     if re.fullmatch(r"-?0,\d+", s.strip()):

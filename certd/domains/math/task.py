@@ -1,7 +1,9 @@
 """A math task: the gold answer and how to compare against it.
 
 Example:
-    >>> MathTask(gold=r"\\frac{1}{2}").precision_digits
+    >>> MathTask(gold=r"\\frac{1}{2}").precision_digits is None   # exact comparison
+    True
+    >>> MathTask(gold="3.14159", precision_digits=6).precision_digits
     6
 """
 
@@ -23,8 +25,10 @@ class MathTask:
     Attributes:
         gold: the gold answer (LaTeX, a plain expression, ``\\boxed{…}`` text or a choice
             letter A–J).
-        precision_digits: the declared precision, in significant digits, used only when an
-            answer writes a decimal number (exact comparison always comes first).
+        precision_digits: the declared precision, in significant digits, or None (the
+            default): numbers compare exactly. When declared, and a side writes a decimal
+            number, an answer within half a unit of the gold's last declared digit is equal
+            (exact comparison always comes first; docs/math-domain.md).
         question: the question text (optional; not used for checking).
 
     Raises:
@@ -33,7 +37,7 @@ class MathTask:
     """
 
     gold: str
-    precision_digits: int = 6
+    precision_digits: int | None = None
     question: str = ""
 
     def __post_init__(self) -> None:
@@ -44,7 +48,8 @@ class MathTask:
                 f"gold answer is {len(self.gold)} chars, over {MAX_GOLD_CHARS}",
                 field="math.gold",
             )
-        if not isinstance(self.precision_digits, int) or not 1 <= self.precision_digits <= 30:
+        digits = self.precision_digits
+        if digits is not None and (not isinstance(digits, int) or not 1 <= digits <= 30):
             raise InvalidInputError(
                 f"precision_digits must be in 1..30, got {self.precision_digits!r}",
                 field="math.precision_digits",

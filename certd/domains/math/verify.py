@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import secrets
 from dataclasses import dataclass
 
 import sympy
@@ -27,6 +28,7 @@ from certd.domains.verdict import Status, Verdict
 from .equiv import equivalent
 from .errors import MathUnparsedError
 from .extract import ExtractConfig, Extracted, all_boxed, extract_answer
+from .identity import IdentityTest
 from .limits import MathLimits
 from .names import VERIFIER
 from .parse import Parsed, normalized, parse_answer
@@ -51,12 +53,15 @@ class MathShaping:
 
 def _form(p: Parsed) -> str:
     v = p.value
-    shown = v if isinstance(v, str) else str(v)
+    try:
+        shown = v if isinstance(v, str) else str(v)
+    except ValueError:  # an integer past Python's str() digit limit
+        shown = "<too long to print>"
     return f"{shown[:200]}{'%' if p.percent else ''}"
 
 
 _INLINE_SEG = re.compile(r"\$+([^$]+)\$+|\\\((.+?)\\\)")
-_SEPARATORS = re.compile(r"^(?:\s|,|;|\.|and|or|\\quad|\\text\{\s*(?:and|or)\s*\})*$")
+_SEPARATORS = re.compile(r"^(?:\s|,|;|\.|and|or|\\q?quad(?![A-Za-z])|\\text\{\s*(?:and|or)\s*\})*$")
 
 
 def _joined(gold: str, spans: list[tuple[int, int]]) -> bool:
@@ -137,6 +142,7 @@ def verify_math(
     limits: MathLimits | None = None,
     extract: ExtractConfig | None = None,
     shaping: MathShaping | None = None,
+    seed: bytes | None = None,
 ) -> Verdict:
     """Check a response; never raises for any response text.
 
@@ -146,6 +152,8 @@ def verify_math(
         limits: caps (default ``MathLimits()``).
         extract: extraction priority (default ``ExtractConfig()``).
         shaping: rewards (default ``MathShaping()``).
+        seed: the key of the random-point identity test (16 fresh random bytes when None);
+            when the test was used, ``detail`` ends with ``seed=<hex>``, which replays it.
 
     Returns:
         CORRECT, WRONG_ANSWER or UNPARSED, with the parsed forms in ``detail``, the
@@ -187,9 +195,12 @@ def verify_math(
             detail=f"gold {_form(gold)}; pred unparsed: {e}",
             answer=answer[:1024],
         )
-    same = equivalent(gold, pred, precision_digits=task.precision_digits)
+    test = IdentityTest(seed=seed if seed is not None else secrets.token_bytes(16))
+    same = equivalent(gold, pred, precision_digits=task.precision_digits, test=test)
     detail = f"gold {_form(gold)} [{gold.text[:200]}]; pred {_form(pred)} [{pred.text[:200]}]"
     detail += f" from {found.source}"
+    if test.drawn:
+        detail += f"; identity test: {test.drawn} random points, seed={test.seed.hex()}"
     return Verdict(
         Status.CORRECT if same else Status.WRONG_ANSWER,
         shp.correct if same else shp.wrong_answer,
