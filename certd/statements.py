@@ -89,7 +89,12 @@ def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
             "target": cd.target,
         }
     if domain == "math":
-        return {"domain": "math", "gold": task.math.gold}
+        # A declared precision changes what counts as equal, so it is part of the task (and of
+        # every digest bound to it); an exact task keeps the object it always had.
+        out: dict[str, Any] = {"domain": "math", "gold": task.math.gold}
+        if task.math.precision_digits:
+            out["precision_digits"] = task.math.precision_digits
+        return out
     if domain == "code":
         c = task.code
         return {
