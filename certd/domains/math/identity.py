@@ -157,9 +157,8 @@ class IdentityTest:
 
     def _sampled_zero(self, diff: Any, free: set[Any]) -> bool:
         defined = 0
-        working = 100 + 2 * literal_digits(diff)  # the point's own digits cannot cancel
         for _ in range(self.points):
-            at = constant_zero(diff.xreplace(self.draw(free)), proof=False, working=working)
+            at = constant_zero(diff.xreplace(self.draw(free)), proof=False)
             if at is False:
                 return False  # nonzero at a point: never equal
             defined += at is True
