@@ -29,6 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from certd.clihelp import finish_parser
 from certd.config import CertdConfig, load_config
 from certd.errors import (
     CertdError,
@@ -40,7 +41,7 @@ from certd.errors import (
 )
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
-from certd.signing.keys import VerifierKey
+from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["main"]
 
@@ -209,9 +210,8 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
         )
     keys = []
     for src in sources:
-        text = Path(src).read_text().strip() if Path(src).is_file() else src.strip()
         try:
-            keys.append(VerifierKey.from_vkey(text))
+            keys.append(read_verifier_key(src))
         except SigningError as e:  # a usage error: neither a key file nor a vkey
             raise InvalidInputError(f"--trust: {e}", field="trust") from e
     return keys
@@ -408,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    finish_parser(p, version=True)
     return p
 
 

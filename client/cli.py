@@ -25,35 +25,37 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from google.protobuf import json_format
 from tqdm import tqdm
 
+from certd.clihelp import finish_parser
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
+from certd.signing.dsse import KeyRing
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from ._base import ClientSettings, load_keyring
 from .client import CertdClient
 from .connection import add_connection_flags, client_from_args, connection_from_args
-from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
+from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
 from .tasks import make_task
 
 __all__ = ["default_ratchet_state", "main", "verdict_line"]
 
 
 def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
-    """The JSONL output object of one verdict."""
+    """The verdict fields of one JSONL output line (verify-batch adds them to the input's)."""
     return {
-        "id": v.id,
         "status": tasks_pb2.VerdictStatus.Name(v.status),
         "reward": v.reward,
         "family": v.family.value if v.HasField("family") else None,
         "kappa": v.family.kappa if v.HasField("family") else None,
+        "initiated": v.initiated.value if v.HasField("initiated") else None,
         "labels": {label.kappa: label.value for label in v.labels},
         "detail": v.detail,
         "verifier": v.verifier,
@@ -61,27 +63,64 @@ def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
     }
 
 
-def _error_line(item_id: Any, line_no: int, message: str, field: str = "") -> dict[str, Any]:
-    line = {"id": item_id, "line": line_no, "status": "ERROR", "error": message}
-    return {**line, "field": field} if field else line
+def _error_fields(line_no: int, message: str, field: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"line": line_no, "status": "ERROR", "error": message}
+    return {**out, "field": field} if field else out
 
 
-def _parse_line(line_no: int, text: str) -> verifier_pb2.VerifyRequest | dict[str, Any]:
-    """A request, or the error line for a malformed input line."""
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        return _error_line(None, line_no, f"not JSON: {e}")
-    if not isinstance(obj, dict):
-        return _error_line(None, line_no, "expected a JSON object")
+class _Item:
+    """One non-blank input line: its file line number, its object, and its request or error."""
+
+    __slots__ = ("error", "line_no", "obj", "request")
+
+    def __init__(self, line_no: int, text: str) -> None:
+        self.line_no = line_no
+        self.obj: dict[str, Any] = {}
+        self.request: verifier_pb2.VerifyRequest | None = None
+        self.error: dict[str, Any] | None = None
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            self.error = _error_fields(line_no, f"not JSON: {e}")
+            return
+        if not isinstance(obj, dict):
+            self.error = _error_fields(line_no, "expected a JSON object")
+            return
+        self.obj = obj
+        try:
+            self.request = _request_of(obj, line_no)
+        except ValueError as e:
+            self.error = _error_fields(line_no, str(e))
+
+    def output(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The input object unchanged, with the verdict (or error) fields added after it."""
+        return {**self.obj, **fields}
+
+
+def _request_of(obj: dict[str, Any], line_no: int) -> verifier_pb2.VerifyRequest:
+    """The request of one input object (``domain`` required, never defaulted).
+
+    Raises:
+        ValueError: a field is missing or malformed (the message names it).
+    """
+    domain = obj.get("domain")
+    task_obj: Any = obj.get("task")
+    if domain is None and isinstance(task_obj, dict) and "domain" in task_obj:
+        # the flat TRL-column form inside "task": an alias of {"domain", "task"}
+        domain = task_obj["domain"]
+        task_obj = {k: v for k, v in task_obj.items() if k != "domain"}
+    if not isinstance(domain, str) or not domain:
+        raise ValueError(
+            'domain: required ("countdown", "math" or "code"); '
+            'lines are {"id", "domain", "task", "response"}'
+        )
+    if "task" not in obj:
+        raise ValueError("task: required (the domain's task object, see docs/formats.md)")
+    response = obj.get("response")
+    if not isinstance(response, str):
+        raise ValueError(f"response: expected a string, got {type(response).__name__}")
+    task = make_task(domain, task_obj)
     item_id = obj.get("id")
-    try:
-        response = obj.get("response")
-        if not isinstance(response, str):
-            raise ValueError(f"response: expected a string, got {type(response).__name__}")
-        task = make_task(str(obj.get("domain", "countdown")), obj.get("task"))  # type: ignore[arg-type]
-    except ValueError as e:
-        return _error_line(item_id, line_no, str(e))
     return verifier_pb2.VerifyRequest(
         id=str(item_id if item_id is not None else line_no), task=task, response=response
     )
@@ -97,59 +136,107 @@ def _bad_index(error: InvalidRequestError) -> int | None:
     return None
 
 
+def _verify_chunk(client: CertdClient, items: list[_Item]) -> Iterator[dict[str, Any]]:
+    """One batch: send the well-formed items, drop a server-rejected one and resend."""
+    pending = [it for it in items if it.request is not None]
+    results: dict[int, dict[str, Any]] = {}
+    while pending:
+        try:
+            verdicts = client.verify_batch([it.request for it in pending])  # type: ignore[misc]
+        except InvalidRequestError as e:
+            bad = _bad_index(e)
+            if bad is None or bad >= len(pending):
+                for it in pending:
+                    results[id(it)] = _error_fields(it.line_no, str(e), e.field)
+                break
+            it = pending.pop(bad)
+            results[id(it)] = _error_fields(it.line_no, str(e), e.field[e.field.index("]") + 2 :])
+            continue
+        for it, v in zip(pending, verdicts, strict=True):
+            results[id(it)] = verdict_line(v)
+        break
+    for it in items:
+        yield it.output(it.error if it.error is not None else results[id(it)])
+
+
 def verify_lines(
-    client: CertdClient, lines: Sequence[str], batch_size: int
+    client: CertdClient, lines: Iterable[str], batch_size: int
 ) -> Iterator[dict[str, Any]]:
-    """Verify JSONL lines; yield one output object per line, in input order."""
-    for start in range(0, len(lines), batch_size):
-        parsed = [
-            _parse_line(start + i + 1, t) for i, t in enumerate(lines[start : start + batch_size])
-        ]
-        out: list[dict[str, Any] | None] = [p if isinstance(p, dict) else None for p in parsed]
-        pending = [i for i, p in enumerate(parsed) if not isinstance(p, dict)]
-        while pending:
-            reqs = [parsed[i] for i in pending]
-            try:
-                verdicts = client.verify_batch(reqs)  # type: ignore[arg-type]  # dicts filtered above
-            except InvalidRequestError as e:
-                bad = _bad_index(e)
-                if bad is None or bad >= len(pending):
-                    for i in pending:
-                        out[i] = _error_line(parsed[i].id, start + i + 1, str(e), e.field)  # type: ignore[union-attr]
-                    break
-                i = pending.pop(bad)
-                field = e.field[e.field.index("]") + 2 :]  # relative to the line
-                out[i] = _error_line(parsed[i].id, start + i + 1, str(e), field)  # type: ignore[union-attr]
-                continue
-            for i, v in zip(pending, verdicts, strict=True):
-                out[i] = verdict_line(v)
-            break
-        yield from (o for o in out if o is not None)
+    """Verify JSONL lines; yield one output object per non-blank line, in input order.
+
+    Streams: at most ``batch_size`` lines are held at a time. Each output object is the input
+    object with the verdict fields added (``"line"`` is the line number in the file, counting
+    blank lines).
+    """
+    if batch_size < 1:
+        raise InvalidRequestError(
+            f"--batch-size: expected >= 1, got {batch_size}", field="batch_size"
+        )
+    chunk: list[_Item] = []
+    for line_no, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        chunk.append(_Item(line_no, text))
+        if len(chunk) == batch_size:
+            yield from _verify_chunk(client, chunk)
+            chunk = []
+    if chunk:
+        yield from _verify_chunk(client, chunk)
+
+
+def _open_in(path: str) -> IO[str]:
+    """An input file, or stdin for ``-`` (a missing file is a usage error naming it)."""
+    if path == "-":
+        return open(sys.stdin.fileno(), encoding="utf-8", closefd=False)
+    try:
+        return open(path, encoding="utf-8")
+    except FileNotFoundError as e:
+        raise InvalidRequestError(f"{path}: no such file", field="in") from e
+    except IsADirectoryError as e:
+        raise InvalidRequestError(f"{path}: is a directory, not a file", field="in") from e
 
 
 def _cmd_verify_batch(args: argparse.Namespace) -> int:
-    lines = [ln for ln in Path(args.input).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if args.batch_size < 1:
+        raise InvalidRequestError(
+            f"--batch-size: expected >= 1, got {args.batch_size}", field="batch_size"
+        )
     settings = ClientSettings(batch_size=args.batch_size, timeout_s=args.timeout)
     counts: dict[str, int] = {}
+    total = 0
     with (
-        client_from_args(args, trusted_keys=args.trust or None, settings=settings) as client,
+        _open_in(args.input) as source,
+        client_from_args(args, trusted_keys=_trust_arg(args.trust), settings=settings) as client,
         _open_out(args.out) as sink,
     ):
-        bar = tqdm(total=len(lines), unit="resp", desc="verify", disable=None, file=sys.stderr)
-        for obj in verify_lines(client, lines, args.batch_size):
+        bar = tqdm(unit="resp", desc="verify", disable=None, file=sys.stderr)
+        for obj in verify_lines(client, source, args.batch_size):
             sink.write(json.dumps(obj, sort_keys=False) + "\n")
             counts[obj["status"]] = counts.get(obj["status"], 0) + 1
+            total += 1
             bar.update(1)
         bar.close()
-    summary = {"lines": len(lines), "statuses": counts, "out": args.out}
+    summary = {"lines": total, "statuses": counts, "out": args.out}
     print(
         json.dumps(summary)
         if args.json
-        else f"verified {len(lines)} lines: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        else f"verified {total} lines: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
         file=sys.stderr if args.out == "-" else sys.stdout,
     )
     return 0
+
+
+def _trust_arg(sources: list[str]) -> KeyRing | None:
+    """The ``--trust`` keys (None when none given); a bad one is a usage error (exit 2).
+
+    Raises:
+        InvalidRequestError: a file that does not exist, a private key, or not a vkey.
+    """
+    try:
+        return load_keyring(sources) if sources else None
+    except VerificationError as e:
+        reason = str(e).removeprefix("trusted key: ")
+        raise InvalidRequestError(f"--trust: {reason}", field="trust") from e
 
 
 def _open_out(path: str) -> IO[str]:
@@ -159,11 +246,8 @@ def _open_out(path: str) -> IO[str]:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    try:
-        task = make_task(args.domain, json.loads(args.task))
-    except ValueError as e:
-        raise InvalidRequestError(f"--task: {e}", field="task") from e
-    with client_from_args(args, trusted_keys=args.trust or None) as client:
+    task = _task_arg(args.domain, args.task)
+    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
@@ -178,14 +262,14 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_cert(args: argparse.Namespace) -> int:
-    keys = load_keyring(args.trust)
+    keys = _trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()
     try:
         json_format.Parse(Path(args.file).read_text(encoding="utf-8"), cert)
     except (OSError, json_format.ParseError) as e:
         raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
-    task = make_task(args.domain, json.loads(args.task)) if args.task else None
+    task = _task_arg(args.domain, args.task) if args.task else None
     try:
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
@@ -216,15 +300,52 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_jsonl(path: str) -> list[dict[str, Any]]:
+def _read_jsonl_numbered(path: str) -> list[tuple[int, Any]]:
+    """``(line number in the file, object)`` per non-blank line (``-`` reads stdin)."""
     out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError as e:
-                raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
+    with _open_in(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append((n, json.loads(line)))
+                except ValueError as e:
+                    raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
     return out
+
+
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    return [obj for _, obj in _read_jsonl_numbered(path)]
+
+
+def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
+    """A task from a flag: the ``{"domain": …, "task": {…}}`` object, or ``--domain`` plus the
+    task's own object. There is no default domain.
+
+    Raises:
+        InvalidRequestError: not JSON, no domain, or not the domain's shape.
+    """
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise InvalidRequestError(f"{flag}: not JSON: {e}", field="task") from e
+    if isinstance(obj, dict) and "domain" in obj:
+        # {"domain", "task"}; the flat {"domain", …task fields} form is an accepted alias
+        inner = obj["task"] if "task" in obj else {k: v for k, v in obj.items() if k != "domain"}
+        if domain and domain != obj["domain"]:
+            raise InvalidRequestError(
+                f"{flag}: domain {obj['domain']!r} but --domain {domain!r}", field="task"
+            )
+        domain, obj = str(obj["domain"]), inner
+    if not domain:
+        raise InvalidRequestError(
+            f'{flag}: no domain; pass {{"domain": "countdown"|"math"|"code", "task": {{…}}}} '
+            "or --domain",
+            field="task",
+        )
+    try:
+        return make_task(domain, obj)
+    except ValueError as e:
+        raise InvalidRequestError(f"{flag}: {e}", field="task") from e
 
 
 def _sampler(args: argparse.Namespace) -> Any:
@@ -262,7 +383,7 @@ def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     from .forktree import ForkTreeBuilder
 
     tasks = _read_jsonl(args.tasks)
-    with client_from_args(args, trusted_keys=args.trust or None) as client:
+    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
         builder = ForkTreeBuilder(
             client,
             _sampler(args),
@@ -299,11 +420,13 @@ def _cmd_admit(args: argparse.Namespace) -> int:
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
+    keys = _trust_arg(args.trust)
+    assert keys is not None  # --trust is required
     conn = connection_from_args(args)
     client = conn.client() if conn is not None else None
     try:
         ratchet = Ratchet(
-            args.trust,
+            keys,
             kappas=set(args.kappa),
             consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
         )
@@ -321,8 +444,8 @@ def _cmd_admit(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    refused = [
-        {"line": n + 1, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
+    refused: list[dict[str, Any]] = [
+        {"line": n, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
     ]
     print(
         json.dumps(
@@ -335,15 +458,37 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         if args.json
         else "\n".join(
             [f"admitted {admitted}, refused {len(refused)}"]
-            + [f"  line {x['line']}: {x['reasons']}" for x in refused]
+            + [
+                f"  line {x['line']}: "
+                + "; ".join(f"{code} ({detail})" for code, detail in x["reasons"])
+                for x in refused
+            ]
         )
     )
     return EXIT_REFUSED if refused and not args.allow_refused else EXIT_OK
 
 
+def _forktree_records(path: str) -> list[dict[str, Any]]:
+    """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
+    not one, e.g. a verify-batch verdict line)."""
+    out = []
+    for n, rec in _read_jsonl_numbered(path):
+        families = rec.get("families") if isinstance(rec, dict) else None
+        if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
+            verdict = isinstance(rec, dict) and "status" in rec
+            hint = " (this looks like verify-batch output)" if verdict else ""
+            raise InvalidRequestError(
+                f'{path}:{n}: not a fork-tree record (no "families" list){hint}; '
+                "metrics reads the output of forkgate build-forktrees",
+                field="in",
+            )
+        out.append(rec)
+    return out
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    records = _read_jsonl(args.input)
-    certified = sum(len(r.get("families", [])) for r in records)
+    records = _forktree_records(args.input)
+    certified = sum(len(r["families"]) for r in records)
     feasible = sum(r.get("feasible_labels") or 0 for r in records)
     info = {
         "tasks": len(records),
@@ -452,7 +597,7 @@ def _cmd_guard(args: argparse.Namespace) -> int:
     status = 0
     checked: list[str] = []
     if args.trust:
-        keys = load_keyring(args.trust)
+        keys = _trust_arg(args.trust)
         assert keys is not None
         for d in decisions:
             if d.accepted:
@@ -502,17 +647,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify-batch", help="verify a JSONL file of responses through certd")
     add_connection_flags(v)
-    v.add_argument("--in", dest="input", required=True)
+    v.add_argument(
+        "--in",
+        dest="input",
+        required=True,
+        help='input JSONL, one {"id", "domain", "task", "response", …} a line (\'-\' for stdin)',
+    )
     v.add_argument("--out", required=True, help="output JSONL ('-' for stdout)")
-    v.add_argument("--batch-size", type=int, default=1000)
+    v.add_argument("--batch-size", type=int, default=1000, help="lines per VerifyBatch call")
     v.add_argument("--timeout", type=float, default=120.0, help="seconds per batch call")
     v.add_argument("--trust", action="append", default=[], help="check receipts with this key")
     v.set_defaults(fn=_cmd_verify_batch)
 
     c = sub.add_parser("certify", help="certify one (task, label, witness)")
     add_connection_flags(c)
-    c.add_argument("--domain", default="countdown")
-    c.add_argument("--task", required=True, help="the task as JSON")
+    c.add_argument(
+        "--domain",
+        default="",
+        choices=["", "countdown", "math", "code"],
+        help="the task's domain, when --task is the bare task object",
+    )
+    c.add_argument(
+        "--task",
+        required=True,
+        help='the task as JSON: {"domain": …, "task": {…}} (docs/formats.md), or the bare '
+        "task object with --domain",
+    )
     c.add_argument("--label", required=True, help="e.g. 25,-")
     c.add_argument("--kappa", default="", help="default: the domain's κ")
     c.add_argument("--witness", required=True)
@@ -523,8 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check-cert", help="verify a certificate file offline")
     k.add_argument("file")
     k.add_argument("--trust", action="append", required=True, help="trusted log key (vkey or file)")
-    k.add_argument("--task", default="", help="also require this task (JSON)")
-    k.add_argument("--domain", default="countdown")
+    k.add_argument("--task", default="", help='also require this task: {"domain": …, "task": {…}}')
+    k.add_argument("--domain", default="", help="the domain, when --task is the bare task")
     k.set_defaults(fn=_cmd_check_cert)
 
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
@@ -570,10 +730,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(fn=_cmd_admit)
 
     mt = sub.add_parser("metrics", help="coverage figures of a fork-tree file")
-    mt.add_argument("--in", dest="input", required=True)
+    mt.add_argument(
+        "--in", dest="input", required=True, help="build-forktrees output JSONL ('-' for stdin)"
+    )
     mt.set_defaults(fn=_cmd_metrics)
 
-    d = sub.add_parser("demo", help="the main job on the embedded default (what `make run` does)")
+    d = sub.add_parser("demo", help="the older main-job driver (superseded by `forkgate run`)")
     d.add_argument("--workdir", default="out/demo")
     d.add_argument("--tasks", type=int, default=40)
     d.add_argument("--seed", type=int, default=0)
@@ -650,6 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kappa_calibrate(sub)
     for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    finish_parser(p, version=True)
     return p
 
 

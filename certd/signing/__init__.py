@@ -23,6 +23,7 @@ from certd.signing.keys import (
     VerifierKey,
     compute_key_id,
     load_signing_key,
+    read_verifier_key,
     save_signing_key,
     validate_key_name,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "make_statement",
     "open_note",
     "pae",
+    "read_verifier_key",
     "parse_statement",
     "save_signing_key",
     "sha256_hex",
