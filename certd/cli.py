@@ -30,7 +30,7 @@ from types import FrameType
 from typing import Any
 
 from certd.clihelp import finish_parser
-from certd.config import CertdConfig, load_config
+from certd.config import CertdConfig, describe_validation_error, load_config
 from certd.errors import (
     CertdError,
     ConfigError,
@@ -59,7 +59,7 @@ def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
     try:
         return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
     except ValidationError as e:
-        raise ConfigError(f"invalid cluster settings: {e}") from e
+        raise ConfigError(f"invalid cluster settings: {describe_validation_error(e)}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -266,13 +266,13 @@ def _remote_audit(
 def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
-        state = args.state or _default_state(f"server:{args.server}")
+        state = _audit_state(args, f"server:{args.server}")
         report = _remote_audit(args.server, keys, state, args)
     elif args.ledger:
         from certd.ledger.redis_store import RedisStore
 
         prefix = args.redis_prefix or "certd"
-        state = args.state or _default_state(f"redis:{args.ledger}#{prefix}")
+        state = _audit_state(args, f"redis:{args.ledger}#{prefix}")
         redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
         try:
             report = audit_store(redis_store, keys, state)
@@ -284,7 +284,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         path = args.data_dir / "ledger.sqlite"
         if not path.is_file():
             raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-        state = args.state or _default_state(f"dir:{args.data_dir.resolve()}")
+        state = _audit_state(args, f"dir:{args.data_dir.resolve()}")
         store = SQLiteStore(path)
         try:
             report = audit_store(store, keys, state)
@@ -302,8 +302,33 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "state_updated": report.state_updated,
         "seconds": round(report.duration_s, 3),
     }
-    _emit(args, obj, report.summary() + f"\n  auditor state: {state}")
+    hint = _state_hint(report, state)
+    if hint:
+        obj["hint"] = hint
+    text = report.summary() + f"\n  auditor state: {state}" + (f"\n  hint: {hint}" if hint else "")
+    _emit(args, obj, text)
     return EXIT_OK if report.ok else EXIT_REFUSED
+
+
+def _state_hint(report: AuditReport, state: Path) -> str:
+    """How to reset the auditor's state when a fault is against it (e.g. a recreated data dir)."""
+    if not any(f.kind == "consistency" for f in report.faults):
+        return ""
+    return (
+        f"the fault is against the checkpoint trusted in {state} from an earlier audit; if "
+        "this log was deliberately recreated (a new data dir at the same place), rerun with "
+        "--reset-state (or delete that file, or pass --state NEW_FILE); otherwise the log "
+        "has rolled back or forked and must not be trusted"
+    )
+
+
+def _audit_state(args: argparse.Namespace, where: str) -> Path:
+    """The auditor state file (``--state`` or the default for ``where``); ``--reset-state``
+    removes it first so this audit trusts the log afresh."""
+    state: Path = args.state or _default_state(where)
+    if args.reset_state:
+        state.unlink(missing_ok=True)
+    return state
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -385,7 +410,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="trusted log key (vkey or file); default DATA_DIR/signing.pub",
     )
     a.add_argument(
-        "--state", type=Path, default=None, help="the auditor's trusted-checkpoint state file"
+        "--state",
+        type=Path,
+        default=None,
+        help="the auditor's trusted-checkpoint state file "
+        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
+    )
+    a.add_argument(
+        "--reset-state",
+        action="store_true",
+        help="forget the trusted checkpoint first (after deliberately recreating a data dir)",
     )
     a.set_defaults(fn=_cmd_audit)
 
