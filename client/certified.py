@@ -4,7 +4,7 @@ Example::
 
     data = CertifiedDataset.from_jsonl(Path("forktrees.jsonl"), ratchet)
     for record in data: ...
-    data.refused   # [(line number, 1-based, Admission), ...]
+    data.refused   # [(record index, Admission), ...]; data.line_numbers[index] in the file
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ class CertifiedDataset:
 
         data = CertifiedDataset.from_jsonl(Path("forktrees.jsonl"), ratchet)
         for record in data: ...
-        data.refused   # [(line number, 1-based, Admission), ...]
+        data.refused   # [(record index, Admission), ...]; data.line_numbers[index] in the file
     """
 
     records: Iterable[Mapping[str, Any]]
     ratchet: Ratchet
     refused: list[tuple[int, Admission]] = field(default_factory=list)
-    #: the file line number (1-based, blank lines counted) of each record read so far;
-    #: empty unless read by ``from_jsonl`` (then ``refused`` holds these numbers).
+    #: the file line number (1-based, blank lines counted) of each record read so far, by
+    #: record index (``refused`` holds indices); empty unless read by ``from_jsonl``.
     line_numbers: list[int] = field(default_factory=list)
 
     @classmethod
@@ -72,8 +72,7 @@ class CertifiedDataset:
             if admission.admitted:
                 yield record
             else:
-                line = self.line_numbers[n] if n < len(self.line_numbers) else n + 1
-                self.refused.append((line, admission))
+                self.refused.append((n, admission))
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Flat rows of the admitted records: the training-side view.
