@@ -241,9 +241,16 @@ def _sampler(args: argparse.Namespace) -> Any:
         return VLLMSampler(args.model)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return TransformersSampler(
-        AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
-    )
+    try:
+        model = AutoModelForCausalLM.from_pretrained(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+    except (OSError, ValueError) as e:  # Hugging Face's own multi-line message stays out
+        raise InvalidRequestError(
+            f"--model {args.model}: not a model directory or Hugging Face model id "
+            f"this machine can load ({type(e).__name__})",
+            field="model",
+        ) from e
+    return TransformersSampler(model, tokenizer)
 
 
 def _cmd_build_forktrees(args: argparse.Namespace) -> int:

@@ -192,3 +192,25 @@ def test_version_and_defaults_in_help() -> None:
     assert "(default: 5.0)" in health
     top = _run("certd.cli", "--help").stdout
     assert "(exit 0)" not in top and "3 unreachable" in top
+
+
+def test_the_python_api_has_no_default_domain(address: str) -> None:
+    with CertdClient(address) as c:
+        with pytest.raises(ValueError, match="domain: required"):
+            c.verify({"gold": "1/2"}, "1/2")  # a math task without its domain
+        assert c.verify({"domain": "math", "task": {"gold": "1/2"}}, "0.5").reward == 1.0
+        with pytest.warns(DeprecationWarning, match='without "domain"'):
+            assert c.verify(TASK, GOOD).reward == 1.0  # the old Countdown shape, deprecated
+
+
+def test_a_bad_model_path_is_one_line(
+    address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(TASK) + "\n")
+    argv = ["build-forktrees", "--server", address, "--tasks", str(tasks), "--out",
+            str(tmp_path / "o.jsonl"), "--sampler", "transformers", "--model",
+            str(tmp_path / "no-such-model")]  # fmt: skip
+    assert forkgate_main(argv) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert "not a model directory" in line and "huggingface.co" not in line
