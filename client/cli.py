@@ -118,12 +118,14 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
-        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        with _open_out(args.out) as sink:
+            sink.write(json.dumps(doc, indent=1) + "\n")
     print(
         json.dumps(doc)
         if args.json
         else f"certified {args.label} at ledger index {cert.ledger_index} "
-        f"(id {cert.certificate_id}){' -> ' + args.out if args.out else ''}"
+        f"(id {cert.certificate_id}){' -> ' + args.out if args.out else ''}",
+        file=sys.stderr if args.out == "-" else sys.stdout,
     )
     return 0
 
@@ -132,9 +134,11 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     keys = _trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()
+    with _open_in(args.file) as f:
+        text = f.read()
     try:
-        json_format.Parse(Path(args.file).read_text(encoding="utf-8"), cert)
-    except (OSError, json_format.ParseError) as e:
+        json_format.Parse(text, cert)
+    except json_format.ParseError as e:
         raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
     task = _task_arg(args.domain, args.task) if args.task else None
     try:
@@ -552,11 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--kappa", default="", help="default: the domain's κ")
     c.add_argument("--witness", required=True)
     c.add_argument("--trust", action="append", default=[])
-    c.add_argument("--out", default="", help="write the certificate JSON here")
+    c.add_argument("--out", default="", help="write the certificate JSON here ('-': stdout)")
     c.set_defaults(fn=_cmd_certify)
 
     k = sub.add_parser("check-cert", help="verify a certificate file offline")
-    k.add_argument("file")
+    k.add_argument("file", help="the certificate JSON (forkgate certify --out); '-' for stdin")
     k.add_argument("--trust", action="append", required=True, help="trusted log key (vkey or file)")
     k.add_argument("--task", default="", help='also require this task: {"domain": …, "task": {…}}')
     k.add_argument("--domain", default="", help="the domain, when --task is the bare task")

@@ -214,3 +214,17 @@ def test_a_bad_model_path_is_one_line(
     assert forkgate_main(argv) == 2
     line = _one_line_error(capsys.readouterr().err)
     assert "not a model directory" in line and "huggingface.co" not in line
+
+
+def test_certify_to_stdout_piped_into_check_cert(address: str, vkey: str) -> None:
+    task = json.dumps({"domain": "countdown", "task": TASK})
+    made = _run("forkgate.cli", "certify", "--server", address, "--task", task, "--label",
+                "25,-", "--witness", "(25-5)*4+3", "--out", "-")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["certificateId"] and "certified" in made.stderr
+    checked = _run("forkgate.cli", "check-cert", "-", "--trust", vkey, "--task", task,
+                   stdin=made.stdout)  # fmt: skip
+    assert checked.returncode == 0 and "certificate OK" in checked.stdout, checked.stderr
+    missing = _run("forkgate.cli", "check-cert", "absent.json", "--trust", vkey)
+    assert missing.returncode == 2
+    assert _one_line_error(missing.stderr) == "forkgate: error: absent.json: no such file"
