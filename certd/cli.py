@@ -167,11 +167,21 @@ def _cmd_kappa_report(args: argparse.Namespace) -> int:
     from certd.domains.kappa_report import determinacy, rollouts_by_kappa
 
     try:
-        text = Path(args.input).read_text(encoding="utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        by_kappa = rollouts_by_kappa(rows)
+        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text("utf-8")
+    except FileNotFoundError as e:
+        raise InvalidInputError(f"{args.input}: no such file", field="in") from e
     except OSError as e:
-        raise InvalidInputError(f"cannot read {args.input}: {e}", field="in") from e
+        raise InvalidInputError(f"cannot read {args.input}: {e.strerror}", field="in") from e
+    numbers, rows = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise InvalidInputError(f"{args.input}:{n}: not JSON: {e}", field="in") from e
+            numbers.append(n)
+    try:
+        by_kappa = rollouts_by_kappa(rows, numbers)
     except ValueError as e:
         raise InvalidInputError(f"{args.input}: {e}", field="in") from e
     if args.kappa:
@@ -432,7 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
         "kappa-report",
         help="is a κ decisive? within- vs between-family variance of downstream success",
     )
-    r.add_argument("--in", dest="input", required=True, help="JSONL of verified rollouts")
+    r.add_argument(
+        "--in",
+        dest="input",
+        required=True,
+        help="JSONL of verified rollouts, e.g. forkgate verify-batch output ('-' for stdin)",
+    )
     r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
     r.set_defaults(fn=_cmd_kappa_report)
 

@@ -228,3 +228,31 @@ def test_certify_to_stdout_piped_into_check_cert(address: str, vkey: str) -> Non
     missing = _run("forkgate.cli", "check-cert", "absent.json", "--trust", vkey)
     assert missing.returncode == 2
     assert _one_line_error(missing.stderr) == "forkgate: error: absent.json: no such file"
+
+
+def test_kappa_report_reads_verify_batch_output(
+    address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = {"numbers": [1, 2, 3], "target": 6}
+    pairs = [
+        ("a", TASK, GOOD),
+        ("a", TASK, "<answer>4*(25-5)+3</answer>"),
+        ("b", other, "<answer>1+2+3</answer>"),
+        ("b", other, "<answer>1*2*4</answer>"),
+    ]
+    rows = [
+        {"task_id": tid, "domain": "countdown", "task": task, "response": response}
+        for tid, task, response in pairs
+    ]
+    src, dst = tmp_path / "in.jsonl", tmp_path / "verdicts.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["verify-batch", "--server", address, "--in", str(src), "--out", str(dst)]
+    assert forkgate_main(argv) == 0
+    capsys.readouterr()
+    assert certd_main(["kappa-report", "--in", str(dst), "--json"]) == 0  # no join script
+    report = json.loads(capsys.readouterr().out)["kappas"]["countdown.first-op.v1"]
+    assert report["rollouts"] == 4 and report["tasks"] == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(dst.read_text() + '\n\n{"status": "CORRECT", "labels": {"k": "x"}}\n')
+    assert certd_main(["kappa-report", "--in", str(bad)]) == 2
+    assert f"{bad}: line 7: needs task" in capsys.readouterr().out
