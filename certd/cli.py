@@ -29,7 +29,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from certd.config import CertdConfig, load_config
+from certd.clihelp import finish_parser
+from certd.config import CertdConfig, describe_validation_error, load_config
 from certd.errors import (
     CertdError,
     ConfigError,
@@ -40,7 +41,7 @@ from certd.errors import (
 )
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, exit_code_of
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
-from certd.signing.keys import VerifierKey
+from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["main"]
 
@@ -58,7 +59,7 @@ def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
     try:
         return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
     except ValidationError as e:
-        raise ConfigError(f"invalid cluster settings: {e}") from e
+        raise ConfigError(f"invalid cluster settings: {describe_validation_error(e)}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -166,11 +167,21 @@ def _cmd_kappa_report(args: argparse.Namespace) -> int:
     from certd.domains.kappa_report import determinacy, rollouts_by_kappa
 
     try:
-        text = Path(args.input).read_text(encoding="utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        by_kappa = rollouts_by_kappa(rows)
+        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text("utf-8")
+    except FileNotFoundError as e:
+        raise InvalidInputError(f"{args.input}: no such file", field="in") from e
     except OSError as e:
-        raise InvalidInputError(f"cannot read {args.input}: {e}", field="in") from e
+        raise InvalidInputError(f"cannot read {args.input}: {e.strerror}", field="in") from e
+    numbers, rows = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise InvalidInputError(f"{args.input}:{n}: not JSON: {e}", field="in") from e
+            numbers.append(n)
+    try:
+        by_kappa = rollouts_by_kappa(rows, numbers)
     except ValueError as e:
         raise InvalidInputError(f"{args.input}: {e}", field="in") from e
     if args.kappa:
@@ -209,9 +220,8 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
         )
     keys = []
     for src in sources:
-        text = Path(src).read_text().strip() if Path(src).is_file() else src.strip()
         try:
-            keys.append(VerifierKey.from_vkey(text))
+            keys.append(read_verifier_key(src))
         except SigningError as e:  # a usage error: neither a key file nor a vkey
             raise InvalidInputError(f"--trust: {e}", field="trust") from e
     return keys
@@ -266,13 +276,13 @@ def _remote_audit(
 def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
-        state = args.state or _default_state(f"server:{args.server}")
+        state = _audit_state(args, f"server:{args.server}")
         report = _remote_audit(args.server, keys, state, args)
     elif args.ledger:
         from certd.ledger.redis_store import RedisStore
 
         prefix = args.redis_prefix or "certd"
-        state = args.state or _default_state(f"redis:{args.ledger}#{prefix}")
+        state = _audit_state(args, f"redis:{args.ledger}#{prefix}")
         redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
         try:
             report = audit_store(redis_store, keys, state)
@@ -284,7 +294,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         path = args.data_dir / "ledger.sqlite"
         if not path.is_file():
             raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-        state = args.state or _default_state(f"dir:{args.data_dir.resolve()}")
+        state = _audit_state(args, f"dir:{args.data_dir.resolve()}")
         store = SQLiteStore(path)
         try:
             report = audit_store(store, keys, state)
@@ -302,8 +312,33 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "state_updated": report.state_updated,
         "seconds": round(report.duration_s, 3),
     }
-    _emit(args, obj, report.summary() + f"\n  auditor state: {state}")
+    hint = _state_hint(report, state)
+    if hint:
+        obj["hint"] = hint
+    text = report.summary() + f"\n  auditor state: {state}" + (f"\n  hint: {hint}" if hint else "")
+    _emit(args, obj, text)
     return EXIT_OK if report.ok else EXIT_REFUSED
+
+
+def _state_hint(report: AuditReport, state: Path) -> str:
+    """How to reset the auditor's state when a fault is against it (e.g. a recreated data dir)."""
+    if not any(f.kind == "consistency" for f in report.faults):
+        return ""
+    return (
+        f"the fault is against the checkpoint trusted in {state} from an earlier audit; if "
+        "this log was deliberately recreated (a new data dir at the same place), rerun with "
+        "--reset-state (or delete that file, or pass --state NEW_FILE); otherwise the log "
+        "has rolled back or forked and must not be trusted"
+    )
+
+
+def _audit_state(args: argparse.Namespace, where: str) -> Path:
+    """The auditor state file (``--state`` or the default for ``where``); ``--reset-state``
+    removes it first so this audit trusts the log afresh."""
+    state: Path = args.state or _default_state(where)
+    if args.reset_state:
+        state.unlink(missing_ok=True)
+    return state
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -385,7 +420,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="trusted log key (vkey or file); default DATA_DIR/signing.pub",
     )
     a.add_argument(
-        "--state", type=Path, default=None, help="the auditor's trusted-checkpoint state file"
+        "--state",
+        type=Path,
+        default=None,
+        help="the auditor's trusted-checkpoint state file "
+        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
+    )
+    a.add_argument(
+        "--reset-state",
+        action="store_true",
+        help="forget the trusted checkpoint first (after deliberately recreating a data dir)",
     )
     a.set_defaults(fn=_cmd_audit)
 
@@ -398,7 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
         "kappa-report",
         help="is a κ decisive? within- vs between-family variance of downstream success",
     )
-    r.add_argument("--in", dest="input", required=True, help="JSONL of verified rollouts")
+    r.add_argument(
+        "--in",
+        dest="input",
+        required=True,
+        help="JSONL of verified rollouts, e.g. forkgate verify-batch output ('-' for stdin)",
+    )
     r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
     r.set_defaults(fn=_cmd_kappa_report)
 
@@ -408,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    finish_parser(p, version=True)
     return p
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "ObservabilityConfig",
     "ServiceLimits",
     "TaskSetConfig",
+    "describe_validation_error",
     "load_config",
 ]
 
@@ -390,4 +391,46 @@ def load_config(path: Path | None = None, **overrides: object) -> CertdConfig:
     try:
         return CertdConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"invalid config: {e}") from e
+        where = f"config {path}" if path is not None else "config"
+        raise ConfigError(f"{where}: {describe_validation_error(e)}") from e
+
+
+def _key_paths(model: type[BaseModel], prefix: str = "") -> dict[str, list[str]]:
+    """Every key of the config tree by its bare name: ``{"workers": ["math.workers", …]}``."""
+    out: dict[str, list[str]] = {}
+    for name, info in model.model_fields.items():
+        out.setdefault(name, []).append(prefix + name)
+        sub = info.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            for key, paths in _key_paths(sub, f"{prefix}{name}.").items():
+                out.setdefault(key, []).extend(paths)
+    return out
+
+
+def describe_validation_error(error: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """One line for a config validation error: each key's path and problem, no pydantic URLs.
+
+    A key at the wrong level says where it belongs.
+
+    Example:
+        >>> try:
+        ...     CertdConfig.model_validate({"workers": 2})
+        ... except ValidationError as e:
+        ...     print(describe_validation_error(e))
+        unknown key 'workers' (did you mean 'math.workers'?)
+    """
+    known = _key_paths(model or CertdConfig)
+    parts = []
+    for err in error.errors(include_url=False):
+        path = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            elsewhere = [p for p in known.get(str(err["loc"][-1]), []) if p != path]
+            hint = (
+                f" (did you mean {' or '.join(repr(p) for p in elsewhere[:3])}?)"
+                if elsewhere
+                else ""
+            )
+            parts.append(f"unknown key {path!r}{hint}")
+        else:
+            parts.append(f"{path or 'config'}: {err['msg']}")
+    return "; ".join(parts)

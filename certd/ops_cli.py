@@ -35,7 +35,7 @@ import grpc
 from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
-from certd.signing.keys import VerifierKey, load_signing_key
+from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 
 __all__ = ["WitnessFollower", "add_parsers", "log_channel"]
 
@@ -173,8 +173,7 @@ def _http(follower: WitnessFollower, listen: str) -> ThreadingHTTPServer:
 def _vkeys(sources: Sequence[str]) -> list[VerifierKey]:
     out = []
     for src in sources:
-        path = Path(src)
-        out.append(VerifierKey.from_vkey(path.read_text().strip() if path.is_file() else src))
+        out.append(read_verifier_key(src))
     return out
 
 
@@ -246,10 +245,13 @@ def _tls_flags(p: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub: Any) -> None:
     """Add the ``witness`` and ``health`` subcommands to ``certd``'s parser."""
-    h: argparse.ArgumentParser = sub.add_parser("health", help="probe a certd's health (exit 0)")
+    h: argparse.ArgumentParser = sub.add_parser(
+        "health",
+        help="probe a certd's health: exit 0 serving, 1 not serving, 3 unreachable",
+    )
     h.add_argument("--server", required=True, help="host:port")
     h.add_argument("--service", default="", help="a service name, or '' for the server")
-    h.add_argument("--timeout", type=float, default=5.0)
+    h.add_argument("--timeout", type=float, default=5.0, help="seconds")
     _tls_flags(h)
     h.add_argument("--json", action="store_true", help="machine-readable output")
     h.set_defaults(fn=_cmd_health)

@@ -16,7 +16,7 @@ import grpc
 
 from certd.errors import CertdError
 from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey
+from certd.signing.keys import VerifierKey, read_verifier_key
 from certd.statements import (
     batch_tree,
     task_digest,
@@ -116,12 +116,10 @@ def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> K
         try:
             if isinstance(k, VerifierKey):
                 parsed.append(k)
-            elif isinstance(k, Path) or (isinstance(k, str) and Path(k).is_file()):
-                parsed.append(VerifierKey.from_vkey(Path(k).read_text().strip()))
             else:
-                parsed.append(VerifierKey.from_vkey(str(k).strip()))
-        except (CertdError, OSError) as e:
-            raise VerificationError(f"trusted key {k!s:.60}: {e}") from e
+                parsed.append(read_verifier_key(k))
+        except CertdError as e:
+            raise VerificationError(f"trusted key: {e}") from e
     return KeyRing(parsed)
 
 

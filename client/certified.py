@@ -4,7 +4,7 @@ Example::
 
     data = CertifiedDataset.from_jsonl(Path("forktrees.jsonl"), ratchet)
     for record in data: ...
-    data.refused   # [(line number, Admission), ...]
+    data.refused   # [(record index, Admission), ...]; data.line_numbers[index] in the file
 """
 
 from __future__ import annotations
@@ -38,27 +38,33 @@ class CertifiedDataset:
 
         data = CertifiedDataset.from_jsonl(Path("forktrees.jsonl"), ratchet)
         for record in data: ...
-        data.refused   # [(line number, Admission), ...]
+        data.refused   # [(record index, Admission), ...]; data.line_numbers[index] in the file
     """
 
     records: Iterable[Mapping[str, Any]]
     ratchet: Ratchet
     refused: list[tuple[int, Admission]] = field(default_factory=list)
+    #: the file line number (1-based, blank lines counted) of each record read so far, by
+    #: record index (``refused`` holds indices); empty unless read by ``from_jsonl``.
+    line_numbers: list[int] = field(default_factory=list)
 
     @classmethod
     def from_jsonl(cls, path: Path, ratchet: Ratchet) -> CertifiedDataset:
         """Records from a JSONL file (one record a line)."""
 
+        numbers: list[int] = []
+
         def lines() -> Iterator[Mapping[str, Any]]:
             with path.open(encoding="utf-8") as f:
-                for line in f:
+                for line_no, line in enumerate(f, 1):
                     if line.strip():
+                        numbers.append(line_no)
                         try:
                             yield json.loads(line)
                         except ValueError:
                             yield {"malformed": line[:100]}
 
-        return cls(lines(), ratchet)
+        return cls(lines(), ratchet, line_numbers=numbers)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         for n, record in enumerate(self.records):

@@ -3,7 +3,8 @@
 Example::
 
     forkgate verify-batch --server 127.0.0.1:50051 --in rollouts.jsonl --out verdicts.jsonl
-    forkgate certify --server 127.0.0.1:50051 --task '{"numbers":[25,5,4,3],"target":83}' \\
+    forkgate certify --server 127.0.0.1:50051 \\
+        --task '{"domain":"countdown","task":{"numbers":[25,5,4,3],"target":83}}' \\
         --label 25,- --witness '(25-5)*4+3' --out cert.json
     forkgate check-cert cert.json --trust certd-data/signing.pub
     forkgate guard --server 127.0.0.1:50051 --run run-1 --tasks band-3,band-4 --trust KEY
@@ -13,9 +14,11 @@ failed verification (``admit`` with a refused record unless ``--allow-refused``,
 on a certificate that does not verify, ``guard`` with a certificate that does not verify);
 2 usage or unreadable input; 3 certd unavailable.
 
-Input lines are ``{"id", "domain", "task", "response"}``; output lines are ``{"id", "status",
-"reward", "family", "detail", "verifier", "elapsed_ms"}``. A bad line gives an error line with
-its id (``"status": "ERROR"``), never a crash.
+verify-batch input lines are ``{"id", "domain", "task", "response", …}`` (``domain``
+required); each output line is the input object unchanged plus ``status``, ``reward``,
+``family``, ``kappa``, ``initiated``, ``labels``, ``detail``, ``verifier``, ``elapsed_ms``
+(docs/formats.md §9). A bad line gives an ``"status": "ERROR"`` line with its file line
+number, never a crash. Every user error is one line and an exit code, never a traceback.
 """
 
 from __future__ import annotations
@@ -25,131 +28,82 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from google.protobuf import json_format
 from tqdm import tqdm
 
+from certd.clihelp import finish_parser
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
+from certd.signing.dsse import KeyRing
 from certd.statements import verify_certificate
-from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
+from certd.v1 import authority_pb2, tasks_pb2
 
 from ._base import ClientSettings, load_keyring
-from .client import CertdClient
 from .connection import add_connection_flags, client_from_args, connection_from_args
-from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
+from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
 from .tasks import make_task
+from .verify_jsonl import verdict_line, verify_lines
 
-__all__ = ["default_ratchet_state", "main", "verdict_line"]
-
-
-def verdict_line(v: verifier_pb2.Verdict) -> dict[str, Any]:
-    """The JSONL output object of one verdict."""
-    return {
-        "id": v.id,
-        "status": tasks_pb2.VerdictStatus.Name(v.status),
-        "reward": v.reward,
-        "family": v.family.value if v.HasField("family") else None,
-        "kappa": v.family.kappa if v.HasField("family") else None,
-        "labels": {label.kappa: label.value for label in v.labels},
-        "detail": v.detail,
-        "verifier": v.verifier,
-        "elapsed_ms": round(v.elapsed_ms, 4),
-    }
+__all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
 
 
-def _error_line(item_id: Any, line_no: int, message: str, field: str = "") -> dict[str, Any]:
-    line = {"id": item_id, "line": line_no, "status": "ERROR", "error": message}
-    return {**line, "field": field} if field else line
-
-
-def _parse_line(line_no: int, text: str) -> verifier_pb2.VerifyRequest | dict[str, Any]:
-    """A request, or the error line for a malformed input line."""
+def _open_in(path: str) -> IO[str]:
+    """An input file, or stdin for ``-`` (a missing file is a usage error naming it)."""
+    if path == "-":
+        return open(sys.stdin.fileno(), encoding="utf-8", closefd=False)
     try:
-        obj = json.loads(text)
-    except ValueError as e:
-        return _error_line(None, line_no, f"not JSON: {e}")
-    if not isinstance(obj, dict):
-        return _error_line(None, line_no, "expected a JSON object")
-    item_id = obj.get("id")
-    try:
-        response = obj.get("response")
-        if not isinstance(response, str):
-            raise ValueError(f"response: expected a string, got {type(response).__name__}")
-        task = make_task(str(obj.get("domain", "countdown")), obj.get("task"))  # type: ignore[arg-type]
-    except ValueError as e:
-        return _error_line(item_id, line_no, str(e))
-    return verifier_pb2.VerifyRequest(
-        id=str(item_id if item_id is not None else line_no), task=task, response=response
-    )
-
-
-def _bad_index(error: InvalidRequestError) -> int | None:
-    """The item index a server-side INVALID_ARGUMENT names (``items[17].task...``)."""
-    if error.field.startswith("items["):
-        try:
-            return int(error.field[6 : error.field.index("]")])
-        except ValueError:
-            return None
-    return None
-
-
-def verify_lines(
-    client: CertdClient, lines: Sequence[str], batch_size: int
-) -> Iterator[dict[str, Any]]:
-    """Verify JSONL lines; yield one output object per line, in input order."""
-    for start in range(0, len(lines), batch_size):
-        parsed = [
-            _parse_line(start + i + 1, t) for i, t in enumerate(lines[start : start + batch_size])
-        ]
-        out: list[dict[str, Any] | None] = [p if isinstance(p, dict) else None for p in parsed]
-        pending = [i for i, p in enumerate(parsed) if not isinstance(p, dict)]
-        while pending:
-            reqs = [parsed[i] for i in pending]
-            try:
-                verdicts = client.verify_batch(reqs)  # type: ignore[arg-type]  # dicts filtered above
-            except InvalidRequestError as e:
-                bad = _bad_index(e)
-                if bad is None or bad >= len(pending):
-                    for i in pending:
-                        out[i] = _error_line(parsed[i].id, start + i + 1, str(e), e.field)  # type: ignore[union-attr]
-                    break
-                i = pending.pop(bad)
-                field = e.field[e.field.index("]") + 2 :]  # relative to the line
-                out[i] = _error_line(parsed[i].id, start + i + 1, str(e), field)  # type: ignore[union-attr]
-                continue
-            for i, v in zip(pending, verdicts, strict=True):
-                out[i] = verdict_line(v)
-            break
-        yield from (o for o in out if o is not None)
+        return open(path, encoding="utf-8")
+    except FileNotFoundError as e:
+        raise InvalidRequestError(f"{path}: no such file", field="in") from e
+    except IsADirectoryError as e:
+        raise InvalidRequestError(f"{path}: is a directory, not a file", field="in") from e
 
 
 def _cmd_verify_batch(args: argparse.Namespace) -> int:
-    lines = [ln for ln in Path(args.input).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if args.batch_size < 1:
+        raise InvalidRequestError(
+            f"--batch-size: expected >= 1, got {args.batch_size}", field="batch_size"
+        )
     settings = ClientSettings(batch_size=args.batch_size, timeout_s=args.timeout)
     counts: dict[str, int] = {}
+    total = 0
     with (
-        client_from_args(args, trusted_keys=args.trust or None, settings=settings) as client,
+        _open_in(args.input) as source,
+        client_from_args(args, trusted_keys=_trust_arg(args.trust), settings=settings) as client,
         _open_out(args.out) as sink,
     ):
-        bar = tqdm(total=len(lines), unit="resp", desc="verify", disable=None, file=sys.stderr)
-        for obj in verify_lines(client, lines, args.batch_size):
+        bar = tqdm(unit="resp", desc="verify", disable=None, file=sys.stderr)
+        for obj in verify_lines(client, source, args.batch_size):
             sink.write(json.dumps(obj, sort_keys=False) + "\n")
             counts[obj["status"]] = counts.get(obj["status"], 0) + 1
+            total += 1
             bar.update(1)
         bar.close()
-    summary = {"lines": len(lines), "statuses": counts, "out": args.out}
+    summary = {"lines": total, "statuses": counts, "out": args.out}
     print(
         json.dumps(summary)
         if args.json
-        else f"verified {len(lines)} lines: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        else f"verified {total} lines: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
         file=sys.stderr if args.out == "-" else sys.stdout,
     )
     return 0
+
+
+def _trust_arg(sources: list[str]) -> KeyRing | None:
+    """The ``--trust`` keys (None when none given); a bad one is a usage error (exit 2).
+
+    Raises:
+        InvalidRequestError: a file that does not exist, a private key, or not a vkey.
+    """
+    try:
+        return load_keyring(sources) if sources else None
+    except VerificationError as e:
+        reason = str(e).removeprefix("trusted key: ")
+        raise InvalidRequestError(f"--trust: {reason}", field="trust") from e
 
 
 def _open_out(path: str) -> IO[str]:
@@ -159,33 +113,34 @@ def _open_out(path: str) -> IO[str]:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    try:
-        task = make_task(args.domain, json.loads(args.task))
-    except ValueError as e:
-        raise InvalidRequestError(f"--task: {e}", field="task") from e
-    with client_from_args(args, trusted_keys=args.trust or None) as client:
+    task = _task_arg(args.domain, args.task)
+    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
-        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        with _open_out(args.out) as sink:
+            sink.write(json.dumps(doc, indent=1) + "\n")
     print(
         json.dumps(doc)
         if args.json
         else f"certified {args.label} at ledger index {cert.ledger_index} "
-        f"(id {cert.certificate_id}){' -> ' + args.out if args.out else ''}"
+        f"(id {cert.certificate_id}){' -> ' + args.out if args.out else ''}",
+        file=sys.stderr if args.out == "-" else sys.stdout,
     )
     return 0
 
 
 def _cmd_check_cert(args: argparse.Namespace) -> int:
-    keys = load_keyring(args.trust)
+    keys = _trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()
+    with _open_in(args.file) as f:
+        text = f.read()
     try:
-        json_format.Parse(Path(args.file).read_text(encoding="utf-8"), cert)
-    except (OSError, json_format.ParseError) as e:
+        json_format.Parse(text, cert)
+    except json_format.ParseError as e:
         raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
-    task = make_task(args.domain, json.loads(args.task)) if args.task else None
+    task = _task_arg(args.domain, args.task) if args.task else None
     try:
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
@@ -216,15 +171,52 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_jsonl(path: str) -> list[dict[str, Any]]:
+def _read_jsonl_numbered(path: str) -> list[tuple[int, Any]]:
+    """``(line number in the file, object)`` per non-blank line (``-`` reads stdin)."""
     out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError as e:
-                raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
+    with _open_in(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append((n, json.loads(line)))
+                except ValueError as e:
+                    raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
     return out
+
+
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    return [obj for _, obj in _read_jsonl_numbered(path)]
+
+
+def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
+    """A task from a flag: the ``{"domain": …, "task": {…}}`` object, or ``--domain`` plus the
+    task's own object. There is no default domain.
+
+    Raises:
+        InvalidRequestError: not JSON, no domain, or not the domain's shape.
+    """
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise InvalidRequestError(f"{flag}: not JSON: {e}", field="task") from e
+    if isinstance(obj, dict) and "domain" in obj:
+        # {"domain", "task"}; the flat {"domain", …task fields} form is an accepted alias
+        inner = obj["task"] if "task" in obj else {k: v for k, v in obj.items() if k != "domain"}
+        if domain and domain != obj["domain"]:
+            raise InvalidRequestError(
+                f"{flag}: domain {obj['domain']!r} but --domain {domain!r}", field="task"
+            )
+        domain, obj = str(obj["domain"]), inner
+    if not domain:
+        raise InvalidRequestError(
+            f'{flag}: no domain; pass {{"domain": "countdown"|"math"|"code", "task": {{…}}}} '
+            "or --domain",
+            field="task",
+        )
+    try:
+        return make_task(domain, obj)
+    except ValueError as e:
+        raise InvalidRequestError(f"{flag}: {e}", field="task") from e
 
 
 def _sampler(args: argparse.Namespace) -> Any:
@@ -253,16 +245,23 @@ def _sampler(args: argparse.Namespace) -> Any:
         return VLLMSampler(args.model)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return TransformersSampler(
-        AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
-    )
+    try:
+        model = AutoModelForCausalLM.from_pretrained(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+    except (OSError, ValueError) as e:  # Hugging Face's own multi-line message stays out
+        raise InvalidRequestError(
+            f"--model {args.model}: not a model directory or Hugging Face model id "
+            f"this machine can load ({type(e).__name__})",
+            field="model",
+        ) from e
+    return TransformersSampler(model, tokenizer)
 
 
 def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     from .forktree import ForkTreeBuilder
 
     tasks = _read_jsonl(args.tasks)
-    with client_from_args(args, trusted_keys=args.trust or None) as client:
+    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
         builder = ForkTreeBuilder(
             client,
             _sampler(args),
@@ -299,11 +298,13 @@ def _cmd_admit(args: argparse.Namespace) -> int:
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
+    keys = _trust_arg(args.trust)
+    assert keys is not None  # --trust is required
     conn = connection_from_args(args)
     client = conn.client() if conn is not None else None
     try:
         ratchet = Ratchet(
-            args.trust,
+            keys,
             kappas=set(args.kappa),
             consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
         )
@@ -321,8 +322,9 @@ def _cmd_admit(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    refused = [
-        {"line": n + 1, "reasons": [[r.value, d] for r, d in a.reasons]} for n, a in data.refused
+    refused: list[dict[str, Any]] = [
+        {"line": data.line_numbers[n], "reasons": [[r.value, d] for r, d in a.reasons]}
+        for n, a in data.refused
     ]
     print(
         json.dumps(
@@ -335,15 +337,37 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         if args.json
         else "\n".join(
             [f"admitted {admitted}, refused {len(refused)}"]
-            + [f"  line {x['line']}: {x['reasons']}" for x in refused]
+            + [
+                f"  line {x['line']}: "
+                + "; ".join(f"{code} ({detail})" for code, detail in x["reasons"])
+                for x in refused
+            ]
         )
     )
     return EXIT_REFUSED if refused and not args.allow_refused else EXIT_OK
 
 
+def _forktree_records(path: str) -> list[dict[str, Any]]:
+    """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
+    not one, e.g. a verify-batch verdict line)."""
+    out = []
+    for n, rec in _read_jsonl_numbered(path):
+        families = rec.get("families") if isinstance(rec, dict) else None
+        if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
+            verdict = isinstance(rec, dict) and "status" in rec
+            hint = " (this looks like verify-batch output)" if verdict else ""
+            raise InvalidRequestError(
+                f'{path}:{n}: not a fork-tree record (no "families" list){hint}; '
+                "metrics reads the output of forkgate build-forktrees",
+                field="in",
+            )
+        out.append(rec)
+    return out
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    records = _read_jsonl(args.input)
-    certified = sum(len(r.get("families", [])) for r in records)
+    records = _forktree_records(args.input)
+    certified = sum(len(r["families"]) for r in records)
     feasible = sum(r.get("feasible_labels") or 0 for r in records)
     info = {
         "tasks": len(records),
@@ -452,7 +476,7 @@ def _cmd_guard(args: argparse.Namespace) -> int:
     status = 0
     checked: list[str] = []
     if args.trust:
-        keys = load_keyring(args.trust)
+        keys = _trust_arg(args.trust)
         assert keys is not None
         for d in decisions:
             if d.accepted:
@@ -502,29 +526,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify-batch", help="verify a JSONL file of responses through certd")
     add_connection_flags(v)
-    v.add_argument("--in", dest="input", required=True)
+    v.add_argument(
+        "--in",
+        dest="input",
+        required=True,
+        help='input JSONL, one {"id", "domain", "task", "response", …} a line (\'-\' for stdin)',
+    )
     v.add_argument("--out", required=True, help="output JSONL ('-' for stdout)")
-    v.add_argument("--batch-size", type=int, default=1000)
+    v.add_argument("--batch-size", type=int, default=1000, help="lines per VerifyBatch call")
     v.add_argument("--timeout", type=float, default=120.0, help="seconds per batch call")
     v.add_argument("--trust", action="append", default=[], help="check receipts with this key")
     v.set_defaults(fn=_cmd_verify_batch)
 
     c = sub.add_parser("certify", help="certify one (task, label, witness)")
     add_connection_flags(c)
-    c.add_argument("--domain", default="countdown")
-    c.add_argument("--task", required=True, help="the task as JSON")
+    c.add_argument(
+        "--domain",
+        default="",
+        choices=["", "countdown", "math", "code"],
+        help="the task's domain, when --task is the bare task object",
+    )
+    c.add_argument(
+        "--task",
+        required=True,
+        help='the task as JSON: {"domain": …, "task": {…}} (docs/formats.md), or the bare '
+        "task object with --domain",
+    )
     c.add_argument("--label", required=True, help="e.g. 25,-")
     c.add_argument("--kappa", default="", help="default: the domain's κ")
     c.add_argument("--witness", required=True)
     c.add_argument("--trust", action="append", default=[])
-    c.add_argument("--out", default="", help="write the certificate JSON here")
+    c.add_argument("--out", default="", help="write the certificate JSON here ('-': stdout)")
     c.set_defaults(fn=_cmd_certify)
 
     k = sub.add_parser("check-cert", help="verify a certificate file offline")
-    k.add_argument("file")
+    k.add_argument("file", help="the certificate JSON (forkgate certify --out); '-' for stdin")
     k.add_argument("--trust", action="append", required=True, help="trusted log key (vkey or file)")
-    k.add_argument("--task", default="", help="also require this task (JSON)")
-    k.add_argument("--domain", default="countdown")
+    k.add_argument("--task", default="", help='also require this task: {"domain": …, "task": {…}}')
+    k.add_argument("--domain", default="", help="the domain, when --task is the bare task")
     k.set_defaults(fn=_cmd_check_cert)
 
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
@@ -570,10 +609,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(fn=_cmd_admit)
 
     mt = sub.add_parser("metrics", help="coverage figures of a fork-tree file")
-    mt.add_argument("--in", dest="input", required=True)
+    mt.add_argument(
+        "--in", dest="input", required=True, help="build-forktrees output JSONL ('-' for stdin)"
+    )
     mt.set_defaults(fn=_cmd_metrics)
 
-    d = sub.add_parser("demo", help="the main job on the embedded default (what `make run` does)")
+    d = sub.add_parser("demo", help="the older main-job driver (superseded by `forkgate run`)")
     d.add_argument("--workdir", default="out/demo")
     d.add_argument("--tasks", type=int, default=40)
     d.add_argument("--seed", type=int, default=0)
@@ -650,6 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kappa_calibrate(sub)
     for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    finish_parser(p, version=True)
     return p
 
 

@@ -506,6 +506,15 @@ class Ratchet:
         return env_hash, path.index
 
 
+def _describe(error: Exception) -> str:
+    """A one-line reason for a malformed record (no Python reprs: ``missing field 'task'``)."""
+    if isinstance(error, KeyError):
+        return f"missing field '{error.args[0]!s:.80}'"
+    if isinstance(error, TypeError):
+        return f"a field has the wrong type ({error!s:.160})"
+    return f"{error!s:.200}"
+
+
 def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family], _ProofMap]:
     try:
         task = as_task(record["task"])
@@ -516,7 +525,7 @@ def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family], _P
             json_format.ParseDict(fam["certificate"], cert)
             families.append(_Family(str(fam["label"]), str(fam["witness"]), cert))
     except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"record: {e!r:.200}") from e
+        raise Refused(Reason.MALFORMED, f"record: {_describe(e)}") from e
     return task, families, attached
 
 
@@ -554,7 +563,7 @@ def _parse_group(
             json_format.ParseDict(record["certificate"], cert)
             fam = _Family(family, str(record["witness"]), cert)
     except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"group: {e!r:.200}") from e
+        raise Refused(Reason.MALFORMED, f"group: {_describe(e)}") from e
     if not rollouts:
         raise Refused(Reason.MALFORMED, "group has no rollouts")
     return task, family, rollouts, fam, attached

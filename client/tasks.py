@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,12 +106,41 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
 
 
 def as_task(task: TaskLike) -> tasks_pb2.Task:
-    """Accept a task message, or a JSON object with a ``domain`` key (default countdown).
+    """Accept a task message, or a JSON object with a ``domain`` key.
+
+    Forms: ``{"domain": "math", "task": {"gold": "1/2"}}`` (the JSONL contract) or the flat
+    ``{"domain": "math", "gold": "1/2"}`` (TRL/verl columns). An object without ``domain`` is
+    an error, except the Countdown shape ``{"numbers", "target"}``, still read as Countdown
+    with a ``DeprecationWarning``.
+
+    Example:
+        >>> as_task({"domain": "math", "task": {"gold": "1/2"}}).math.gold
+        '1/2'
+        >>> as_task({"gold": "1/2"})
+        Traceback (most recent call last):
+        ValueError: domain: required ("countdown", "math" or "code"); got a task without one
 
     Raises:
-        ValueError: the object is malformed.
+        ValueError: the object is malformed or has no domain.
     """
     if isinstance(task, tasks_pb2.Task):
         return task
-    body = {k: v for k, v in task.items() if k != "domain"}
-    return make_task(str(task.get("domain", "countdown")), body)
+    if not isinstance(task, Mapping):
+        raise ValueError(f"task: expected an object, got {type(task).__name__}")
+    domain = task.get("domain")
+    if domain is None:
+        if "numbers" not in task or "target" not in task:
+            raise ValueError(
+                'domain: required ("countdown", "math" or "code"); got a task without one'
+            )
+        warnings.warn(
+            'a task without "domain" is read as Countdown; add "domain": "countdown"',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        domain = "countdown"
+    if not isinstance(domain, str):
+        raise ValueError(f"domain: expected a string, got {domain!r}")
+    if set(task) == {"domain", "task"}:
+        return make_task(domain, task["task"])
+    return make_task(domain, {k: v for k, v in task.items() if k != "domain"})

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,9 @@ def _success(row: Mapping[str, Any], where: str) -> float:
     raise ValueError(f"{where}: needs success, correct or status")
 
 
-def rollouts_by_kappa(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Rollout]]:
+def rollouts_by_kappa(
+    rows: Iterable[Mapping[str, Any]], line_numbers: Sequence[int] = ()
+) -> dict[str, list[Rollout]]:
     """Group JSONL rows into labelled rollouts, per κ.
 
     A row names its task (``task``, ``task_id`` or ``question``), its success (``success``
@@ -152,6 +154,7 @@ def rollouts_by_kappa(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Rollo
 
     Args:
         rows: parsed JSON objects.
+        line_numbers: each row's line in its file; messages then say ``line N``, not ``row N``.
 
     Raises:
         ValueError: a row without a task, a success or any label (the message names the row).
@@ -161,7 +164,7 @@ def rollouts_by_kappa(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Rollo
     """
     out: dict[str, list[Rollout]] = defaultdict(list)
     for n, row in enumerate(rows, 1):
-        where = f"row {n}"
+        where = f"line {line_numbers[n - 1]}" if n <= len(line_numbers) else f"row {n}"
         if row.get("status") in _SKIP:
             continue
         task = row.get("task", row.get("task_id", row.get("question")))

@@ -23,6 +23,7 @@ from certd.signing.keys import (
     VerifierKey,
     compute_key_id,
     load_signing_key,
+    read_verifier_key,
     save_signing_key,
     validate_key_name,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "open_note",
     "pae",
     "parse_statement",
+    "read_verifier_key",
     "save_signing_key",
     "sha256_hex",
     "sign_envelope",

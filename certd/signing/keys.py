@@ -45,6 +45,7 @@ __all__ = [
     "VerifierKey",
     "compute_key_id",
     "load_signing_key",
+    "read_verifier_key",
     "save_signing_key",
     "validate_key_name",
 ]
@@ -421,3 +422,39 @@ def load_signing_key(path: Path) -> SigningKey:
     except (OSError, UnicodeDecodeError) as e:
         raise SigningError(f"cannot read key file {path}") from e
     return SigningKey.from_private_string(text)
+
+
+def read_verifier_key(source: str | Path) -> VerifierKey:
+    """A verifier key from a file holding a vkey, or from the vkey text itself (``--trust``).
+
+    Example:
+        >>> key = SigningKey.generate("certd.example/log")
+        >>> read_verifier_key(key.verifier().to_vkey()).key_id_hex == key.key_id_hex
+        True
+        >>> read_verifier_key("no/such/signing.pub")
+        Traceback (most recent call last):
+        certd.errors.SigningError: no/such/signing.pub: no such file (and not a vkey)
+
+    Raises:
+        SigningError: one line saying what is wrong: no such file, a private key given where
+            the public one belongs, or text that is not a vkey.
+    """
+    path = Path(source)
+    is_file = path.is_file()
+    try:
+        text = path.read_text(encoding="utf-8").strip() if is_file else str(source).strip()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise SigningError(f"{source}: cannot read: {reason}") from e
+    where = f"{source}: " if is_file else ""
+    if text.startswith(_PRIVATE_PREFIX):
+        raise SigningError(
+            f"{where or 'this '}is a private signing key; trust its public key instead "
+            "(signing.pub in the data dir, or `certd keygen`'s vkey)"
+        )
+    if not is_file and text.count("+") < 2:
+        raise SigningError(f"{source}: no such file (and not a vkey)")
+    try:
+        return VerifierKey.from_vkey(text)
+    except SigningError as e:
+        raise SigningError(f"{where}not a verifier key (name+keyid+base64): {e}") from e

@@ -175,10 +175,15 @@ def test_verify_batch_file_with_bad_lines(served: LocalCertd, tmp_path: Path) ->
         "WRONG_ANSWER",
         "ERROR",
     ]
-    assert [o["id"] for o in out] == ["a", None, "b", "c", "d", "e"]
+    assert [o.get("id") for o in out] == ["a", None, "b", "c", "d", "e"]
+    assert [o.get("line") for o in out] == [None, 2, 3, 4, None, 6]
     assert set(out[0]) == {
         "id",
+        "domain",
+        "task",
+        "response",
         "status",
+        "initiated",
         "reward",
         "family",
         "kappa",
@@ -196,7 +201,7 @@ def test_verify_batch_file_with_bad_lines(served: LocalCertd, tmp_path: Path) ->
 def test_certify_and_check_cert(served: LocalCertd, tmp_path: Path) -> None:
     address, data = served.address, served.data_dir
     cert = tmp_path / "cert.json"
-    task = json.dumps({"numbers": [25, 5, 4, 3], "target": 83})
+    task = json.dumps({"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}})
     run = _run(
         "forkgate.cli",
         "certify",
@@ -216,7 +221,9 @@ def test_certify_and_check_cert(served: LocalCertd, tmp_path: Path) -> None:
     ok = _run("forkgate.cli", "check-cert", str(cert), "--trust", pub, "--task", task, "--json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads(ok.stdout)["label"] == "4,*"
-    other_task = json.dumps({"numbers": [25, 5, 4, 3], "target": 84})
+    other_task = json.dumps(
+        {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 84}}
+    )
     wrong = _run("forkgate.cli", "check-cert", str(cert), "--trust", pub, "--task", other_task)
     assert wrong.returncode == 1
     doc = json.loads(cert.read_text())

@@ -143,7 +143,7 @@ def test_cli_verbs_take_the_replicas_and_tls_settings(cluster: Cluster, pki: Pki
         "--token-file", str(pki.token_file("c-token")),
         "--tls-server-name", pki.server_name,
     ]  # fmt: skip
-    task = json.dumps({"numbers": [25, 5, 4, 3], "target": 83})
+    task = json.dumps({"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}})
     certify = [*base, "certify", *flags, "--task", task, "--label", "25,-"]
     done = subprocess.run(
         [*certify, "--witness", "(25-5)*4+3", "--trust", cluster.vkey, "--json"],
