@@ -30,6 +30,7 @@ __all__ = [
     "PromotionRefusedError",
     "ResourceExhaustedError",
     "ServerError",
+    "SetupError",
     "UnimplementedError",
     "VerificationError",
     "forkgate_exit_code",
@@ -102,6 +103,10 @@ class PromotionRefusedError(ForkgateError):
         self.drops = drops
 
 
+class SetupError(ForkgateError):
+    """This install or machine cannot do what was asked (a missing extra, no GPU): usage, exit 2."""
+
+
 class NotFoundError(ForkgateError):
     """No such certificate, entry or tree size."""
 
@@ -122,6 +127,6 @@ def forkgate_exit_code(error: ForkgateError) -> int:
     """The CLI exit code of a client error (``certd.exitcodes``: 1 refused, 2 usage, 3 down)."""
     if isinstance(error, CertdUnavailableError | DeadlineExceededError):
         return 3
-    if isinstance(error, InvalidRequestError | NotFoundError):
+    if isinstance(error, InvalidRequestError | NotFoundError | SetupError):
         return 2  # usage: a bad argument, or a name (run, certificate, size) that is not there
     return 1

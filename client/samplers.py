@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import ForkgateError
+from .errors import ForkgateError, SetupError
 
 if TYPE_CHECKING:
     from .policy.policy import Policy
@@ -34,6 +34,7 @@ __all__ = [
     "Sample",
     "Sampler",
     "SamplerError",
+    "SamplerSetupError",
     "TransformersSampler",
     "VLLMSampler",
 ]
@@ -41,6 +42,10 @@ __all__ = [
 
 class SamplerError(ForkgateError):
     """A sampler backend failed or answered something unusable."""
+
+
+class SamplerSetupError(SamplerError, SetupError):
+    """A sampler this install cannot run (its extra is not installed): usage, exit 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +350,7 @@ class VLLMSampler:
         try:
             import vllm
         except ImportError as e:
-            raise SamplerError(
+            raise SamplerSetupError(
                 "the vllm sampler needs `pip install forkgate[vllm]` and a GPU"
             ) from e
         if self._llm is None:
