@@ -202,7 +202,8 @@ class CertdClient:
         """Ask for a feasibility certificate for (task, label) with a witness.
 
         ``fields`` are the claimed label's fields; the learned κ's first Certify of a question
-        carries its rollouts' first steps there (``{"steps": json.dumps([...])}``).
+        carries the question's rollouts there (``{"responses": json.dumps([...])}``); certd
+        clusters the first steps of the ones that verify CORRECT.
 
         Raises:
             CertificationRefusedError: the witness is wrong, carries another label, or is a

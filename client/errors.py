@@ -77,8 +77,8 @@ class CertificationRefusedError(ForkgateError):
     """certd refused to certify.
 
     Attributes:
-        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN or
-            CLUSTERS_REQUIRED.
+        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN,
+            CLUSTERS_REQUIRED or CLUSTERS_UNVERIFIED.
     """
 
     def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:

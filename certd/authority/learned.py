@@ -4,17 +4,21 @@ Example (see tests/integration/test_learned_kappa_service.py for a running serve
 
     labeller = LearnedLabeller.from_config(cfg)        # None when no task set uses it
     labeller.default_kappa(task)                        # the κ the task's set chose, or ""
-    labelled = labeller.label(task, kappa, witness, fields, index)
+    labelled = labeller.label(digest, domain, kappa, witness, fields, index, verify=...)
     labelled.family.label, labelled.canonical           # 'k2', 'learned:k2'
 
-**The first certificate of a (task, κ)** must carry the question's rollouts' first steps in
-the claimed label's fields (``fields["steps"]``: a JSON array of strings, at least
-``min_fit_steps``). certd embeds and clusters them itself (``certd.kappa``, its own
-parameters: the client chooses the sample, never the clusters), labels the witness, and
-records the fitted model in that certificate's ``label_fields``: ``clusters`` (centroids,
-names, sizes, medoids, method), ``clusters_digest`` and ``clusters_steps`` (the sorted steps,
-so anyone can refit). **Every later certificate** of the same (task, κ) is labelled with the
-recorded centroids, whatever steps its request carries, and names them by ``clusters_digest``
+**The first certificate of a (task, κ)** must carry the question's rollouts in the claimed
+label's fields (``fields["responses"]``: a JSON array of strings, at most ``max_fit_steps``).
+certd verifies every distinct rollout with the domain's checker and keeps the first steps of
+the CORRECT ones (at least ``min_fit_steps``): a client cannot shape the clusters with decoy
+steps no correct solution writes. certd embeds and clusters those steps itself
+(``certd.kappa``, its own parameters: the client chooses the sample, never the clusters),
+labels the witness, and records the fitted model in that certificate's ``label_fields``:
+``clusters`` (centroids, names, sizes, medoids, method), ``clusters_digest``,
+``clusters_steps`` (the sorted steps, so anyone can refit) and ``clusters_responses`` (the
+SHA-256 of the verified rollouts, sorted, as a JSON array).
+**Every later certificate** of the same (task, κ) is labelled with the recorded centroids,
+whatever rollouts its request carries, and names them by ``clusters_digest``
 and ``clusters_index`` (the ledger index of the record): its label is checkable by anyone who
 embeds its witness's first step with the same model. Between a fit and its first durable
 certificate the model is kept in memory, so concurrent first requests share one fit.
@@ -23,9 +27,10 @@ certificate the model is kept in memory, so concurrent first requests share one 
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from certd.authority.index import CertificateIndex
@@ -40,6 +45,9 @@ __all__ = ["LearnedLabel", "LearnedLabeller"]
 
 LEARNED = "learned"
 
+Verify = Callable[[Sequence[str]], list[bool]]
+"""Whether each of a question's rollouts verifies CORRECT (the domain's checker)."""
+
 
 @dataclass(frozen=True, slots=True)
 class LearnedLabel:
@@ -51,11 +59,12 @@ class LearnedLabel:
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    """A fitted model, where it is recorded (-1: not yet) and the steps it was fitted on."""
+    """A fitted model, where it is recorded (-1: not yet) and what it was fitted on."""
 
     model: ClusterModel
     index: int
     steps: str
+    responses: str = ""  # SHA-256 of the verified rollouts (JSON, sorted) it was fitted on
 
 
 def _refuse(reason: str, detail: str) -> CertificationRefusedError:
@@ -181,46 +190,73 @@ class LearnedLabeller:
             while len(self._models) > self._cfg.max_models:
                 self._models.popitem(last=False)
 
-    def _fit(self, key: tuple[str, str], fields: Mapping[str, str]) -> _Known:
-        """Fit the steps a first request carries (or reuse a concurrent request's fit)."""
-        raw = fields.get("steps", "")
-        if not raw:
-            raise _refuse(
-                "CLUSTERS_REQUIRED",
-                "no clusters are recorded for this task and κ yet: the first Certify must "
-                "carry the question's rollouts' first steps in label.fields['steps'] "
-                "(a JSON array of strings)",
-            )
-        try:
-            steps = json.loads(raw)
-        except ValueError as e:
-            raise InvalidInputError(f"label.fields['steps']: {e}", field="label.fields") from e
+    def _fit(
+        self, key: tuple[str, str], domain: str, fields: Mapping[str, str], verify: Verify
+    ) -> _Known:
+        """Fit the first steps of the verified rollouts a first request carries (or reuse a
+        concurrent request's fit)."""
+        responses = self._responses(fields)
+        distinct = sorted(set(responses))
+        correct = [r for r, ok in zip(distinct, verify(distinct), strict=True) if ok]
+        steps = [s for s in (first_step(domain, r) for r in correct) if s]
         cfg = self._cfg
-        if not isinstance(steps, list) or not all(isinstance(s, str) and s for s in steps):
-            raise InvalidInputError(
-                "label.fields['steps']: expected a JSON array of non-empty strings",
-                field="label.fields",
+        if len(steps) < cfg.min_fit_steps:
+            raise _refuse(
+                "CLUSTERS_UNVERIFIED",
+                f"label.fields['responses']: {len(correct)} of {len(distinct)} distinct "
+                f"rollouts verify CORRECT and {len(steps)} of those write a first step; a fit "
+                f"needs at least min_fit_steps={cfg.min_fit_steps}",
             )
-        if not cfg.min_fit_steps <= len(steps) <= cfg.max_fit_steps:
-            raise InvalidInputError(
-                f"label.fields['steps']: expected {cfg.min_fit_steps}..{cfg.max_fit_steps} "
-                f"steps, got {len(steps)}",
-                field="label.fields",
-            )
-        if any(len(s) > cfg.max_step_chars for s in steps):
-            raise InvalidInputError(
-                f"label.fields['steps']: a step is over max_step_chars={cfg.max_step_chars}",
-                field="label.fields",
-            )
+        steps = [s[: cfg.max_step_chars] for s in steps]
         params = self._params[key[0]]
         model = LearnedKappa("", self._get_embedder(), params).fit_steps(steps)
-        fitted = _Known(model, -1, json.dumps(sorted(steps), ensure_ascii=False))
+        digest = hashlib.sha256(json.dumps(correct, ensure_ascii=False).encode()).hexdigest()
+        fitted = _Known(model, -1, json.dumps(sorted(steps), ensure_ascii=False), digest)
         with self._lock:
             known = self._models.get(key)
             if known is not None:
                 return known  # a concurrent first request fitted first: one model per key
         self._remember(key, fitted)
         return fitted
+
+    def _responses(self, fields: Mapping[str, str]) -> list[str]:
+        """The rollouts a first request carries in ``label.fields['responses']``.
+
+        Raises:
+            CertificationRefusedError: none carried (``CLUSTERS_REQUIRED``).
+            InvalidInputError: not a JSON array of strings, or over ``max_fit_steps``.
+        """
+        if "steps" in fields:
+            raise InvalidInputError(
+                "label.fields['steps'] is not accepted: send the question's rollouts in "
+                "label.fields['responses'] (a JSON array of strings); certd verifies them and "
+                "clusters the first steps of the correct ones",
+                field="label.fields",
+            )
+        raw = fields.get("responses", "")
+        if not raw:
+            raise _refuse(
+                "CLUSTERS_REQUIRED",
+                "no clusters are recorded for this task and κ yet: the first Certify must "
+                "carry the question's rollouts in label.fields['responses'] "
+                "(a JSON array of strings)",
+            )
+        try:
+            responses = json.loads(raw)
+        except ValueError as e:
+            raise InvalidInputError(f"label.fields['responses']: {e}", field="label.fields") from e
+        if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
+            raise InvalidInputError(
+                "label.fields['responses']: expected a JSON array of strings",
+                field="label.fields",
+            )
+        if len(responses) > self._cfg.max_fit_steps:
+            raise InvalidInputError(
+                f"label.fields['responses']: at most max_fit_steps={self._cfg.max_fit_steps} "
+                f"rollouts, got {len(responses)}",
+                field="label.fields",
+            )
+        return responses
 
     def label(
         self,
@@ -230,14 +266,16 @@ class LearnedLabeller:
         witness: str,
         fields: Mapping[str, str],
         index: CertificateIndex,
+        verify: Verify,
     ) -> LearnedLabel:
         """The witness's family under the learned κ of its task.
 
         Raises:
             CertificationRefusedError: the task's set did not choose the learned κ
-                (``KAPPA_UNKNOWN``), or no clusters are recorded and the request carries no
-                steps (``CLUSTERS_REQUIRED``).
-            InvalidInputError: the steps carried are malformed or over the limits.
+                (``KAPPA_UNKNOWN``), no clusters are recorded and the request carries no
+                rollouts (``CLUSTERS_REQUIRED``), or too few of them verify CORRECT
+                (``CLUSTERS_UNVERIFIED``).
+            InvalidInputError: the rollouts carried are malformed or over the limits.
 
         Returns:
             The label (with the record's fields) and the gate key ``learned:<label>``.
@@ -248,7 +286,7 @@ class LearnedLabeller:
                 f"κ {kappa!r} is not chosen for this task (learned_kappa.task_sets)",
             )
         key = (task_digest, kappa)
-        known = self._recorded(key, index) or self._fit(key, fields)
+        known = self._recorded(key, index) or self._fit(key, domain, fields, verify)
         model = known.model
         step = first_step(domain, witness)
         vector = None if step is None else self._get_embedder().embed([step])[0]
@@ -261,6 +299,7 @@ class LearnedLabeller:
         else:  # this certificate records the model
             out["clusters"] = model.to_json()
             out["clusters_steps"] = known.steps
+            out["clusters_responses"] = known.responses
         if label == OUTSIDE:
             out["outside"] = "true"
         return LearnedLabel(Family(kappa, label, out), f"learned:{label}")

@@ -165,7 +165,16 @@ class Authority:
         if learned is not None:  # the label depends on the question's recorded clusters
             try:
                 labelled = learned.label(
-                    task.digest, task.domain, kappa, witness, fields or {}, self._index
+                    task.digest,
+                    task.domain,
+                    kappa,
+                    witness,
+                    fields or {},
+                    self._index,
+                    verify=lambda rs: [
+                        v.status is Status.CORRECT
+                        for v in checker.verify_batch([(task.value, r) for r in rs])
+                    ],
                 )
             except CertificationRefusedError as e:
                 return _refusal(e.reason, str(e), verdict)

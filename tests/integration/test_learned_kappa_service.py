@@ -7,6 +7,7 @@ labelled from the record, also after a restart; the task set's config chooses th
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,19 @@ FACTOR = "Factoring the quadratic: x^2 + 5x + 6 = (x + 3)(x + 2). So \\boxed{-2}
 FACTOR_TOO = "It factors as (x + 3)(x + 2) = 0, and the larger root is \\boxed{-2}."
 
 
+def _rollouts(steps: list[str], gold: str = "-2") -> str:
+    """Correct rollouts that open with ``steps`` (distinct texts, so repeats stay repeats)."""
+    return json.dumps(
+        [f"{s} Check {i}: so the answer is \\boxed{{{gold}}}." for i, s in enumerate(steps)]
+    )
+
+
+def _countdown_rollouts(steps: list[str]) -> str:
+    return json.dumps(
+        [f"<think>{s}, try {i}</think><answer>(25-5)*4+3</answer>" for i, s in enumerate(steps)]
+    )
+
+
 def _config(data: Path) -> CertdConfig:
     return CertdConfig.model_validate(
         {
@@ -47,7 +61,11 @@ def _config(data: Path) -> CertdConfig:
                     {
                         "name": "algebra",
                         "kappa": "learned",
-                        "tasks": [{"math": QUESTION_PB}, {"math": {"gold": "x = -3"}}],
+                        "tasks": [
+                            {"math": QUESTION_PB},
+                            {"math": {"gold": "x = -3"}},
+                            {"math": HOSTILE_PB},
+                        ],
                     },
                     {"name": "plain", "kappa": "math.route.v1", "tasks": [{"math": OTHER_PB}]},
                     {
@@ -68,11 +86,17 @@ def _config(data: Path) -> CertdConfig:
     )
 
 
+HOSTILE = {
+    "domain": "math",
+    "gold": "-2.0",  # its own digest (the gold), equal to -2
+    "question": "Hostile: the larger root of x^2+5x+6?",
+}
 THIRD = {"domain": "math", "gold": "x = -2"}  # the digest is over the gold only
 COUNTDOWN = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 COUNTDOWN_PB = {"numbers": [25, 5, 4, 3], "target": 83}
 QUESTION_PB = {k: v for k, v in QUESTION.items() if k != "domain"}
 THIRD_PB = {k: v for k, v in THIRD.items() if k != "domain"}
+HOSTILE_PB = {k: v for k, v in HOSTILE.items() if k != "domain"}
 OTHER_PB = {k: v for k, v in OTHER.items() if k != "domain"}
 
 
@@ -115,13 +139,16 @@ def test_first_certificate_fits_and_records_the_clusters(
             c.certify(QUESTION, label, FORMULA, kappa=kappa)  # no steps, nothing recorded
         assert e.value.reason == "CLUSTERS_REQUIRED"
         with pytest.raises(InvalidRequestError):
-            c.certify(QUESTION, label, FORMULA, kappa=kappa, fields={"steps": "[1, 2]"})
+            c.certify(QUESTION, label, FORMULA, kappa=kappa, fields={"responses": "[1, 2]"})
         with pytest.raises(InvalidRequestError):  # over learned_kappa.max_fit_steps
             c.certify(
-                QUESTION, label, FORMULA, kappa=kappa, fields={"steps": json.dumps(["x = 1"] * 257)}
+                QUESTION, label, FORMULA, kappa=kappa, fields={"responses": _rollouts(["x"] * 257)}
             )
+        with pytest.raises(InvalidRequestError) as bad:  # bare steps are no longer trusted
+            c.certify(QUESTION, label, FORMULA, kappa=kappa, fields={"steps": json.dumps(STEPS)})
+        assert "responses" in str(bad.value)
         # Clusters the client offers are ignored: certd fits the steps itself.
-        steps = {"steps": json.dumps(STEPS), "clusters": '{"names": ["k1"]}'}
+        steps = {"responses": _rollouts(STEPS), "clusters": '{"names": ["k1"]}'}
         cert = c.certify(QUESTION, label, FORMULA, kappa=kappa, fields=steps)
     fields = dict(cert.label.fields)
     assert cert.label.kappa == kappa and cert.label.value == label
@@ -142,7 +169,7 @@ def test_later_labels_come_from_the_record(server: CertdServer, local: LearnedKa
     assert factor != first
     with _client(server) as c:
         # Steps sent with a later request cannot re-cluster the question.
-        decoy = {"steps": json.dumps(["Factor: (x+2)(x+3) = 0."] * 8)}
+        decoy = {"responses": _rollouts(["Factor: (x+2)(x+3) = 0."] * 8)}
         cert = c.certify(QUESTION, factor, FACTOR, kappa=kappa, fields=decoy)
         fields = dict(cert.label.fields)
         assert "clusters" not in fields
@@ -179,7 +206,7 @@ def test_the_task_sets_config_chooses_the_kappa(server: CertdServer, local: Lear
         with pytest.raises(CertificationRefusedError) as e:
             c.certify(THIRD, label, FACTOR, kappa=local.name)
         assert e.value.reason == "KAPPA_UNKNOWN"
-        cert = c.certify(THIRD, label, FACTOR, fields={"steps": json.dumps(STEPS)})
+        cert = c.certify(THIRD, label, FACTOR, fields={"responses": _rollouts(STEPS)})
         assert cert.label.kappa == coarse.name and coarse.name.endswith("upgma-cos0.6")
         # A task in no set keeps the domain default, and no learned κ.
         free = {"domain": "math", "gold": "4"}
@@ -195,7 +222,9 @@ def test_countdown_under_the_learned_kappa(server: CertdServer, local: LearnedKa
     witness = "<think>25-5=20, 20*4=80, 80+3=83</think><answer>(25-5)*4+3</answer>"
     label = cd.labels(cd.fit_steps(steps), [witness])[0]
     with _client(server) as c:
-        cert = c.certify(COUNTDOWN, label, witness, fields={"steps": json.dumps(steps)})
+        cert = c.certify(
+            COUNTDOWN, label, witness, fields={"responses": _countdown_rollouts(steps)}
+        )
         assert cert.label.kappa == cd.name and cert.label.fields["step"] == "25-5=20"
         tree = c.get_fork_tree(COUNTDOWN)  # the set's κ is the fork tree's default too
         assert tree.kappa == cd.name and [t.label.value for t in tree.certificates] == [label]
@@ -215,7 +244,7 @@ def test_concurrent_first_requests_share_one_fit(server: CertdServer, local: Lea
 
     def certify(i: int) -> object:
         label = local.labels(fits[i], [witnesses[i]])[0]
-        fields = {"steps": json.dumps(samples[i])}
+        fields = {"responses": _rollouts(samples[i], gold="-3")}
         with _client(server) as c:
             try:
                 return c.certify(task, label, witnesses[i], kappa=local.name, fields=fields)
@@ -231,6 +260,34 @@ def test_concurrent_first_requests_share_one_fit(server: CertdServer, local: Lea
     ]
     digests = {c.label.fields["clusters_digest"] for c in certs}  # type: ignore[attr-defined]
     assert len(digests) == 1 and digests <= {f.digest for f in fits}
+
+
+def test_a_hostile_first_certifier_cannot_shape_the_clusters(
+    server: CertdServer, local: LearnedKappa
+) -> None:
+    """Only the first steps of distinct rollouts that verify CORRECT are clustered: decoy
+    steps in wrong rollouts, and one rollout repeated, weigh nothing."""
+    decoys = json.loads(_rollouts([f"Decoy move {i}: x = {i} + {i}." for i in range(40)], "7"))
+    honest = json.loads(_rollouts(STEPS))
+    label = _predicted(local, FORMULA)
+    with _client(server) as c:
+        few = decoys + honest[:3] * 30  # 3 distinct correct rollouts: under min_fit_steps
+        with pytest.raises(CertificationRefusedError) as e:
+            c.certify(
+                HOSTILE, label, FORMULA, kappa=local.name, fields={"responses": json.dumps(few)}
+            )
+        assert e.value.reason == "CLUSTERS_UNVERIFIED" and "3 of 43" in str(e.value)
+        mixed = decoys + honest + [honest[0]] * 30
+        cert = c.certify(
+            HOSTILE, label, FORMULA, kappa=local.name, fields={"responses": json.dumps(mixed)}
+        )
+    fields = dict(cert.label.fields)
+    assert json.loads(fields["clusters_steps"]) == sorted(STEPS)
+    assert ClusterModel.from_json(fields["clusters"], local.params, dim=EMBED_DIM) == (
+        local.fit_steps(STEPS)
+    )
+    verified = json.dumps(sorted(honest), ensure_ascii=False).encode()
+    assert fields["clusters_responses"] == hashlib.sha256(verified).hexdigest()
 
 
 def test_the_record_survives_a_restart(
