@@ -1,13 +1,13 @@
 """Domain dispatch: one checker per domain, chosen by the task's domain name.
 
 Example:
-    >>> from certd.authority.code_checker import CodeChecker
-from certd.config import CertdConfig
+    >>> from certd.config import CertdConfig
     >>> checkers = Checkers(CertdConfig())
-    >>> checkers.for_domain("countdown").kappa
-    'countdown.first-op.v1'
+    >>> checkers.for_domain("countdown").kappas
+    ('countdown.first-op.v1',)
     >>> checkers.domains
-    ('countdown', 'code')
+    ('countdown', 'code', 'math')
+    >>> checkers.close()
 
 A domain plugs in with a checker (the ``Checker`` protocol below), a wire converter in
 ``certd.service.convert`` and a config section; see docs/architecture.md.

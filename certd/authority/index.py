@@ -4,8 +4,8 @@ Example:
     >>> idx = CertificateIndex(None)
     >>> idx.add(IndexedCertificate(index=0, task_digest="ab" * 32, kappa="k", label="25,-",
     ...     label_fields={}, canonical_digest="cd", witness="(25-5)*4+3", envelope=b"{}"))
-    >>> idx.get("ab" * 32, "k", "25,-").index, idx.label_for_canonical("ab" * 32, "k", "cd")
-    (0, '25,-')
+    >>> idx.labels("ab" * 32, "k"), idx.label_for_canonical("ab" * 32, "k", "cd")
+    ([0], '25,-')
 
 The ledger is the source of truth; the index is rebuilt from it at start-up (from the entries
 appended under a ``feasibility/`` key, which the store lists without reading the others) and

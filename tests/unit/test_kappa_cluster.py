@@ -190,21 +190,3 @@ def test_math_corpus_is_seeded_and_routes_are_known() -> None:
     direct = [r for r in a if r.route == "direct"]
     assert direct and all(r.response.startswith("The answer is") for r in direct)
     assert math_corpus(problems_per_family=2, solutions=12, seed=6) != a
-
-
-def test_module_examples_run() -> None:
-    import doctest
-
-    import certd.kappa.agreement
-    import certd.kappa.cluster
-    import certd.kappa.math_corpus
-    import certd.kappa.steps
-
-    for module in (
-        certd.kappa.agreement,
-        certd.kappa.cluster,
-        certd.kappa.math_corpus,
-        certd.kappa.steps,
-    ):
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib
 
 import pytest
@@ -50,10 +49,10 @@ MODULES = [
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name: str) -> None:
+def test_every_module_has_an_example(name: str) -> None:
+    """Each module opens with a runnable example (tests/unit/test_doctests.py runs it)."""
     module = importlib.import_module(name)
     assert module.__doc__ and ">>>" in module.__doc__, f"{name} has no runnable example"
-    assert doctest.testmod(module).failed == 0
 
 
 def result(status: ExecStatus = ExecStatus.OK, **kw: object) -> ExecResult:

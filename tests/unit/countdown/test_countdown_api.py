@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import doctest
 import importlib
 import pkgutil
 from pathlib import Path
@@ -37,8 +36,7 @@ def test_module_docstring_opens_with_a_runnable_example(name: str) -> None:
     module = importlib.import_module(name)
     assert module.__doc__ is not None
     assert "Example:" in module.__doc__.split("\n\n")[1]
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
+    assert ">>>" in module.__doc__  # run by tests/unit/test_doctests.py
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE_DIR.glob("*.py")), ids=lambda p: p.name)
