@@ -451,9 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
     r.set_defaults(fn=_cmd_kappa_report)
 
+    from certd.config_cli import add_parser as add_config_parser
+    from certd.info_cli import add_parser as add_info_parser
     from certd.ops_cli import add_parsers as add_ops_parsers
 
     add_ops_parsers(sub)
+    add_info_parser(sub)
+    add_config_parser(sub)
 
     for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")

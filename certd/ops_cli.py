@@ -37,9 +37,19 @@ from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
 from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 
-__all__ = ["WitnessFollower", "add_parsers", "log_channel"]
+__all__ = ["WitnessFollower", "add_parsers", "log_channel", "tls_flags"]
 
 log = logging.getLogger("certd.witness")
+
+
+def _read(path: Path, flag: str) -> bytes:
+    """A TLS file's bytes; a missing or unreadable one is a usage error (exit 2)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as e:
+        raise InvalidInputError(f"{flag}: {path}: no such file", field=flag) from e
+    except OSError as e:
+        raise InvalidInputError(f"{flag}: cannot read {path}: {e.strerror}", field=flag) from e
 
 
 def log_channel(
@@ -63,6 +73,7 @@ def log_channel(
 
     Raises:
         ConfigError: a token or client certificate without TLS.
+        InvalidInputError: a TLS file that is missing or unreadable.
 
     Returns:
         The channel.
@@ -81,9 +92,9 @@ def log_channel(
             raise ConfigError("--token and --tls-cert need --tls-ca")
         return grpc.insecure_channel(address, options=options)
     creds = grpc.ssl_channel_credentials(
-        root_certificates=tls_ca.read_bytes(),
-        private_key=tls_key.read_bytes() if tls_key is not None else None,
-        certificate_chain=tls_cert.read_bytes() if tls_cert is not None else None,
+        root_certificates=_read(tls_ca, "--tls-ca"),
+        private_key=_read(tls_key, "--tls-key") if tls_key is not None else None,
+        certificate_chain=_read(tls_cert, "--tls-cert") if tls_cert is not None else None,
     )
     if token is not None:
         creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
@@ -235,7 +246,7 @@ def _cmd_health(args: argparse.Namespace) -> int:
     return EXIT_OK if status == "SERVING" else EXIT_REFUSED
 
 
-def _tls_flags(p: argparse.ArgumentParser) -> None:
+def tls_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-ca", type=Path, default=None, help="CA of certd's certificate")
     p.add_argument("--tls-cert", type=Path, default=None, help="client certificate (mTLS)")
     p.add_argument("--tls-key", type=Path, default=None, help="client key (mTLS)")
@@ -252,7 +263,7 @@ def add_parsers(sub: Any) -> None:
     h.add_argument("--server", required=True, help="host:port")
     h.add_argument("--service", default="", help="a service name, or '' for the server")
     h.add_argument("--timeout", type=float, default=5.0, help="seconds")
-    _tls_flags(h)
+    tls_flags(h)
     h.add_argument("--json", action="store_true", help="machine-readable output")
     h.set_defaults(fn=_cmd_health)
     _add_witness(sub)
@@ -271,7 +282,7 @@ def _add_witness(sub: Any) -> argparse.ArgumentParser:
     w.add_argument("--listen", default="127.0.0.1:0", help="HTTP address for /checkpoint")
     w.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
     w.add_argument("--once", action="store_true", help="cosign the current checkpoint and exit")
-    _tls_flags(w)
+    tls_flags(w)
     w.add_argument("--json", action="store_true", help="machine-readable output")
     w.set_defaults(fn=_cmd_witness)
     return w
