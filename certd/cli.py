@@ -470,8 +470,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except CertdError as e:
-        _emit(args, {"error": type(e).__name__, "message": str(e)}, f"certd: error: {e}")
+    except CertdError as e:  # one line: on stderr, or with --json one object on stdout
+        if getattr(args, "json", False):
+            _emit(args, {"error": type(e).__name__, "message": str(e)}, "")
+        else:
+            print(f"certd: error: {e}", file=sys.stderr, flush=True)
         return exit_code_of(e)
 
 

@@ -112,7 +112,9 @@ def render_info(info: dict[str, Any], address: str) -> str:
     return "\n".join(lines)
 
 
-def fetch_info(channel: grpc.Channel, address: str, timeout_s: float) -> info_pb2.ServerInfoResponse:
+def fetch_info(
+    channel: grpc.Channel, address: str, timeout_s: float
+) -> info_pb2.ServerInfoResponse:
     """Call ``Info/ServerInfo``, translating transport errors to certd errors once.
 
     Args:

@@ -23,10 +23,10 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
 checks every cell.)
 
 ``Health/Check`` needs nothing. ``Health/Watch`` and reflection hold a stream open, so they need
-an authenticated caller (any role): no unauthenticated call can hold a resource. ``Info/ServerInfo``
-also needs an authenticated caller of any role: every client may learn what the server serves. With access
-control off (no tokens file and no client CA) nothing is checked, and ``check_listen`` allows
-plaintext on loopback only.
+an authenticated caller (any role): no unauthenticated call can hold a resource.
+``Info/ServerInfo`` also needs an authenticated caller of any role: every client may learn
+what the server serves, no stranger may. With access control off (no tokens file and no
+client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
 """
 
 from __future__ import annotations

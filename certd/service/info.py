@@ -29,7 +29,9 @@ from certd.v1 import info_pb2, info_pb2_grpc
 __all__ = ["InfoServicer", "section_limits", "server_info"]
 
 _UNIT_SUFFIXES = ("_s", "_ms", "_bytes", "_chars", "_digits", "_items")
-_COUNTS = frozenset({"processes", "open_files", "queue_limit", "pool_size", "workers", "docker_cpus"})
+_COUNTS = frozenset(
+    {"processes", "open_files", "queue_limit", "pool_size", "workers", "docker_cpus"}
+)
 
 
 def _is_limit(name: str, value: object) -> bool:
