@@ -4,7 +4,8 @@
 # cluster image (deploy/cluster/build-image.sh: debootstrap root + wheelhouse + docker import),
 # built by that script when missing; this layer only reinstalls the forkgate wheel of this tree
 # offline (--no-deps; `pip check` fails the build when the base's dependencies no longer fit,
-# then `docker rmi` the base to rebuild it) and sets the command.
+# then `docker rmi` the base to rebuild it), adds deploy/single/certd.json as /etc/certd/certd.json
+# (the base has no math extra: math off) and sets the command.
 #
 #   deploy/single/build-image.sh                       # -> forkgate/certd-single:dev
 #   TAG=forkgate/certd-single:0.1.0 BASE=forkgate/certd:0.1.0 deploy/single/build-image.sh
@@ -38,8 +39,11 @@ WHEEL=$(cd "$WORK" && ls forkgate-*.whl)
 echo "[2/3] reinstall it offline in $BASE"
 CID=$(docker create --network none --user 0 --entrypoint /bin/sh "$BASE" -c \
   "/opt/certd/bin/pip install --quiet --no-index --no-deps --force-reinstall /tmp/$WHEEL \
-   && /opt/certd/bin/pip check && rm -f /tmp/$WHEEL && /opt/certd/bin/certd --version")
+   && /opt/certd/bin/pip check && rm -f /tmp/$WHEEL && /opt/certd/bin/certd --version \
+   && mkdir -p /etc/certd && mv /tmp/certd.json /etc/certd/certd.json \
+   && chmod 0644 /etc/certd/certd.json")
 docker cp "$WORK/$WHEEL" "$CID:/tmp/$WHEEL"
+docker cp "$REPO/deploy/single/certd.json" "$CID:/tmp/certd.json"
 docker start --attach "$CID"
 
 echo "[3/3] docker commit -> $TAG"
@@ -47,8 +51,8 @@ docker commit \
   --change 'USER 10001' \
   --change 'WORKDIR /data' \
   --change 'ENTRYPOINT ["certd"]' \
-  --change 'CMD ["serve", "--data-dir", "/data", "--listen", "127.0.0.1:50051"]' \
+  --change 'CMD ["serve", "--data-dir", "/data", "--config", "/etc/certd/certd.json", "--listen", "127.0.0.1:50051"]' \
   --message "forkgate single-node certd ($WHEEL on $BASE)" \
   "$CID" "$TAG" >/dev/null
-docker run --rm --network none "$TAG" info --help >/dev/null
+docker run --rm --network none "$TAG" config --check /etc/certd/certd.json
 echo "built $TAG"
