@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from certd.clihelp import add_verb
 from certd.config import CertdConfig, load_config
 from certd.errors import InvalidInputError
 
@@ -158,14 +159,15 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``config`` subcommand to ``certd``'s parser."""
-    p: argparse.ArgumentParser = sub.add_parser(
+    p = add_verb(
+        sub,
         "config",
-        help="print the default config (JSON), its schema or reference page; check a file",
+        "print the default config (JSON), its schema or reference page; check a file",
+        "0 printed or valid, 2 a config that does not load or an unwritable --out",
+        _cmd_config,
         description="Print certd's configuration: the whole default tree as the JSON that "
         "`certd serve --config` loads (the default action), its JSON Schema, or the "
         "reference page docs/config-schema.md; or validate a config file.",
-        epilog="exit codes: 0 printed or valid, 2 a config that does not load or an "
-        "unwritable --out (docs/exit-codes.md)",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
@@ -179,5 +181,4 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--check", metavar="FILE", default=None, help="validate a JSON config file ('-': stdin)"
     )
     p.add_argument("--out", default="-", help="where to write ('-': stdout)")
-    p.set_defaults(fn=_cmd_config)
     return p

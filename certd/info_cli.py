@@ -163,20 +163,21 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``info`` subcommand to ``certd``'s parser."""
+    from certd.clihelp import add_verb
     from certd.ops_cli import tls_flags
 
-    p: argparse.ArgumentParser = sub.add_parser(
+    p = add_verb(
+        sub,
         "info",
-        help="ask a certd what it serves: domains, κs, verifiers, limits, log key",
+        "ask a certd what it serves: domains, κs, verifiers, limits, log key",
+        "0 answered, 1 refused (credentials), 2 usage, 3 unreachable",
+        _cmd_info,
         description="Print what a running certd serves (the Info/ServerInfo RPC): its "
         "domains with their verifier and κ names@versions, the limits it enforces by "
         "config key (docs/config-schema.md), its log origin and key id, its version.",
-        epilog="exit codes: 0 answered, 1 refused (credentials), 2 usage, 3 unreachable "
-        "(docs/exit-codes.md)",
     )
     p.add_argument("--server", "--addr", dest="server", required=True, help="certd's host:port")
     p.add_argument("--timeout", type=float, default=10.0, help="deadline in seconds")
     tls_flags(p)
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
-    p.set_defaults(fn=_cmd_info)
     return p

@@ -32,12 +32,13 @@ from typing import Any
 
 import grpc
 
-from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.clihelp import add_verb
+from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
 from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 
-__all__ = ["WitnessFollower", "add_parsers", "log_channel", "tls_flags"]
+__all__ = ["WitnessFollower", "add_parsers", "log_channel", "stdin_text", "tls_flags"]
 
 log = logging.getLogger("certd.witness")
 
@@ -182,10 +183,21 @@ def _http(follower: WitnessFollower, listen: str) -> ThreadingHTTPServer:
 
 
 def _vkeys(sources: Sequence[str]) -> list[VerifierKey]:
-    out = []
-    for src in sources:
-        out.append(read_verifier_key(src))
-    return out
+    """The keys named by ``--log-key`` (``-``: a vkey on stdin); a bad one is a usage error."""
+    try:
+        return [read_verifier_key(stdin_text() if src == "-" else src) for src in sources]
+    except SigningError as e:  # neither a key file nor a vkey
+        raise InvalidInputError(f"--log-key: {e}", field="log_key") from e
+
+
+def stdin_text() -> str:
+    """Standard input, stripped (a ``-`` argument); an empty stdin is a usage error."""
+    import sys
+
+    text = sys.stdin.read().strip()
+    if not text:
+        raise InvalidInputError("-: expected a vkey on stdin, got nothing", field="stdin")
+    return text
 
 
 def _cmd_witness(args: argparse.Namespace) -> int:
@@ -256,13 +268,15 @@ def tls_flags(p: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub: Any) -> None:
     """Add the ``witness`` and ``health`` subcommands to ``certd``'s parser."""
-    h: argparse.ArgumentParser = sub.add_parser(
+    h = add_verb(
+        sub,
         "health",
-        help="probe a certd's health: exit 0 serving, 1 not serving, 3 unreachable",
+        "probe a certd's health (gRPC health service), e.g. for container probes",
+        "0 SERVING, 1 NOT_SERVING or refused, 2 usage, 3 unreachable",
     )
-    h.add_argument("--server", required=True, help="host:port")
+    h.add_argument("--server", required=True, help="certd's host:port")
     h.add_argument("--service", default="", help="a service name, or '' for the server")
-    h.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    h.add_argument("--timeout", type=float, default=5.0, help="deadline in seconds")
     tls_flags(h)
     h.add_argument("--json", action="store_true", help="machine-readable output")
     h.set_defaults(fn=_cmd_health)
@@ -271,14 +285,27 @@ def add_parsers(sub: Any) -> None:
 
 def _add_witness(sub: Any) -> argparse.ArgumentParser:
     """Add the ``witness`` subcommand to ``certd``'s parser."""
-    w: argparse.ArgumentParser = sub.add_parser(
-        "witness", help="follow a log and cosign its checkpoints (C2SP)"
+    w = add_verb(
+        sub,
+        "witness",
+        "follow a log and cosign its checkpoints (C2SP tlog-cosignature)",
+        "0 stopped (or --once cosigned), 1 refused (the log forked from what it cosigned), "
+        "2 usage (a bad key or state file), 3 the log unreachable (--once)",
     )
     w.add_argument("--log", required=True, help="certd address host:port")
-    w.add_argument("--log-key", action="append", default=[], help="log vkey or file")
+    w.add_argument(
+        "--log-key",
+        action="append",
+        default=[],
+        help="the log's key: a vkey, a file holding one, or '-' (stdin); repeatable",
+    )
     w.add_argument("--origin", required=True, help="the log's checkpoint origin")
-    w.add_argument("--key", type=Path, required=True, help="the witness's key (certd keygen)")
-    w.add_argument("--state", type=Path, required=True, help="last cosigned checkpoint (JSON)")
+    w.add_argument(
+        "--key", type=Path, required=True, help="the witness's private key file (certd keygen)"
+    )
+    w.add_argument(
+        "--state", type=Path, required=True, help="last cosigned checkpoint (JSON, kept on disk)"
+    )
     w.add_argument("--listen", default="127.0.0.1:0", help="HTTP address for /checkpoint")
     w.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
     w.add_argument("--once", action="store_true", help="cosign the current checkpoint and exit")
