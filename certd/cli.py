@@ -399,7 +399,12 @@ def build_parser() -> argparse.ArgumentParser:
         "does not explain), 2 a bad config or argument, 3 the ledger store unreachable",
         _cmd_serve,
     )
-    s.add_argument("--data-dir", type=Path, default=None, help="default ./certd-data")
+    s.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data dir: signing key, SQLite ledger (default ./certd-data)",
+    )
     s.add_argument("--listen", default=None, help="default 127.0.0.1:50051 (loopback only)")
     s.add_argument("--config", type=Path, default=None, help=config_help)
     s.add_argument(
