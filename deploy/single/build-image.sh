@@ -33,7 +33,14 @@ cleanup() {
 trap cleanup EXIT
 
 echo "[1/3] forkgate wheel of $REPO"
-"$PIP" wheel --quiet --no-deps --wheel-dir "$WORK" "$REPO"
+# From a copy of the tree, so setuptools' build/ never lands in the checkout (a build/ dir
+# there shadows the `build` module of `python -m build`).
+mkdir "$WORK/src"
+tar -C "$REPO" --exclude=./.venv --exclude=./.git --exclude=./.cache --exclude=./build \
+  --exclude=./.mypy_cache --exclude=./.ruff_cache --exclude=./.pytest_cache -cf - . |
+  tar -C "$WORK/src" -xf -
+"$PIP" wheel --quiet --no-deps --wheel-dir "$WORK" "$WORK/src" 2>"$WORK/wheel.log" ||
+  { cat "$WORK/wheel.log" >&2; exit 1; }
 WHEEL=$(cd "$WORK" && ls forkgate-*.whl)
 
 echo "[2/3] reinstall it offline in $BASE"
