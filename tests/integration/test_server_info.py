@@ -23,7 +23,7 @@ from certd.domains import countdown as cd
 from certd.errors import ConfigError
 from certd.service.server import SERVICE_NAMES, CertdServer
 from certd.v1 import info_pb2, info_pb2_grpc
-from forkgate import CertdClient, ForkgateError
+from forkgate import AsyncCertdClient, CertdClient, ForkgateError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,3 +196,63 @@ def test_config_check_of_a_missing_or_broken_file_is_one_line(tmp_path: Path) ->
     broken = _run("config", "--check", "-", stdin="{not json")
     assert broken.returncode == 2
     assert "config -: not JSON" in _one_line(broken.stderr)
+
+
+def test_async_client_mirrors_server_info(address: str) -> None:
+    import asyncio
+
+    async def ask() -> info_pb2.ServerInfoResponse:
+        async with AsyncCertdClient(address) as c:
+            return await c.server_info()
+
+    with CertdClient(address) as c:
+        sync = c.server_info()
+    assert asyncio.run(ask()) == sync
+
+
+def test_certd_info_of_a_server_without_the_info_service_is_one_line() -> None:
+    """An older certd (or any gRPC server) without Info: UNIMPLEMENTED, exit 1, one line."""
+    from concurrent import futures
+
+    from grpc_health.v1 import health, health_pb2_grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        done = _run("info", "--server", f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    assert done.returncode == 1
+    assert _one_line(done.stderr).startswith(f"certd: error: 127.0.0.1:{port}: UNIMPLEMENTED")
+
+
+def test_server_info_refuses_a_client_certificate_without_roles(
+    tmp_path: Path,
+    pki: Path,  # noqa: F811  # fixture
+) -> None:
+    from certd.config import AccessConfig
+
+    access = AccessConfig(
+        tls_cert_file=pki / "server.crt",
+        tls_key_file=pki / "server.key",
+        client_ca_file=pki / "ca.crt",
+        client_roles={"trainer": ["verify"]},
+    )
+    cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", access=access)
+    server = CertdServer(cfg)
+    server.start()
+    address = f"127.0.0.1:{server.port}"
+    try:
+        tls = {"tls_ca": pki / "ca.crt"}
+        with CertdClient(address, tls_cert=pki / "stranger.crt", tls_key=pki / "stranger.key",
+                         **tls) as stranger:  # fmt: skip
+            with pytest.raises(ForkgateError, match="has no roles"):
+                stranger.server_info()
+        with CertdClient(address, tls_cert=pki / "trainer.crt", tls_key=pki / "trainer.key",
+                         **tls) as trainer:  # fmt: skip
+            info = trainer.server_info()  # the server kept serving
+        assert info.principal == "trainer" and list(info.roles) == ["verify"]
+    finally:
+        server.stop(grace_s=1.0)

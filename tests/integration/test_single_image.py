@@ -97,3 +97,16 @@ def test_single_image_serves_a_verdict_and_its_info(
         assert vkey in inside.stdout
     finally:
         _docker("stop", "-t", "10", name)
+
+
+def test_math_without_its_extra_is_one_line_not_a_traceback() -> None:
+    """The image has no math extra: a config with math on refuses to start in one line."""
+    _image()
+    done = _docker(
+        "run", "--rm", "--network", "none", IMAGE,
+        "serve", "--data-dir", "/tmp/d", "--listen", "127.0.0.1:0",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "math.enabled: the math domain needs the forkgate[math] extra" in lines[0]
