@@ -256,3 +256,32 @@ def test_server_info_refuses_a_client_certificate_without_roles(
         assert info.principal == "trainer" and list(info.roles) == ["verify"]
     finally:
         server.stop(grace_s=1.0)
+
+
+def test_a_cluster_replica_reports_its_redis_ledger_and_rate_limit(
+    tmp_path: Path, redis_server: object, redis_prefix: str
+) -> None:
+    cfg = CertdConfig.model_validate(
+        {
+            "data_dir": tmp_path / "d",
+            "listen": "127.0.0.1:0",
+            "math": {"enabled": False},
+            "cluster": {
+                "ledger_url": redis_server.url,  # type: ignore[attr-defined]
+                "redis_prefix": redis_prefix,
+                "rate_limit_per_s": 50,
+                "rate_limit_burst": 9,
+            },
+        }
+    )
+    server = CertdServer(cfg)
+    server.start()
+    try:
+        with CertdClient(f"127.0.0.1:{server.port}") as c:
+            info = c.server_info()
+    finally:
+        server.stop(grace_s=1.0)
+    assert info.log.store == "redis"
+    assert info.limits["cluster.rate_limit_per_s"] == 50
+    assert info.limits["cluster.rate_limit_burst"] == 9
+    assert "cluster.redis_prefix" not in info.limits  # a name, not a limit
