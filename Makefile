@@ -8,8 +8,9 @@ APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-s
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 CERTD_IMAGE ?= forkgate/certd:dev
+SINGLE_IMAGE ?= forkgate/certd-single:dev
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image math-verify-cases
+.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image single-image math-verify-cases
 
 all: test
 
@@ -47,7 +48,8 @@ math-verify-cases: setup
 	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
 
 unit: setup math-verify-cases
-	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) $(BIN)/pytest -q
+	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
+	  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) $(BIN)/pytest -q
 
 # The Docker engine the docker sandbox backend and its tests use: started only when `docker info`
 # fails; a running engine is never restarted.
@@ -68,7 +70,13 @@ sandbox-image: docker-engine
 cluster-image: docker-engine setup
 	@docker image inspect $(CERTD_IMAGE) >/dev/null 2>&1 || TAG=$(CERTD_IMAGE) deploy/cluster/build-image.sh
 
-test: lint typecheck sandbox-image cluster-image unit
+# The single-node image (`certd serve` on the host's loopback, SQLite in /data): the cluster
+# image plus this tree's forkgate wheel, built only when missing; `docker rmi $(SINGLE_IMAGE)`
+# first to rebuild it from the tree. Run: docker run --rm --network host -v certd-data:/data $(SINGLE_IMAGE)
+single-image: docker-engine setup
+	@docker image inspect $(SINGLE_IMAGE) >/dev/null 2>&1 || TAG=$(SINGLE_IMAGE) BASE=$(CERTD_IMAGE) deploy/single/build-image.sh
+
+test: lint typecheck sandbox-image cluster-image single-image unit
 
 run: setup
 	$(BIN)/forkgate run

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from certd.clihelp import finish_parser
+from certd.clihelp import OneLineErrorParser, add_verb, finish_parser
 from certd.config import CertdConfig, describe_validation_error, load_config
 from certd.errors import (
     CertdError,
@@ -111,12 +111,22 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     from certd.signing.keys import SigningKey, save_signing_key
 
     key = SigningKey.generate(args.name)
+    vkey = key.verifier().to_vkey()
+    if args.out == "-":  # e.g. into a secret store: the private key on stdout, the vkey on stderr
+        print(key.to_private_string(), flush=True)
+        print(vkey, file=sys.stderr, flush=True)
+        return 0
     out = Path(args.out)
     if out.exists() and not args.force:
         raise InvalidInputError(f"{out} exists; pass --force to overwrite", field="out")
-    save_signing_key(out, key)
-    vkey = key.verifier().to_vkey()
-    out.with_suffix(".pub").write_text(vkey + "\n")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        save_signing_key(out, key)
+        out.with_suffix(".pub").write_text(vkey + "\n")
+    except SigningError as e:
+        raise InvalidInputError(f"--out: {e}", field="out") from e
+    except OSError as e:
+        raise InvalidInputError(f"--out: cannot write {out}: {e.strerror}", field="out") from e
     _emit(
         args,
         {"name": key.name, "key_id": key.key_id_hex, "vkey": vkey, "path": str(out)},
@@ -211,6 +221,8 @@ def _default_state(where: str) -> Path:
 
 
 def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
+    from certd.ops_cli import stdin_text
+
     sources = list(args.trust)
     if not sources and args.data_dir is not None:
         sources = [str(args.data_dir / "signing.pub")]
@@ -221,7 +233,7 @@ def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     keys = []
     for src in sources:
         try:
-            keys.append(read_verifier_key(src))
+            keys.append(read_verifier_key(stdin_text() if src == "-" else src))
         except SigningError as e:  # a usage error: neither a key file nor a vkey
             raise InvalidInputError(f"--trust: {e}", field="trust") from e
     return keys
@@ -371,13 +383,30 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``certd``."""
-    p = argparse.ArgumentParser(prog="certd", description="ForkGate verifier certificate authority")
+    p = OneLineErrorParser(
+        prog="certd",
+        description="ForkGate verifier certificate authority. Every verb: one-line errors on "
+        "stderr, exit 0 ok, 1 refused or failed, 2 usage, 3 unreachable (docs/exit-codes.md).",
+    )
     sub = p.add_subparsers(dest="command", required=True)
+    config_help = "JSON config file ('-': stdin; every key: certd config --print-default)"
 
-    s = sub.add_parser("serve", help="serve Verifier, Authority and Ledger over gRPC")
-    s.add_argument("--data-dir", type=Path, default=None, help="default ./certd-data")
+    s = add_verb(
+        sub,
+        "serve",
+        "serve Verifier, Authority, Ledger and Info over gRPC",
+        "0 stopped cleanly on SIGTERM/SIGINT, 1 refused to start (a store the log "
+        "does not explain), 2 a bad config or argument, 3 the ledger store unreachable",
+        _cmd_serve,
+    )
+    s.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data dir: signing key, SQLite ledger (default ./certd-data)",
+    )
     s.add_argument("--listen", default=None, help="default 127.0.0.1:50051 (loopback only)")
-    s.add_argument("--config", type=Path, default=None, help="JSON config file")
+    s.add_argument("--config", type=Path, default=None, help=config_help)
     s.add_argument(
         "--ledger",
         default=None,
@@ -385,27 +414,54 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the embedded SQLite ledger in the data dir)",
     )
     s.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
-    s.set_defaults(fn=_cmd_serve)
 
-    k = sub.add_parser("keygen", help="create an Ed25519 log key (C2SP signed-note format)")
-    k.add_argument("--name", default="forkgate.local/certd")
-    k.add_argument("--out", default="certd-data/signing.key")
-    k.add_argument("--force", action="store_true")
-    k.set_defaults(fn=_cmd_keygen)
+    k = add_verb(
+        sub,
+        "keygen",
+        "create an Ed25519 log key (C2SP signed-note format)",
+        "0 written, 2 OUT exists (without --force) or cannot be written",
+        _cmd_keygen,
+    )
+    k.add_argument("--name", default="forkgate.local/certd", help="the key's name")
+    k.add_argument(
+        "--out",
+        default="certd-data/signing.key",
+        help="private key file (mode 0600; its vkey goes to OUT.pub); '-': the private key "
+        "to stdout and the vkey to stderr",
+    )
+    k.add_argument("--force", action="store_true", help="overwrite an existing OUT")
 
-    f = sub.add_parser("families", help="enumerate feasible entry families of a task")
+    f = add_verb(
+        sub,
+        "families",
+        "enumerate feasible entry families of a task",
+        "0 enumerated, 2 bad --numbers or --target, or more numbers than the enumeration takes",
+    )
     fsub = f.add_subparsers(dest="domain", required=True)
-    fc = fsub.add_parser("countdown")
-    fc.add_argument("--numbers", required=True, help="e.g. 25,5,4,3")
-    fc.add_argument("--target", type=int, required=True)
+    fc = add_verb(
+        fsub,
+        "countdown",
+        "a Countdown task: every (first operand, operator) label "
+        "with a witness, grouped into pseudo-fork families",
+        "0 enumerated, 2 bad --numbers or --target, or more numbers than the enumeration takes",
+    )
+    fc.add_argument("--numbers", required=True, help="comma-separated integers, e.g. 25,5,4,3")
+    fc.add_argument("--target", type=int, required=True, help="an integer, e.g. 83")
     fc.add_argument("--at-most-once", action="store_true", help="numbers may go unused")
-    fc.add_argument("--json", action="store_true")
+    fc.add_argument("--json", action="store_true", help="machine-readable output")
     fc.set_defaults(fn=_cmd_families)
 
-    a = sub.add_parser("audit", help="audit a ledger: roots, signatures, consistency")
+    a = add_verb(
+        sub,
+        "audit",
+        "audit a ledger: roots, signatures, consistency",
+        "0 passed, 1 a fault (with a hint when it is against an earlier auditor state), "
+        "2 usage (no ledger at DATA_DIR, a bad --trust), 3 server or Redis unreachable",
+        _cmd_audit,
+    )
     where = a.add_mutually_exclusive_group(required=True)
-    where.add_argument("--data-dir", type=Path)
-    where.add_argument("--server")
+    where.add_argument("--data-dir", type=Path, help="audit the SQLite ledger of a data dir")
+    where.add_argument("--server", help="host:port: audit a running certd over gRPC")
     where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
     a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
     a.add_argument("--tls-ca", type=Path, default=None, help="--server: CA of certd's cert")
@@ -417,13 +473,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--trust",
         action="append",
         default=[],
-        help="trusted log key (vkey or file); default DATA_DIR/signing.pub",
+        help="trusted log key: a vkey, a file holding one, or '-' (stdin); repeatable; "
+        "default DATA_DIR/signing.pub",
     )
     a.add_argument(
         "--state",
         type=Path,
         default=None,
-        help="the auditor's trusted-checkpoint state file "
+        help="the auditor's trusted-checkpoint state file, JSON "
         "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
     )
     a.add_argument(
@@ -431,16 +488,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="forget the trusted checkpoint first (after deliberately recreating a data dir)",
     )
-    a.set_defaults(fn=_cmd_audit)
 
-    d = sub.add_parser("doctor", help="report the sandboxes' isolation on this machine")
-    d.add_argument("--config", type=Path, default=None, help="JSON config file")
+    d = add_verb(
+        sub,
+        "doctor",
+        "report the sandboxes' isolation on this machine",
+        "0 the configured code backend is usable, 1 it is not, 2 a bad config",
+        _cmd_doctor,
+    )
+    d.add_argument("--config", type=Path, default=None, help=config_help)
     d.add_argument("--docker", action="store_true", help="also check the Docker backend")
-    d.set_defaults(fn=_cmd_doctor)
 
-    r = sub.add_parser(
+    r = add_verb(
+        sub,
         "kappa-report",
-        help="is a κ decisive? within- vs between-family variance of downstream success",
+        "is a κ decisive? within- vs between-family variance of downstream success",
+        "0 reported, 2 an unreadable or malformed input, or a --kappa no row has",
+        _cmd_kappa_report,
     )
     r.add_argument(
         "--in",
@@ -449,11 +513,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSONL of verified rollouts, e.g. forkgate verify-batch output ('-' for stdin)",
     )
     r.add_argument("--kappa", default="", help="report this κ only (default: every κ found)")
-    r.set_defaults(fn=_cmd_kappa_report)
 
+    from certd.config_cli import add_parser as add_config_parser
+    from certd.info_cli import add_parser as add_info_parser
     from certd.ops_cli import add_parsers as add_ops_parsers
 
     add_ops_parsers(sub)
+    add_info_parser(sub)
+    add_config_parser(sub)
 
     for cmd in (s, k, a, d, r):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
@@ -466,8 +533,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except CertdError as e:
-        _emit(args, {"error": type(e).__name__, "message": str(e)}, f"certd: error: {e}")
+    except CertdError as e:  # one line: on stderr, or with --json one object on stdout
+        if getattr(args, "json", False):
+            _emit(args, {"error": type(e).__name__, "message": str(e)}, "")
+        else:
+            print(f"certd: error: {e}", file=sys.stderr, flush=True)
         return exit_code_of(e)
 
 

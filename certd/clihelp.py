@@ -1,4 +1,5 @@
-"""Help shared by both command lines: every flag's default in ``--help``, and ``--version``.
+"""Help shared by both command lines: every flag's default in ``--help``, ``--version``, and
+usage errors in one line (``OneLineErrorParser``).
 
 Example:
     >>> import argparse
@@ -12,9 +13,17 @@ Example:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import metadata
+from typing import Any, NoReturn
 
-__all__ = ["DefaultsHelpFormatter", "finish_parser", "package_version"]
+__all__ = [
+    "DefaultsHelpFormatter",
+    "OneLineErrorParser",
+    "add_verb",
+    "finish_parser",
+    "package_version",
+]
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -33,6 +42,48 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         ):
             return text
         return f"{text} (default: %(default)s)".lstrip()
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit 2 (no usage dump).
+
+    Its subcommands' parsers are of the same class (argparse creates them with the parent's).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_verb(
+    sub: Any,
+    name: str,
+    summary: str,
+    exits: str,
+    fn: Callable[..., int] | None = None,
+    description: str = "",
+) -> argparse.ArgumentParser:
+    """A subcommand with its one-line summary, a description and its exit codes as epilog.
+
+    Args:
+        sub: the parent's ``add_subparsers()`` action.
+        name: the verb.
+        summary: one line for the parent's ``--help`` (lower case, no full stop).
+        exits: the verb's exit codes, e.g. ``"0 passed, 1 a fault, 2 usage"``.
+        fn: the handler, stored as ``fn`` in the parsed namespace.
+        description: the verb's own ``--help`` text (default: the summary as a sentence).
+
+    Returns:
+        The subcommand's parser.
+    """
+    p: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=description or summary[0].upper() + summary[1:] + ".",
+        epilog=f"exit codes: {exits} (docs/exit-codes.md)",
+    )
+    if fn is not None:
+        p.set_defaults(fn=fn)
+    return p
 
 
 def package_version() -> str:

@@ -32,14 +32,25 @@ from typing import Any
 
 import grpc
 
-from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
+from certd.clihelp import add_verb
+from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
 from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 
-__all__ = ["WitnessFollower", "add_parsers", "log_channel"]
+__all__ = ["WitnessFollower", "add_parsers", "log_channel", "stdin_text", "tls_flags"]
 
 log = logging.getLogger("certd.witness")
+
+
+def _read(path: Path, flag: str) -> bytes:
+    """A TLS file's bytes; a missing or unreadable one is a usage error (exit 2)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as e:
+        raise InvalidInputError(f"{flag}: {path}: no such file", field=flag) from e
+    except OSError as e:
+        raise InvalidInputError(f"{flag}: cannot read {path}: {e.strerror}", field=flag) from e
 
 
 def log_channel(
@@ -63,6 +74,7 @@ def log_channel(
 
     Raises:
         ConfigError: a token or client certificate without TLS.
+        InvalidInputError: a TLS file that is missing or unreadable.
 
     Returns:
         The channel.
@@ -81,9 +93,9 @@ def log_channel(
             raise ConfigError("--token and --tls-cert need --tls-ca")
         return grpc.insecure_channel(address, options=options)
     creds = grpc.ssl_channel_credentials(
-        root_certificates=tls_ca.read_bytes(),
-        private_key=tls_key.read_bytes() if tls_key is not None else None,
-        certificate_chain=tls_cert.read_bytes() if tls_cert is not None else None,
+        root_certificates=_read(tls_ca, "--tls-ca"),
+        private_key=_read(tls_key, "--tls-key") if tls_key is not None else None,
+        certificate_chain=_read(tls_cert, "--tls-cert") if tls_cert is not None else None,
     )
     if token is not None:
         creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
@@ -171,10 +183,21 @@ def _http(follower: WitnessFollower, listen: str) -> ThreadingHTTPServer:
 
 
 def _vkeys(sources: Sequence[str]) -> list[VerifierKey]:
-    out = []
-    for src in sources:
-        out.append(read_verifier_key(src))
-    return out
+    """The keys named by ``--log-key`` (``-``: a vkey on stdin); a bad one is a usage error."""
+    try:
+        return [read_verifier_key(stdin_text() if src == "-" else src) for src in sources]
+    except SigningError as e:  # neither a key file nor a vkey
+        raise InvalidInputError(f"--log-key: {e}", field="log_key") from e
+
+
+def stdin_text() -> str:
+    """Standard input, stripped (a ``-`` argument); an empty stdin is a usage error."""
+    import sys
+
+    text = sys.stdin.read().strip()
+    if not text:
+        raise InvalidInputError("-: expected a vkey on stdin, got nothing", field="stdin")
+    return text
 
 
 def _cmd_witness(args: argparse.Namespace) -> int:
@@ -235,7 +258,7 @@ def _cmd_health(args: argparse.Namespace) -> int:
     return EXIT_OK if status == "SERVING" else EXIT_REFUSED
 
 
-def _tls_flags(p: argparse.ArgumentParser) -> None:
+def tls_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-ca", type=Path, default=None, help="CA of certd's certificate")
     p.add_argument("--tls-cert", type=Path, default=None, help="client certificate (mTLS)")
     p.add_argument("--tls-key", type=Path, default=None, help="client key (mTLS)")
@@ -245,14 +268,16 @@ def _tls_flags(p: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub: Any) -> None:
     """Add the ``witness`` and ``health`` subcommands to ``certd``'s parser."""
-    h: argparse.ArgumentParser = sub.add_parser(
+    h = add_verb(
+        sub,
         "health",
-        help="probe a certd's health: exit 0 serving, 1 not serving, 3 unreachable",
+        "probe a certd's health (gRPC health service), e.g. for container probes",
+        "0 SERVING, 1 NOT_SERVING or refused, 2 usage, 3 unreachable",
     )
-    h.add_argument("--server", required=True, help="host:port")
+    h.add_argument("--server", required=True, help="certd's host:port")
     h.add_argument("--service", default="", help="a service name, or '' for the server")
-    h.add_argument("--timeout", type=float, default=5.0, help="seconds")
-    _tls_flags(h)
+    h.add_argument("--timeout", type=float, default=5.0, help="deadline in seconds")
+    tls_flags(h)
     h.add_argument("--json", action="store_true", help="machine-readable output")
     h.set_defaults(fn=_cmd_health)
     _add_witness(sub)
@@ -260,18 +285,31 @@ def add_parsers(sub: Any) -> None:
 
 def _add_witness(sub: Any) -> argparse.ArgumentParser:
     """Add the ``witness`` subcommand to ``certd``'s parser."""
-    w: argparse.ArgumentParser = sub.add_parser(
-        "witness", help="follow a log and cosign its checkpoints (C2SP)"
+    w = add_verb(
+        sub,
+        "witness",
+        "follow a log and cosign its checkpoints (C2SP tlog-cosignature)",
+        "0 stopped (or --once cosigned), 1 refused (the log forked from what it cosigned), "
+        "2 usage (a bad key or state file), 3 the log unreachable (--once)",
     )
     w.add_argument("--log", required=True, help="certd address host:port")
-    w.add_argument("--log-key", action="append", default=[], help="log vkey or file")
+    w.add_argument(
+        "--log-key",
+        action="append",
+        default=[],
+        help="the log's key: a vkey, a file holding one, or '-' (stdin); repeatable",
+    )
     w.add_argument("--origin", required=True, help="the log's checkpoint origin")
-    w.add_argument("--key", type=Path, required=True, help="the witness's key (certd keygen)")
-    w.add_argument("--state", type=Path, required=True, help="last cosigned checkpoint (JSON)")
+    w.add_argument(
+        "--key", type=Path, required=True, help="the witness's private key file (certd keygen)"
+    )
+    w.add_argument(
+        "--state", type=Path, required=True, help="last cosigned checkpoint (JSON, kept on disk)"
+    )
     w.add_argument("--listen", default="127.0.0.1:0", help="HTTP address for /checkpoint")
     w.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
     w.add_argument("--once", action="store_true", help="cosign the current checkpoint and exit")
-    _tls_flags(w)
+    tls_flags(w)
     w.add_argument("--json", action="store_true", help="machine-readable output")
     w.set_defaults(fn=_cmd_witness)
     return w

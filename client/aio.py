@@ -22,6 +22,8 @@ from certd.signing.keys import VerifierKey
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
+    info_pb2,
+    info_pb2_grpc,
     ledger_pb2,
     ledger_pb2_grpc,
     verifier_pb2,
@@ -82,6 +84,7 @@ class AsyncCertdClient:
         self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
         self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
         self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
+        self._info = info_pb2_grpc.InfoStub(self._channel)
 
     async def __aenter__(self) -> AsyncCertdClient:
         return self
@@ -216,6 +219,15 @@ class AsyncCertdClient:
         req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
         reply: authority_pb2.EnumerateFamiliesResponse = await self._call(
             self._authority.EnumerateFamilies, req
+        )
+        return reply
+
+    # Info
+
+    async def server_info(self) -> info_pb2.ServerInfoResponse:
+        """What the server serves: domains, κ names, verifier versions, limits, log key id."""
+        reply: info_pb2.ServerInfoResponse = await self._call(
+            self._info.ServerInfo, info_pb2.ServerInfoRequest()
         )
         return reply
 

@@ -27,6 +27,8 @@ from certd.signing.keys import VerifierKey
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
+    info_pb2,
+    info_pb2_grpc,
     ledger_pb2,
     ledger_pb2_grpc,
     verifier_pb2,
@@ -101,6 +103,7 @@ class CertdClient:
         self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
         self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
         self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
+        self._info = info_pb2_grpc.InfoStub(self._channel)
 
     def __enter__(self) -> CertdClient:
         return self
@@ -288,6 +291,15 @@ class CertdClient:
         req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
         reply: authority_pb2.EnumerateFamiliesResponse = self._call(
             self._authority.EnumerateFamilies, req
+        )
+        return reply
+
+    # Info
+
+    def server_info(self) -> info_pb2.ServerInfoResponse:
+        """What the server serves: domains, κ names, verifier versions, limits, log key id."""
+        reply: info_pb2.ServerInfoResponse = self._call(
+            self._info.ServerInfo, info_pb2.ServerInfoRequest()
         )
         return reply
 

@@ -24,7 +24,7 @@ from certd.authority.components import ComponentHealth
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Verdict
-from certd.errors import LimitExceededError, UnsupportedError
+from certd.errors import ConfigError, LimitExceededError, UnsupportedError
 
 __all__ = ["Checker", "Checkers", "CountdownChecker", "DomainTask"]
 
@@ -148,8 +148,13 @@ class Checkers:
         self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
         self._by_domain["code"] = CodeChecker(cfg.code)
         if cfg.math.enabled:
-            from certd.authority.math_checker import MathChecker  # sympy: only when served
-
+            try:
+                from certd.authority.math_checker import MathChecker  # sympy: only when served
+            except ModuleNotFoundError as e:  # an install without the math extra
+                raise ConfigError(
+                    f"math.enabled: the math domain needs the forkgate[math] extra ({e.name} is "
+                    "not installed); install it or set math.enabled to false"
+                ) from e
             self._by_domain["math"] = MathChecker(cfg.math)
 
     def components(self, *, heal: bool = False) -> list[ComponentHealth]:

@@ -135,6 +135,11 @@ class LearnedLabeller:
                 choices[task_digest(task)] = (ts.kappa, ts.distance_threshold)
         return cls(section, choices, sha256_file(model_dir() / WEIGHTS))
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every learned κ name served here (one per domain and clustering threshold), sorted."""
+        return tuple(sorted(self._names))
+
     def owns(self, kappa: str) -> bool:
         """Whether ``kappa`` is one of the learned κ names served here."""
         return kappa in self._names

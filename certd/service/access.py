@@ -17,14 +17,16 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
     Authority/* (Certify, CertifyBatch,        certify
       RegisterTaskSet, BeginAcceptance, Accept)
     Ledger/*                                   audit
+    Info/ServerInfo                            any role (what the server serves)
 
 (``docs/operating-a-cluster.md`` has the same matrix; ``tests/integration/test_access.py``
 checks every cell.)
 
 ``Health/Check`` needs nothing. ``Health/Watch`` and reflection hold a stream open, so they need
-an authenticated caller (any role): no unauthenticated call can hold a resource. With access
-control off (no tokens file and no client CA) nothing is checked, and ``check_listen`` allows
-plaintext on loopback only.
+an authenticated caller (any role): no unauthenticated call can hold a resource.
+``Info/ServerInfo`` also needs an authenticated caller of any role: every client may learn
+what the server serves, no stranger may. With access control off (no tokens file and no
+client CA) nothing is checked, and ``check_listen`` allows plaintext on loopback only.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/certd.v1.Ledger/", ("audit",)),
 )
 _OPEN = ("/grpc.health.v1.Health/Check",)
-_ANY_ROLE = ("/grpc.health.", "/grpc.reflection.")  # authenticated, no role needed
+# authenticated, no role needed
+_ANY_ROLE = ("/grpc.health.", "/grpc.reflection.", "/certd.v1.Info/")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from certd.service.access import AccessInterceptor, check_listen, server_credent
 from certd.service.admission import Admission, AdmissionExecutor, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
 from certd.service.health import GuardedHealth
+from certd.service.info import InfoServicer
 from certd.service.interceptors import ErrorInterceptor
 from certd.service.ledger import LedgerServicer
 from certd.service.observability import (
@@ -52,6 +53,8 @@ from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_s
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
+    info_pb2,
+    info_pb2_grpc,
     ledger_pb2,
     ledger_pb2_grpc,
     verifier_pb2,
@@ -72,6 +75,7 @@ SERVICE_NAMES = (
     verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name,
     authority_pb2.DESCRIPTOR.services_by_name["Authority"].full_name,
     ledger_pb2.DESCRIPTOR.services_by_name["Ledger"].full_name,
+    info_pb2.DESCRIPTOR.services_by_name["Info"].full_name,
 )
 # Per-domain readiness: NOT_SERVING while the math pool and embedding model warm up.
 MATH_HEALTH = f"{SERVICE_NAMES[0]}/math"
@@ -136,6 +140,7 @@ class CertdServer:
         self.cfg = cfg
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         self.key = ensure_key(cfg.key_path, cfg.key_name)
+        previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
         self.store = open_store(cfg)
         remembered = None
         if self.store.shared:
@@ -150,7 +155,7 @@ class CertdServer:
                     max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
                 ),
                 checkpoint_file=remembered,
-                previous_keys=[_vkey(v) for v in cfg.access.previous_log_keys],
+                previous_keys=previous_keys,
                 refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
             )
         except BaseException:
@@ -215,6 +220,17 @@ class CertdServer:
             self._server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), self._server)
+        info = InfoServicer(
+            cfg,
+            self.checkers,
+            self.key,
+            self.ledger,
+            services=SERVICE_NAMES,
+            previous_keys=previous_keys,
+            learned_names=learned.names if learned is not None else (),
+            shared=self.store.shared,
+        )
+        info_pb2_grpc.add_InfoServicer_to_server(info, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server

@@ -123,7 +123,7 @@ def test_families_json_shape() -> None:
     ]
     assert doc["families"] == [[0], [1], [2, 3]]
     bad = _run("certd.cli", "families", "countdown", "--numbers", "25,x", "--target", "83")
-    assert bad.returncode == 2 and "--numbers" in bad.stdout
+    assert bad.returncode == 2 and "--numbers" in bad.stderr
 
 
 def test_verify_batch_file_with_bad_lines(served: LocalCertd, tmp_path: Path) -> None:

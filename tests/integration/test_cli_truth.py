@@ -115,7 +115,7 @@ def test_trust_that_is_missing_or_private_is_usage(
     assert "private signing key" in line and "signing.pub" in line
     assert certd_main(["audit", "--data-dir", str(tmp_path / "certd-data"),
                        "--trust", private, "--state", str(tmp_path / "s.json")]) == 2  # fmt: skip
-    assert "private signing key" in capsys.readouterr().out
+    assert "private signing key" in capsys.readouterr().err  # certd errors: stderr
 
 
 def test_certify_needs_a_domain(
@@ -255,4 +255,4 @@ def test_kappa_report_reads_verify_batch_output(
     bad = tmp_path / "bad.jsonl"
     bad.write_text(dst.read_text() + '\n\n{"status": "CORRECT", "labels": {"k": "x"}}\n')
     assert certd_main(["kappa-report", "--in", str(bad)]) == 2
-    assert f"{bad}: line 7: needs task" in capsys.readouterr().out
+    assert f"{bad}: line 7: needs task" in capsys.readouterr().err  # certd errors: stderr

@@ -18,7 +18,7 @@ from test_access import TASK, pki, tls_server  # noqa: F401  # fixtures
 
 from certd.service.access import allowed_roles
 from certd.service.server import CertdServer
-from certd.v1 import authority_pb2, authority_pb2_grpc, ledger_pb2, verifier_pb2
+from certd.v1 import authority_pb2, authority_pb2_grpc, info_pb2, ledger_pb2, verifier_pb2
 from forkgate import CertdClient, ForkgateError, make_task
 from forkgate.acceptance import list_acceptances
 from forkgate.puzzles import countdown_puzzles
@@ -35,11 +35,17 @@ MATRIX = {
         "*": {"certify"},
     },
     "Ledger": {"*": {"audit"}},
+    "Info": {"*": set()},  # any authenticated caller
 }
 
 
 def test_every_method_has_the_documented_roles() -> None:
-    files = {"Verifier": verifier_pb2, "Authority": authority_pb2, "Ledger": ledger_pb2}
+    files = {
+        "Verifier": verifier_pb2,
+        "Authority": authority_pb2,
+        "Ledger": ledger_pb2,
+        "Info": info_pb2,
+    }
     for service, module in files.items():
         for method in module.DESCRIPTOR.services_by_name[service].methods:
             rules = MATRIX[service]
