@@ -40,12 +40,12 @@ from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
 from certd.signing.dsse import KeyRing
 from certd.statements import verify_certificate
+from certd.task_object import make_task, parse_task_object
 from certd.v1 import authority_pb2, tasks_pb2
 
 from ._base import ClientSettings, load_keyring
 from .connection import add_connection_flags, client_from_args, connection_from_args
 from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
-from .tasks import make_task
 from .verify_jsonl import verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
@@ -189,8 +189,8 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
 
 
 def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
-    """A task from a flag: the ``{"domain": …, "task": {…}}`` object, or ``--domain`` plus the
-    task's own object. There is no default domain.
+    """A task from a flag: the task object ``{"domain": …, "task": {…}}`` (docs/formats.md
+    §1), or the domain's own object with ``--domain``. There is no default domain.
 
     Raises:
         InvalidRequestError: not JSON, no domain, or not the domain's shape.
@@ -199,22 +199,14 @@ def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
         obj = json.loads(text)
     except ValueError as e:
         raise InvalidRequestError(f"{flag}: not JSON: {e}", field="task") from e
-    if isinstance(obj, dict) and "domain" in obj:
-        # {"domain", "task"}; the flat {"domain", …task fields} form is an accepted alias
-        inner = obj["task"] if "task" in obj else {k: v for k, v in obj.items() if k != "domain"}
-        if domain and domain != obj["domain"]:
-            raise InvalidRequestError(
-                f"{flag}: domain {obj['domain']!r} but --domain {domain!r}", field="task"
-            )
-        domain, obj = str(obj["domain"]), inner
-    if not domain:
-        raise InvalidRequestError(
-            f'{flag}: no domain; pass {{"domain": "countdown"|"math"|"code", "task": {{…}}}} '
-            "or --domain",
-            field="task",
-        )
     try:
-        return make_task(domain, obj)
+        if isinstance(obj, dict) and "domain" in obj:
+            if domain and domain != obj["domain"]:
+                raise ValueError(f"domain {obj['domain']!r} but --domain {domain!r}")
+            return parse_task_object(obj, stacklevel=3)
+        if domain:
+            return make_task(domain, obj)
+        return parse_task_object(obj, stacklevel=3)
     except ValueError as e:
         raise InvalidRequestError(f"{flag}: {e}", field="task") from e
 

@@ -16,11 +16,11 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from certd.task_object import parse_task_object
 from certd.v1 import tasks_pb2, verifier_pb2
 
 from .client import CertdClient
 from .errors import InvalidRequestError
-from .tasks import make_task
 
 __all__ = ["verdict_line", "verify_lines"]
 
@@ -80,23 +80,18 @@ def _request_of(obj: dict[str, Any], line_no: int) -> verifier_pb2.VerifyRequest
     Raises:
         ValueError: a field is missing or malformed (the message names it).
     """
-    domain = obj.get("domain")
-    task_obj: Any = obj.get("task")
-    if domain is None and isinstance(task_obj, dict) and "domain" in task_obj:
-        # the flat TRL-column form inside "task": an alias of {"domain", "task"}
-        domain = task_obj["domain"]
-        task_obj = {k: v for k, v in task_obj.items() if k != "domain"}
-    if not isinstance(domain, str) or not domain:
+    if "task" not in obj:
         raise ValueError(
-            'domain: required ("countdown", "math" or "code"); '
+            "task: required (the domain's task object, see docs/formats.md §1); "
             'lines are {"id", "domain", "task", "response"}'
         )
-    if "task" not in obj:
-        raise ValueError("task: required (the domain's task object, see docs/formats.md)")
+    # the line's "domain" and "task" are the task object; a flat {"domain", …} inside "task"
+    # with no line-level domain is the deprecated alias
+    task_obj = {"domain": obj["domain"], "task": obj["task"]} if "domain" in obj else obj["task"]
+    task = parse_task_object(task_obj, stacklevel=3)
     response = obj.get("response")
     if not isinstance(response, str):
         raise ValueError(f"response: expected a string, got {type(response).__name__}")
-    task = make_task(domain, task_obj)
     item_id = obj.get("id")
     return verifier_pb2.VerifyRequest(
         id=str(item_id if item_id is not None else line_no), task=task, response=response

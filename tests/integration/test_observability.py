@@ -19,7 +19,7 @@ from certd.service.server import CertdServer
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 from forkgate import CertdClient, InvalidRequestError, make_task
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def scrape(port: int) -> str:

@@ -58,7 +58,7 @@ def families(client: CertdClient, task: dict[str, object]) -> list[tuple[str, st
 def wide_task(client: CertdClient) -> tuple[dict[str, object], list[tuple[str, str]]]:
     """A Countdown task with at least 5 families."""
     for p in countdown_puzzles(200, seed=7):
-        task = {"numbers": p["numbers"], "target": p["target"]}
+        task = {"domain": "countdown", "task": {"numbers": p["numbers"], "target": p["target"]}}
         fams = families(client, task)
         if len(fams) >= 5:
             return task, fams

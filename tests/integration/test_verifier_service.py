@@ -30,7 +30,7 @@ from forkgate import (
     make_task,
 )
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def test_verify_one_correct_with_receipt(address: str, vkey: str) -> None:
