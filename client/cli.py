@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from google.protobuf import json_format
-from tqdm import tqdm
 
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
@@ -46,7 +45,7 @@ from certd.v1 import authority_pb2, tasks_pb2
 from ._base import ClientSettings, load_keyring
 from .connection import add_connection_flags, client_from_args, connection_from_args
 from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
-from .verify_jsonl import verdict_line, verify_lines
+from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
 
@@ -63,7 +62,17 @@ def _open_in(path: str) -> IO[str]:
         raise InvalidRequestError(f"{path}: is a directory, not a file", field="in") from e
 
 
+def _open_in_bytes(path: str) -> IO[bytes]:
+    """``_open_in`` in binary (JSONL read by orjson)."""
+    if path == "-":
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    _open_in(path).close()  # the same one-line errors for a missing file or a directory
+    return open(path, "rb")
+
+
 def _cmd_verify_batch(args: argparse.Namespace) -> int:
+    from .progress import Progress
+
     if args.batch_size < 1:
         raise InvalidRequestError(
             f"--batch-size: expected >= 1, got {args.batch_size}", field="batch_size"
@@ -72,17 +81,19 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     total = 0
     with (
-        _open_in(args.input) as source,
+        _open_in_bytes(args.input) as source,
         client_from_args(args, trusted_keys=_trust_arg(args.trust), settings=settings) as client,
-        _open_out(args.out) as sink,
+        _open_out_bytes(args.out) as sink,
+        Progress("verify-batch", unit="lines") as progress,
     ):
-        bar = tqdm(unit="resp", desc="verify", disable=None, file=sys.stderr)
-        for obj in verify_lines(client, source, args.batch_size):
-            sink.write(json.dumps(obj, sort_keys=False) + "\n")
-            counts[obj["status"]] = counts.get(obj["status"], 0) + 1
+        for obj in verify_lines(client, source, args.batch_size, inflight=args.inflight):
+            sink.write(dumps_line(obj))
+            status = obj["status"]
+            counts[status] = counts.get(status, 0) + 1
             total += 1
-            bar.update(1)
-        bar.close()
+            if total % 1000 == 0:
+                progress.update(1000)
+        progress.update(total % 1000)
     summary = {"lines": total, "statuses": counts, "out": args.out}
     print(
         json.dumps(summary)
@@ -91,6 +102,12 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
         file=sys.stderr if args.out == "-" else sys.stdout,
     )
     return 0
+
+
+def _open_out_bytes(path: str) -> IO[bytes]:
+    if path == "-":
+        return open(sys.stdout.fileno(), "wb", closefd=False)
+    return open(path, "wb")
 
 
 def _trust_arg(sources: list[str]) -> KeyRing | None:
@@ -528,6 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--batch-size", type=int, default=1000, help="lines per VerifyBatch call")
     v.add_argument("--timeout", type=float, default=120.0, help="seconds per batch call")
     v.add_argument("--trust", action="append", default=[], help="check receipts with this key")
+    v.add_argument(
+        "--inflight", type=int, default=4, help="VerifyBatch calls in flight at once (pipelining)"
+    )
     v.set_defaults(fn=_cmd_verify_batch)
 
     c = sub.add_parser("certify", help="certify one (task, label, witness)")

@@ -1,0 +1,113 @@
+"""The user's path end to end: ``forkgate verify-batch`` (JSONL in, JSONL out, one CLI process)
+vs reasoning-gym's in-process ``score_answer`` on the same Countdown answers, in one run.
+
+Input: ``bench_verify``'s 2,000 model-like answers (correct witnesses and wrong well-formed
+expressions over 250 puzzles) repeated ``COPIES`` times with distinct ids, as task-object lines
+``{"id", "domain", "task", "response"}``. Ours: the wall time of the whole ``forkgate
+verify-batch`` process (interpreter start, imports, reading, verifying through a ``certd serve``
+process on loopback with receipts signed and logged, writing), with and without ``--trust``
+(receipt checking). Peer: reasoning-gym's ``score_answer`` called in this process (its import
+and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``).
+
+Run: ``.venv/bin/python bench/bench_verify_batch.py`` → ``bench/results/verify_batch.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import median, timed_runs, write
+from bench_verify import answers
+
+from forkgate.local import LocalCertd
+
+COPIES = 10  # 20,000 lines: start-up (~0.5 s idle) is part of what a user waits for
+REPEATS = 3
+
+
+def _cli(*argv: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "forkgate.cli", *argv], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"forkgate {argv[0]} failed ({done.returncode}): {done.stderr}")
+
+
+def main() -> None:
+    import reasoning_gym
+
+    pairs = answers() * COPIES
+    rg = reasoning_gym.create_dataset("countdown", size=1, seed=0)
+    rg_entries = [{"metadata": {"numbers": p["numbers"], "target": p["target"]}} for p, _ in pairs]
+
+    def run_rg() -> None:
+        for (_, a), entry in zip(pairs, rg_entries, strict=True):
+            rg.score_answer(a, entry)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        with src.open("w") as f:
+            for i, (p, a) in enumerate(pairs):
+                task = {"numbers": p["numbers"], "target": p["target"]}
+                line = {
+                    "id": i,
+                    "domain": "countdown",
+                    "task": task,
+                    "response": f"<answer>{a}</answer>",
+                }
+                f.write(json.dumps(line) + "\n")
+        with LocalCertd(Path(tmp) / "d") as certd:
+            base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
+            _cli(*base)  # warm-up (the server's pools, the page cache)
+            startup_s = timed_runs(lambda: _cli("--version"), REPEATS)
+            cli_s = timed_runs(lambda: _cli(*base), REPEATS)
+            cli_trust_s = timed_runs(lambda: _cli(*base, "--trust", certd.vkey), REPEATS)
+            rg_s = timed_runs(run_rg, REPEATS)
+            statuses: dict[str, int] = {}
+            for line in dst.read_text().splitlines():
+                s = json.loads(line)["status"]
+                statuses[s] = statuses.get(s, 0) + 1
+
+    n = len(pairs)
+    rg_rate = n / median(rg_s)
+    ratio = median(rg_s) / median(cli_s)
+    ratio_trust = median(rg_s) / median(cli_trust_s)
+    write(
+        "verify_batch",
+        {
+            "lines": n,
+            "repeats": REPEATS,
+            "statuses": statuses,
+            "median_seconds": {
+                "reasoning_gym_in_process": median(rg_s),
+                "forkgate_verify_batch_cli": median(cli_s),
+                "forkgate_verify_batch_cli_trust": median(cli_trust_s),
+                "forkgate_cli_startup_only": median(startup_s),
+            },
+            "all_seconds": {
+                "reasoning_gym_in_process": rg_s,
+                "forkgate_verify_batch_cli": cli_s,
+                "forkgate_verify_batch_cli_trust": cli_trust_s,
+                "forkgate_cli_startup_only": startup_s,
+            },
+            "answers_per_second": {
+                "reasoning_gym_in_process": round(rg_rate, 1),
+                "forkgate_verify_batch_cli": round(n / median(cli_s), 1),
+                "forkgate_verify_batch_cli_trust": round(n / median(cli_trust_s), 1),
+            },
+            "target": {
+                "cli_over_reasoning_gym_at_least": 5.0,
+                "measured_ratio": round(ratio, 2),
+                "measured_ratio_with_trust": round(ratio_trust, 2),
+                "met": ratio >= 5.0,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
