@@ -1,4 +1,4 @@
-"""The ``forkgate`` command line: run, experiment, verify-batch, certify, check-cert, demo, ….
+"""The ``forkgate`` command line: run, experiment, verify-batch, certify, check-cert, get-cert, ….
 
 Example::
 
@@ -30,44 +30,32 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from google.protobuf import json_format
 
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
-from certd.signing.dsse import KeyRing
 from certd.statements import verify_certificate
-from certd.task_object import make_task, parse_task_object
-from certd.v1 import authority_pb2, tasks_pb2
+from certd.v1 import authority_pb2
 
-from ._base import ClientSettings, load_keyring
+from ._base import ClientSettings
+from .cli_io import (
+    open_in,
+    open_in_bytes,
+    open_out,
+    open_out_bytes,
+    read_jsonl,
+    read_jsonl_numbered,
+    task_arg,
+    trust_arg,
+)
 from .connection import add_connection_flags, client_from_args, connection_from_args
-from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
+from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
-
-
-def _open_in(path: str) -> IO[str]:
-    """An input file, or stdin for ``-`` (a missing file is a usage error naming it)."""
-    if path == "-":
-        return open(sys.stdin.fileno(), encoding="utf-8", closefd=False)
-    try:
-        return open(path, encoding="utf-8")
-    except FileNotFoundError as e:
-        raise InvalidRequestError(f"{path}: no such file", field="in") from e
-    except IsADirectoryError as e:
-        raise InvalidRequestError(f"{path}: is a directory, not a file", field="in") from e
-
-
-def _open_in_bytes(path: str) -> IO[bytes]:
-    """``_open_in`` in binary (JSONL read by orjson)."""
-    if path == "-":
-        return open(sys.stdin.fileno(), "rb", closefd=False)
-    _open_in(path).close()  # the same one-line errors for a missing file or a directory
-    return open(path, "rb")
 
 
 def _cmd_verify_batch(args: argparse.Namespace) -> int:
@@ -81,9 +69,9 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     total = 0
     with (
-        _open_in_bytes(args.input) as source,
-        client_from_args(args, trusted_keys=_trust_arg(args.trust), settings=settings) as client,
-        _open_out_bytes(args.out) as sink,
+        open_in_bytes(args.input) as source,
+        client_from_args(args, trusted_keys=trust_arg(args.trust), settings=settings) as client,
+        open_out_bytes(args.out) as sink,
         Progress("verify-batch", unit="lines") as progress,
     ):
         for obj in verify_lines(client, source, args.batch_size, inflight=args.inflight):
@@ -104,38 +92,13 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_out_bytes(path: str) -> IO[bytes]:
-    if path == "-":
-        return open(sys.stdout.fileno(), "wb", closefd=False)
-    return open(path, "wb")
-
-
-def _trust_arg(sources: list[str]) -> KeyRing | None:
-    """The ``--trust`` keys (None when none given); a bad one is a usage error (exit 2).
-
-    Raises:
-        InvalidRequestError: a file that does not exist, a private key, or not a vkey.
-    """
-    try:
-        return load_keyring(sources) if sources else None
-    except VerificationError as e:
-        reason = str(e).removeprefix("trusted key: ")
-        raise InvalidRequestError(f"--trust: {reason}", field="trust") from e
-
-
-def _open_out(path: str) -> IO[str]:
-    if path == "-":
-        return open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
-    return open(path, "w", encoding="utf-8")
-
-
 def _cmd_certify(args: argparse.Namespace) -> int:
-    task = _task_arg(args.domain, args.task)
-    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
+    task = task_arg(args.domain, args.task)
+    with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
-        with _open_out(args.out) as sink:
+        with open_out(args.out) as sink:
             sink.write(json.dumps(doc, indent=1) + "\n")
     print(
         json.dumps(doc)
@@ -148,16 +111,16 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_cert(args: argparse.Namespace) -> int:
-    keys = _trust_arg(args.trust)
+    keys = trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()
-    with _open_in(args.file) as f:
+    with open_in(args.file) as f:
         text = f.read()
     try:
         json_format.Parse(text, cert)
     except json_format.ParseError as e:
         raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
-    task = _task_arg(args.domain, args.task) if args.task else None
+    task = task_arg(args.domain, args.task) if args.task else None
     try:
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
@@ -186,46 +149,6 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
         f"ledger index {claim.ledger_index} in a checkpoint of size {claim.tree_size}"
     )
     return 0
-
-
-def _read_jsonl_numbered(path: str) -> list[tuple[int, Any]]:
-    """``(line number in the file, object)`` per non-blank line (``-`` reads stdin)."""
-    out = []
-    with _open_in(path) as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append((n, json.loads(line)))
-                except ValueError as e:
-                    raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
-    return out
-
-
-def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    return [obj for _, obj in _read_jsonl_numbered(path)]
-
-
-def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
-    """A task from a flag: the task object ``{"domain": …, "task": {…}}`` (docs/formats.md
-    §1), or the domain's own object with ``--domain``. There is no default domain.
-
-    Raises:
-        InvalidRequestError: not JSON, no domain, or not the domain's shape.
-    """
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise InvalidRequestError(f"{flag}: not JSON: {e}", field="task") from e
-    try:
-        if isinstance(obj, dict) and "domain" in obj:
-            if domain and domain != obj["domain"]:
-                raise ValueError(f"domain {obj['domain']!r} but --domain {domain!r}")
-            return parse_task_object(obj, stacklevel=3)
-        if domain:
-            return make_task(domain, obj)
-        return parse_task_object(obj, stacklevel=3)
-    except ValueError as e:
-        raise InvalidRequestError(f"{flag}: {e}", field="task") from e
 
 
 def _sampler(args: argparse.Namespace) -> Any:
@@ -269,8 +192,8 @@ def _sampler(args: argparse.Namespace) -> Any:
 def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     from .forktree import ForkTreeBuilder
 
-    tasks = _read_jsonl(args.tasks)
-    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
+    tasks = read_jsonl(args.tasks)
+    with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
         builder = ForkTreeBuilder(
             client,
             _sampler(args),
@@ -307,7 +230,7 @@ def _cmd_admit(args: argparse.Namespace) -> int:
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
-    keys = _trust_arg(args.trust)
+    keys = trust_arg(args.trust)
     assert keys is not None  # --trust is required
     conn = connection_from_args(args)
     client = conn.client() if conn is not None else None
@@ -321,7 +244,7 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         if not args.no_state:
             ratchet.load_state(state)
         data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
-        with _open_out(args.out) as sink:
+        with open_out(args.out) as sink:
             admitted = 0
             for record in data:
                 sink.write(json.dumps(record, sort_keys=True) + "\n")
@@ -360,7 +283,7 @@ def _forktree_records(path: str) -> list[dict[str, Any]]:
     """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
     not one, e.g. a verify-batch verdict line)."""
     out = []
-    for n, rec in _read_jsonl_numbered(path):
+    for n, rec in read_jsonl_numbered(path):
         families = rec.get("families") if isinstance(rec, dict) else None
         if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
             verdict = isinstance(rec, dict) and "status" in rec
@@ -451,12 +374,6 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return run_experiment(opts, as_json=args.json)
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-
-    return run_demo(Path(args.workdir), tasks=args.tasks, seed=args.seed, as_json=args.json)
-
-
 def _cmd_guard(args: argparse.Namespace) -> int:
     from certd.statements import verify_acceptance
 
@@ -485,7 +402,7 @@ def _cmd_guard(args: argparse.Namespace) -> int:
     status = 0
     checked: list[str] = []
     if args.trust:
-        keys = _trust_arg(args.trust)
+        keys = trust_arg(args.trust)
         assert keys is not None
         for d in decisions:
             if d.accepted:
@@ -626,12 +543,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mt.set_defaults(fn=_cmd_metrics)
 
-    d = sub.add_parser("demo", help="the older main-job driver (superseded by `forkgate run`)")
-    d.add_argument("--workdir", default="out/demo")
-    d.add_argument("--tasks", type=int, default=40)
-    d.add_argument("--seed", type=int, default=0)
-    d.set_defaults(fn=_cmd_demo)
-
     g = sub.add_parser("guard", help="the support table of a run's acceptance decisions")
     add_connection_flags(g)
     g.add_argument("--run", required=True, help="the training run")
@@ -698,10 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xc.set_defaults(fn=_cmd_experiment)
 
+    from .cli_certs import add_parsers as add_cert_parsers
     from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
 
     add_kappa_calibrate(sub)
-    for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
+    for cmd in (v, c, k, b, a, mt, g, gd, r, xc, *add_cert_parsers(sub)):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     finish_parser(p, version=True)
     return p
