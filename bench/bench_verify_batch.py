@@ -9,6 +9,9 @@ process on loopback with receipts signed and logged, writing), with and without 
 (receipt checking). Peer: reasoning-gym's ``score_answer`` called in this process (its import
 and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``).
 
+Rounds are interleaved (reasoning-gym, CLI, CLI with ``--trust``, start-up), so a shared
+machine's load hits both sides alike.
+
 Run: ``.venv/bin/python bench/bench_verify_batch.py`` → ``bench/results/verify_batch.json``.
 """
 
@@ -63,10 +66,14 @@ def main() -> None:
         with LocalCertd(Path(tmp) / "d") as certd:
             base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
             _cli(*base)  # warm-up (the server's pools, the page cache)
-            startup_s = timed_runs(lambda: _cli("--version"), REPEATS)
-            cli_s = timed_runs(lambda: _cli(*base), REPEATS)
-            cli_trust_s = timed_runs(lambda: _cli(*base, "--trust", certd.vkey), REPEATS)
-            rg_s = timed_runs(run_rg, REPEATS)
+            # Interleaved, one of each per round, so that a shared machine's load changes
+            # hit both sides alike; the per-round ratios are reported beside the medians.
+            rg_s, cli_s, cli_trust_s, startup_s = [], [], [], []
+            for _ in range(REPEATS):
+                rg_s += timed_runs(run_rg, 1)
+                cli_s += timed_runs(lambda: _cli(*base), 1)
+                cli_trust_s += timed_runs(lambda: _cli(*base, "--trust", certd.vkey), 1)
+                startup_s += timed_runs(lambda: _cli("--version"), 1)
             statuses: dict[str, int] = {}
             for line in dst.read_text().splitlines():
                 s = json.loads(line)["status"]
@@ -94,6 +101,7 @@ def main() -> None:
                 "forkgate_verify_batch_cli_trust": cli_trust_s,
                 "forkgate_cli_startup_only": startup_s,
             },
+            "per_round_ratio": [round(r / c, 2) for r, c in zip(rg_s, cli_s, strict=True)],
             "answers_per_second": {
                 "reasoning_gym_in_process": round(rg_rate, 1),
                 "forkgate_verify_batch_cli": round(n / median(cli_s), 1),

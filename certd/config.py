@@ -263,7 +263,7 @@ class CodeConfig(_Strict):
 class TaskSetConfig(_Strict):
     """A capability registered at start-up (see ``Authority.RegisterTaskSet`` for the RPC).
 
-    ``tasks`` are task objects (docs/formats.md §1), e.g.
+    ``tasks`` are task objects (docs/formats.md §0), e.g.
     ``{"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}``; the older
     protobuf-JSON ``{"countdown": {…}}`` is read with a DeprecationWarning.
     """

@@ -2,7 +2,7 @@
 
 Every place that accepts a task (forkgate's CLI flags and JSONL, the TRL/verl columns, the
 Python API, certd's ``acceptance`` and ``learned_kappa`` config) reads it through this module,
-so one object means one thing everywhere (docs/formats.md §1). Pure: no I/O, only the stubs.
+so one object means one thing everywhere (docs/formats.md §0). Pure: no I/O, only the stubs.
 
 Example:
     >>> t = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
@@ -123,7 +123,7 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
 def _deprecated(form: str, stacklevel: int) -> None:
     warnings.warn(
         f'the {form} task form is deprecated; write {{"domain": …, "task": {{…}}}} '
-        "(docs/formats.md §1)",
+        "(docs/formats.md §0)",
         DeprecationWarning,
         stacklevel=stacklevel + 1,
     )

@@ -189,6 +189,13 @@ def _sampler(args: argparse.Namespace) -> Any:
     return TransformersSampler(model, tokenizer)
 
 
+def _prefix_template(args: argparse.Namespace) -> str:
+    """The forced entry: the flag, or the one that fits the sampler (the embedded policy
+    writes its entry after ``<think>``, a chat model after ``<answer>``)."""
+    tag = "<think>" if args.sampler == "embedded" else "<answer>"
+    return str(args.prefix_template) or tag + "{operand}{operator}"
+
+
 def _cmd_build_forktrees(args: argparse.Namespace) -> int:
     from .forktree import ForkTreeBuilder
 
@@ -200,9 +207,10 @@ def _cmd_build_forktrees(args: argparse.Namespace) -> int:
             m=args.m,
             budget=args.budget,
             round_size=args.round_size,
-            max_tokens=args.max_tokens,
+            max_tokens=args.max_tokens or (80 if args.sampler == "embedded" else 256),
             temperature=args.temperature,
             force_prefix=args.force_prefix,
+            prefix_template=_prefix_template(args),
             seed=args.seed,
         )
         records = builder.run(tasks, Path(args.out))
@@ -322,11 +330,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise InvalidRequestError(
             f"--model is required with --sampler {args.sampler}", field="model"
         )
-    prefix = args.prefix_template or (
-        "<think>{operand}{operator}"
-        if args.sampler == "embedded"
-        else "<answer>{operand}{operator}"
-    )
+    prefix = _prefix_template(args)
     opts = RunOptions(
         workdir=Path(args.workdir),
         server=args.server,
@@ -437,8 +441,16 @@ def _cmd_guard(args: argparse.Namespace) -> int:
 def _cmd_guard_demo(args: argparse.Namespace) -> int:
     from .guard_demo import run_guard_demo
 
+    server = ",".join(args.server or [])
+    trust = args.trust[0] if args.trust else ""
     return run_guard_demo(
-        Path(args.workdir), phases=args.phases, tasks=args.tasks, seed=args.seed, as_json=args.json
+        Path(args.workdir),
+        phases=args.phases,
+        tasks=args.tasks,
+        seed=args.seed,
+        as_json=args.json,
+        server=server,
+        trust=trust,
     )
 
 
@@ -497,18 +509,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
     add_connection_flags(b)
-    b.add_argument("--tasks", required=True, help="JSONL of task objects")
-    b.add_argument("--sampler", choices=_SAMPLERS, default="openai")
+    b.add_argument(
+        "--tasks",
+        required=True,
+        help='JSONL, one task object {"domain": …, "task": {…}} a line (\'-\' for stdin)',
+    )
+    b.add_argument(
+        "--sampler", choices=_SAMPLERS, default="embedded", help="embedded: the shipped policy"
+    )
     b.add_argument("--model", default="default")
     b.add_argument("--base-url", default="", help="OpenAI-compatible server (openai sampler)")
     b.add_argument("--api-key", default=None)
     b.add_argument("--m", type=int, default=4, help="families wanted per task")
     b.add_argument("--budget", type=int, default=64, help="samples per task at most")
     b.add_argument("--round-size", type=int, default=8)
-    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument(
+        "--max-tokens", type=int, default=0, help="0: 80 for the embedded policy, else 256"
+    )
     b.add_argument("--temperature", type=float, default=1.0)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--force-prefix", action="store_true", help="force uncovered entries")
+    b.add_argument(
+        "--prefix-template",
+        default="",
+        help="forced entry (default: <think>{operand}{operator} embedded, else <answer>…)",
+    )
+    b.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
     b.add_argument("--trust", action="append", default=[])
     b.add_argument("--out", required=True, help="JSONL; appended, resumable")
     b.set_defaults(fn=_cmd_build_forktrees)
@@ -556,6 +582,10 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--phases", type=int, default=8)
     gd.add_argument("--tasks", type=int, default=64, help="puzzles per band")
     gd.add_argument("--seed", type=int, default=0)
+    gd.add_argument(
+        "--server", action="append", default=None, help="use this certd (default: start one)"
+    )
+    gd.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
     gd.set_defaults(fn=_cmd_guard_demo)
 
     r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")

@@ -115,7 +115,7 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
         "fork-tree",
         help="the certified families of a task (GetForkTree)",
         description="List a task's certified families (one certificate per κ label). "
-        'Input: --task, a task object {"domain": …, "task": {…}} (docs/formats.md §1).',
+        'Input: --task, a task object {"domain": …, "task": {…}} (docs/formats.md §0).',
     )
     add_connection_flags(f)
     f.add_argument("--task", required=True, help='the task object {"domain": …, "task": {…}}')

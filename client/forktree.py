@@ -51,7 +51,10 @@ __all__ = ["ForkTreeBuilder", "countdown_prompt", "done_task_digests", "link_rec
 
 
 def countdown_prompt(task: Mapping[str, Any]) -> str:
-    """The TinyZero-style Countdown prompt."""
+    """The TinyZero-style Countdown prompt of a task object (or a puzzle's flat form)."""
+    inner = task.get("task")
+    if isinstance(inner, Mapping):
+        task = inner
     return (
         f"Using the numbers {list(task['numbers'])}, create an equation that equals "
         f"{task['target']}. You can use basic arithmetic operations (+, -, *, /) and each "

@@ -1,4 +1,4 @@
-"""Tasks from the one task object ``{"domain": …, "task": {…}}`` (docs/formats.md §1).
+"""Tasks from the one task object ``{"domain": …, "task": {…}}`` (docs/formats.md §0).
 
 Example:
     >>> t = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}

@@ -137,7 +137,7 @@ def _request_of(obj: dict[str, Any], line_no: int, tasks: _TaskCache) -> verifie
     """
     if "task" not in obj:
         raise ValueError(
-            "task: required (the domain's task object, see docs/formats.md §1); "
+            "task: required (the domain's task object, see docs/formats.md §0); "
             'lines are {"id", "domain", "task", "response"}'
         )
     # the line's "domain" and "task" are the task object; a flat {"domain", …} inside "task"
