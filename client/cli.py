@@ -46,11 +46,11 @@ from .cli_io import (
     open_in_bytes,
     open_out,
     open_out_bytes,
-    read_jsonl,
     read_jsonl_numbered,
     task_arg,
     trust_arg,
 )
+from .cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .connection import add_connection_flags, client_from_args, connection_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .verify_jsonl import dumps_line, verdict_line, verify_lines
@@ -147,78 +147,6 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
         else f"certificate OK: {claim.kappa} label {claim.label} "
         f"for task {claim.task_digest[:16]}…, "
         f"ledger index {claim.ledger_index} in a checkpoint of size {claim.tree_size}"
-    )
-    return 0
-
-
-def _sampler(args: argparse.Namespace) -> Any:
-    from .samplers import (
-        EmbeddedSampler,
-        OpenAICompletionsSampler,
-        TransformersSampler,
-        VLLMSampler,
-    )
-
-    if args.sampler == "embedded":
-        import torch
-
-        # One thread: the tiny model gains nothing from more, and on a shared machine
-        # oversubscribed torch threads spin (20x slower measured on a loaded 2-core box).
-        torch.set_num_threads(max(1, getattr(args, "threads", 1)))
-        return EmbeddedSampler(getattr(args, "weights", None) or None)
-
-    if args.sampler == "openai":
-        if not args.base_url:
-            raise InvalidRequestError(
-                "--base-url is required for --sampler openai", field="base_url"
-            )
-        return OpenAICompletionsSampler(args.base_url, args.model, api_key=args.api_key)
-    if args.sampler == "vllm":
-        return VLLMSampler(args.model)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        model = AutoModelForCausalLM.from_pretrained(args.model)
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
-    except (OSError, ValueError) as e:  # Hugging Face's own multi-line message stays out
-        raise InvalidRequestError(
-            f"--model {args.model}: not a model directory or Hugging Face model id "
-            f"this machine can load ({type(e).__name__})",
-            field="model",
-        ) from e
-    return TransformersSampler(model, tokenizer)
-
-
-def _prefix_template(args: argparse.Namespace) -> str:
-    """The forced entry: the flag, or the one that fits the sampler (the embedded policy
-    writes its entry after ``<think>``, a chat model after ``<answer>``)."""
-    tag = "<think>" if args.sampler == "embedded" else "<answer>"
-    return str(args.prefix_template) or tag + "{operand}{operator}"
-
-
-def _cmd_build_forktrees(args: argparse.Namespace) -> int:
-    from .forktree import ForkTreeBuilder
-
-    tasks = read_jsonl(args.tasks)
-    with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
-        builder = ForkTreeBuilder(
-            client,
-            _sampler(args),
-            m=args.m,
-            budget=args.budget,
-            round_size=args.round_size,
-            max_tokens=args.max_tokens or (80 if args.sampler == "embedded" else 256),
-            temperature=args.temperature,
-            force_prefix=args.force_prefix,
-            prefix_template=_prefix_template(args),
-            seed=args.seed,
-        )
-        records = builder.run(tasks, Path(args.out))
-    found = sum(len(r["families"]) for r in records)
-    print(
-        json.dumps({"tasks": len(records), "families": found, "out": args.out})
-        if args.json
-        else f"built {len(records)} fork trees ({found} certified families) -> {args.out}"
     )
     return 0
 
@@ -323,34 +251,6 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .run import RunOptions, run_main_job
-
-    if args.sampler != "embedded" and args.model == "default" and args.sampler != "openai":
-        raise InvalidRequestError(
-            f"--model is required with --sampler {args.sampler}", field="model"
-        )
-    prefix = _prefix_template(args)
-    opts = RunOptions(
-        workdir=Path(args.workdir),
-        server=args.server,
-        trust=args.trust,
-        tasks=args.tasks,
-        tasks_file=args.tasks_file,
-        seed=args.seed,
-        k=args.k,
-        m=args.m,
-        budget=args.budget,
-        round_size=args.round_size,
-        max_tokens=args.max_tokens or (80 if args.sampler == "embedded" else 512),
-        temperature=args.temperature,
-        top_p=args.top_p,
-        prefix_template=prefix,
-        sampler_name=args.sampler if args.sampler == "embedded" else f"{args.sampler} {args.model}",
-    )
-    return run_main_job(opts, _sampler(args), as_json=args.json)
-
-
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from .experiment import ExperimentOptions, run_experiment
 
@@ -376,82 +276,6 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         into_report=args.into_report,
     )
     return run_experiment(opts, as_json=args.json)
-
-
-def _cmd_guard(args: argparse.Namespace) -> int:
-    from certd.statements import verify_acceptance
-
-    from .acceptance import list_acceptances
-    from .support_report import (
-        decisions_json,
-        decisions_table,
-        rows_from_decisions,
-        write_support_report,
-    )
-
-    tasks = [t for arg in args.tasks for t in arg.split(",") if t]
-    with client_from_args(args) as client:
-        decisions = list_acceptances(client, args.run)
-    if tasks:
-        known = {f.task_set for d in decisions for f in d.figures}
-        unknown = sorted(set(tasks) - known)
-        if unknown:
-            raise InvalidRequestError(
-                f"--tasks: {unknown} not in run {args.run!r} (has {sorted(known)})", field="tasks"
-            )
-        for d in decisions:
-            keep = [f for f in d.figures if f.task_set in tasks]
-            del d.figures[:]
-            d.figures.extend(keep)
-    status = 0
-    checked: list[str] = []
-    if args.trust:
-        keys = trust_arg(args.trust)
-        assert keys is not None
-        for d in decisions:
-            if d.accepted:
-                try:
-                    verify_acceptance(d.certificate, keys, checkpoint_digest=d.checkpoint_digest)
-                    checked.append(f"{d.checkpoint}: certificate OK")
-                except CertdError as e:
-                    checked.append(f"{d.checkpoint}: certificate does NOT verify: {e}")
-                    status = 1
-    files = []
-    if args.out:
-        files = write_support_report(Path(args.out), rows_from_decisions(decisions), decisions)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "decisions": decisions_json(decisions),
-                    "checked": checked,
-                    "files": [str(f) for f in files],
-                }
-            )
-        )
-    else:
-        print(decisions_table(decisions))
-        for line in checked:
-            print(line)
-        if files:
-            print("wrote " + ", ".join(str(f) for f in files))
-    return status
-
-
-def _cmd_guard_demo(args: argparse.Namespace) -> int:
-    from .guard_demo import run_guard_demo
-
-    server = ",".join(args.server or [])
-    trust = args.trust[0] if args.trust else ""
-    return run_guard_demo(
-        Path(args.workdir),
-        phases=args.phases,
-        tasks=args.tasks,
-        seed=args.seed,
-        as_json=args.json,
-        server=server,
-        trust=trust,
-    )
 
 
 _SAMPLERS = ["embedded", "openai", "transformers", "vllm"]
@@ -537,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
     b.add_argument("--trust", action="append", default=[])
     b.add_argument("--out", required=True, help="JSONL; appended, resumable")
-    b.set_defaults(fn=_cmd_build_forktrees)
+    b.set_defaults(fn=cmd_build_forktrees)
 
     a = sub.add_parser(
         "admit",
@@ -575,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tasks", action="append", default=[], help="task sets (comma-separated)")
     g.add_argument("--trust", action="append", default=[], help="verify certificates offline")
     g.add_argument("--out", default="", help="write support.json and SVG plots here")
-    g.set_defaults(fn=_cmd_guard)
+    g.set_defaults(fn=cmd_guard)
 
     gd = sub.add_parser("guard-demo", help="train on one band, catch erosion of the other")
     gd.add_argument("--workdir", default="out/guard")
@@ -586,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--server", action="append", default=None, help="use this certd (default: start one)"
     )
     gd.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
-    gd.set_defaults(fn=_cmd_guard_demo)
+    gd.set_defaults(fn=cmd_guard_demo)
 
     r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")
     r.add_argument("--workdir", default="out/run")
@@ -609,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--top-p", type=float, default=1.0)
     r.add_argument("--prefix-template", default="", help="forced entry (default per sampler)")
     r.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
-    r.set_defaults(fn=_cmd_run)
+    r.set_defaults(fn=cmd_run)
 
     x = sub.add_parser("experiment", help="the mechanism experiment (GRPO arms on CPU)")
     xs = x.add_subparsers(dest="experiment", required=True)
