@@ -7,7 +7,10 @@ expressions over 250 puzzles) repeated ``COPIES`` times with distinct ids, as ta
 verify-batch`` process (interpreter start, imports, reading, verifying through a ``certd serve``
 process on loopback with receipts signed and logged, writing), with and without ``--trust``
 (receipt checking). Peer: reasoning-gym's ``score_answer`` called in this process (its import
-and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``).
+and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``),
+and CPU seconds of each side (ours: the CLI process plus the certd server and its workers),
+which a shared machine's load distorts less than wall time: on a contended machine a side
+that runs in several processes gets more CPU shares than a one-process side.
 
 Rounds are interleaved (reasoning-gym, CLI, CLI with ``--trust``, start-up), so a shared
 machine's load hits both sides alike.
@@ -18,9 +21,11 @@ Run: ``.venv/bin/python bench/bench_verify_batch.py`` → ``bench/results/verify
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from _common import median, timed_runs, write
@@ -32,12 +37,34 @@ COPIES = 10  # 20,000 lines: start-up (~0.5 s idle) is part of what a user waits
 REPEATS = 3
 
 
-def _cli(*argv: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "forkgate.cli", *argv], capture_output=True, text=True, check=False
+def _cli(*argv: str) -> float:
+    """Run the CLI; return its CPU seconds (user + system, from ``wait4``)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forkgate.cli", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
-    if done.returncode != 0:
-        raise SystemExit(f"forkgate {argv[0]} failed ({done.returncode}): {done.stderr}")
+    _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"forkgate {argv[0]} failed ({code}): {err}")
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a process and its children (the server and its workers)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
 
 
 def main() -> None:
@@ -69,9 +96,16 @@ def main() -> None:
             # Interleaved, one of each per round, so that a shared machine's load changes
             # hit both sides alike; the per-round ratios are reported beside the medians.
             rg_s, cli_s, cli_trust_s, startup_s = [], [], [], []
+            rg_cpu, cli_cpu = [], []  # CPU seconds: load-independent beside the wall times
             for _ in range(REPEATS):
+                c0 = time.process_time()
                 rg_s += timed_runs(run_rg, 1)
-                cli_s += timed_runs(lambda: _cli(*base), 1)
+                rg_cpu.append(time.process_time() - c0)
+                server0 = _tree_cpu_s(certd.process.pid)
+                t0 = time.perf_counter()
+                own = _cli(*base)
+                cli_s.append(time.perf_counter() - t0)
+                cli_cpu.append(own + _tree_cpu_s(certd.process.pid) - server0)
                 cli_trust_s += timed_runs(lambda: _cli(*base, "--trust", certd.vkey), 1)
                 startup_s += timed_runs(lambda: _cli("--version"), 1)
             statuses: dict[str, int] = {}
@@ -100,6 +134,11 @@ def main() -> None:
                 "forkgate_verify_batch_cli": cli_s,
                 "forkgate_verify_batch_cli_trust": cli_trust_s,
                 "forkgate_cli_startup_only": startup_s,
+            },
+            "cpu_seconds": {
+                "reasoning_gym_in_process": rg_cpu,
+                "forkgate_cli_plus_certd_server": cli_cpu,
+                "ratio_of_medians": round(median(rg_cpu) / median(cli_cpu), 2),
             },
             "per_round_ratio": [round(r / c, 2) for r, c in zip(rg_s, cli_s, strict=True)],
             "answers_per_second": {
