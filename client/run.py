@@ -265,7 +265,9 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
                 obj = json.loads(line)
             except ValueError as e:
                 raise InvalidRequestError(f"{opts.tasks_file}:{n}: not JSON: {e}") from e
-            out.append(obj.get("task", obj) if isinstance(obj, dict) else obj)
+            if isinstance(obj, dict) and "domain" not in obj and isinstance(obj.get("task"), dict):
+                obj = obj["task"]  # a record (a fork-tree line) that carries its task object
+            out.append(obj)
     return out
 
 
