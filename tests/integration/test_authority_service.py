@@ -24,7 +24,7 @@ def test_certify_then_same_again_returns_existing(address: str, vkey: str) -> No
     assert first.certificate_id == again.certificate_id
     assert first.ledger_index == again.ledger_index
     claim = verify_certificate(
-        first, KeyRing([VerifierKey.from_vkey(vkey)]), task=make_task("countdown", TASK)
+        first, KeyRing([VerifierKey.from_vkey(vkey)]), task=make_task("countdown", TASK["task"])
     )
     assert (claim.kappa, claim.label) == ("countdown.first-op.v1", "25,-")
 
