@@ -45,6 +45,7 @@ class Progress:
         self.count = 0
         self._started = self._last = time.monotonic()
         self._bar: Any = None
+        self._postfix = ""
         if self.stream.isatty():
             from tqdm import tqdm
 
@@ -61,10 +62,17 @@ class Progress:
             self._last = now
             self._log(now)
 
+    def set_postfix(self, **fields: Any) -> None:
+        """Extra figures: on the bar, or appended to the next log line."""
+        self._postfix = ", ".join(f"{k}={v}" for k, v in fields.items())
+        if self._bar is not None:
+            self._bar.set_postfix(**fields)
+
     def _log(self, now: float) -> None:
         rate = self.count / max(now - self._started, 1e-9)
         of = f"/{self.total}" if self.total is not None else ""
-        self.stream.write(f"{self.desc}: {self.count}{of} {self.unit}, {rate:.0f}/s\n")
+        extra = f" ({self._postfix})" if self._postfix else ""
+        self.stream.write(f"{self.desc}: {self.count}{of} {self.unit}, {rate:.0f}/s{extra}\n")
         self.stream.flush()
 
     def close(self) -> None:
