@@ -266,8 +266,9 @@ class CodeConfig(_Strict):
 class TaskSetConfig(_Strict):
     """A capability registered at start-up (see ``Authority.RegisterTaskSet`` for the RPC).
 
-    ``tasks`` are protobuf-JSON ``certd.v1.Task`` objects, e.g.
-    ``{"countdown": {"numbers": [25, 5, 4, 3], "target": 83}}``.
+    ``tasks`` are task objects (docs/formats.md §0), e.g.
+    ``{"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}``; the older
+    protobuf-JSON ``{"countdown": {…}}`` is read with a DeprecationWarning.
     """
 
     name: str = Field(min_length=1, max_length=128)
@@ -302,7 +303,7 @@ class AcceptanceConfig(_Strict):
 class KappaTaskSetConfig(_Strict):
     """Which κ defines the families of a set of tasks (``learned_kappa.task_sets``).
 
-    ``tasks`` are protobuf-JSON ``certd.v1.Task`` objects, as in ``TaskSetConfig``.
+    ``tasks`` are task objects ``{"domain": …, "task": {…}}``, as in ``TaskSetConfig``.
     """
 
     name: str = Field(min_length=1, max_length=128)

@@ -465,14 +465,22 @@ def verify_receipt(
 
 
 def verify_verdict(
-    verdict: verifier_pb2.Verdict, task: tasks_pb2.Task, response: str, claim: ReceiptClaim
+    verdict: verifier_pb2.Verdict,
+    task: tasks_pb2.Task,
+    response: str,
+    claim: ReceiptClaim,
+    *,
+    task_sha256: str | None = None,
 ) -> None:
     """Check that a verdict for (task, response) is covered by a verified receipt.
+
+    ``task_sha256``, when given, is ``task_digest(task)`` computed by the caller (a batch
+    checks many verdicts of one task).
 
     Raises:
         ProofError: the verdict's digest or path does not lead to the receipt's root.
     """
-    digest = verdict_digest(verdict, task_digest(task), response)
+    digest = verdict_digest(verdict, task_sha256 or task_digest(task), response)
     if digest != verdict.digest:
         raise ProofError(
             f"verdict {verdict.id!r} digest: expected {digest.hex()}, got {verdict.digest.hex()}"

@@ -295,8 +295,13 @@ def check_batch(
     if keys is not None:
         try:
             claim = verify_receipt(reply.receipt, keys)
+            digests: dict[bytes, str] = {}  # a rollout batch repeats each task
             for req, verdict in zip(requests, reply.verdicts, strict=True):
-                verify_verdict(verdict, req.task, req.response, claim)
+                wire = req.task.SerializeToString(deterministic=True)
+                sha = digests.get(wire)
+                if sha is None:
+                    sha = digests[wire] = task_digest(req.task)
+                verify_verdict(verdict, req.task, req.response, claim, task_sha256=sha)
         except CertdError as e:
             raise VerificationError(f"receipt: {e}") from e
     for req, verdict in zip(requests, reply.verdicts, strict=True):

@@ -1,4 +1,4 @@
-"""The ``forkgate`` command line: run, experiment, verify-batch, certify, check-cert, demo, ….
+"""The ``forkgate`` command line: run, experiment, verify-batch, certify, check-cert, get-cert, ….
 
 Example::
 
@@ -30,40 +30,37 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from google.protobuf import json_format
-from tqdm import tqdm
 
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
-from certd.signing.dsse import KeyRing
 from certd.statements import verify_certificate
-from certd.v1 import authority_pb2, tasks_pb2
+from certd.v1 import authority_pb2
 
-from ._base import ClientSettings, load_keyring
+from ._base import ClientSettings
+from .cli_io import (
+    open_in,
+    open_in_bytes,
+    open_out,
+    open_out_bytes,
+    read_jsonl_numbered,
+    task_arg,
+    trust_arg,
+)
+from .cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .connection import add_connection_flags, client_from_args, connection_from_args
-from .errors import ForkgateError, InvalidRequestError, VerificationError, forkgate_exit_code
-from .tasks import make_task
-from .verify_jsonl import verdict_line, verify_lines
+from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
+from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
 
 
-def _open_in(path: str) -> IO[str]:
-    """An input file, or stdin for ``-`` (a missing file is a usage error naming it)."""
-    if path == "-":
-        return open(sys.stdin.fileno(), encoding="utf-8", closefd=False)
-    try:
-        return open(path, encoding="utf-8")
-    except FileNotFoundError as e:
-        raise InvalidRequestError(f"{path}: no such file", field="in") from e
-    except IsADirectoryError as e:
-        raise InvalidRequestError(f"{path}: is a directory, not a file", field="in") from e
-
-
 def _cmd_verify_batch(args: argparse.Namespace) -> int:
+    from .progress import Progress
+
     if args.batch_size < 1:
         raise InvalidRequestError(
             f"--batch-size: expected >= 1, got {args.batch_size}", field="batch_size"
@@ -72,17 +69,19 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     total = 0
     with (
-        _open_in(args.input) as source,
-        client_from_args(args, trusted_keys=_trust_arg(args.trust), settings=settings) as client,
-        _open_out(args.out) as sink,
+        open_in_bytes(args.input) as source,
+        client_from_args(args, trusted_keys=trust_arg(args.trust), settings=settings) as client,
+        open_out_bytes(args.out) as sink,
+        Progress("verify-batch", unit="lines") as progress,
     ):
-        bar = tqdm(unit="resp", desc="verify", disable=None, file=sys.stderr)
-        for obj in verify_lines(client, source, args.batch_size):
-            sink.write(json.dumps(obj, sort_keys=False) + "\n")
-            counts[obj["status"]] = counts.get(obj["status"], 0) + 1
+        for obj in verify_lines(client, source, args.batch_size, inflight=args.inflight):
+            sink.write(dumps_line(obj))
+            status = obj["status"]
+            counts[status] = counts.get(status, 0) + 1
             total += 1
-            bar.update(1)
-        bar.close()
+            if total % 1000 == 0:
+                progress.update(1000)
+        progress.update(total % 1000)
     summary = {"lines": total, "statuses": counts, "out": args.out}
     print(
         json.dumps(summary)
@@ -93,32 +92,13 @@ def _cmd_verify_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trust_arg(sources: list[str]) -> KeyRing | None:
-    """The ``--trust`` keys (None when none given); a bad one is a usage error (exit 2).
-
-    Raises:
-        InvalidRequestError: a file that does not exist, a private key, or not a vkey.
-    """
-    try:
-        return load_keyring(sources) if sources else None
-    except VerificationError as e:
-        reason = str(e).removeprefix("trusted key: ")
-        raise InvalidRequestError(f"--trust: {reason}", field="trust") from e
-
-
-def _open_out(path: str) -> IO[str]:
-    if path == "-":
-        return open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
-    return open(path, "w", encoding="utf-8")
-
-
 def _cmd_certify(args: argparse.Namespace) -> int:
-    task = _task_arg(args.domain, args.task)
-    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
+    task = task_arg(args.domain, args.task)
+    with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
         cert = client.certify(task, args.label, args.witness, args.kappa)
     doc = json_format.MessageToDict(cert)
     if args.out:
-        with _open_out(args.out) as sink:
+        with open_out(args.out) as sink:
             sink.write(json.dumps(doc, indent=1) + "\n")
     print(
         json.dumps(doc)
@@ -131,16 +111,16 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_cert(args: argparse.Namespace) -> int:
-    keys = _trust_arg(args.trust)
+    keys = trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()
-    with _open_in(args.file) as f:
+    with open_in(args.file) as f:
         text = f.read()
     try:
         json_format.Parse(text, cert)
     except json_format.ParseError as e:
         raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
-    task = _task_arg(args.domain, args.task) if args.task else None
+    task = task_arg(args.domain, args.task) if args.task else None
     try:
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
@@ -171,118 +151,6 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_jsonl_numbered(path: str) -> list[tuple[int, Any]]:
-    """``(line number in the file, object)`` per non-blank line (``-`` reads stdin)."""
-    out = []
-    with _open_in(path) as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append((n, json.loads(line)))
-                except ValueError as e:
-                    raise InvalidRequestError(f"{path}:{n}: not JSON: {e}", field="in") from e
-    return out
-
-
-def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    return [obj for _, obj in _read_jsonl_numbered(path)]
-
-
-def _task_arg(domain: str, text: str, flag: str = "--task") -> tasks_pb2.Task:
-    """A task from a flag: the ``{"domain": …, "task": {…}}`` object, or ``--domain`` plus the
-    task's own object. There is no default domain.
-
-    Raises:
-        InvalidRequestError: not JSON, no domain, or not the domain's shape.
-    """
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise InvalidRequestError(f"{flag}: not JSON: {e}", field="task") from e
-    if isinstance(obj, dict) and "domain" in obj:
-        # {"domain", "task"}; the flat {"domain", …task fields} form is an accepted alias
-        inner = obj["task"] if "task" in obj else {k: v for k, v in obj.items() if k != "domain"}
-        if domain and domain != obj["domain"]:
-            raise InvalidRequestError(
-                f"{flag}: domain {obj['domain']!r} but --domain {domain!r}", field="task"
-            )
-        domain, obj = str(obj["domain"]), inner
-    if not domain:
-        raise InvalidRequestError(
-            f'{flag}: no domain; pass {{"domain": "countdown"|"math"|"code", "task": {{…}}}} '
-            "or --domain",
-            field="task",
-        )
-    try:
-        return make_task(domain, obj)
-    except ValueError as e:
-        raise InvalidRequestError(f"{flag}: {e}", field="task") from e
-
-
-def _sampler(args: argparse.Namespace) -> Any:
-    from .samplers import (
-        EmbeddedSampler,
-        OpenAICompletionsSampler,
-        TransformersSampler,
-        VLLMSampler,
-    )
-
-    if args.sampler == "embedded":
-        import torch
-
-        # One thread: the tiny model gains nothing from more, and on a shared machine
-        # oversubscribed torch threads spin (20x slower measured on a loaded 2-core box).
-        torch.set_num_threads(max(1, getattr(args, "threads", 1)))
-        return EmbeddedSampler(getattr(args, "weights", None) or None)
-
-    if args.sampler == "openai":
-        if not args.base_url:
-            raise InvalidRequestError(
-                "--base-url is required for --sampler openai", field="base_url"
-            )
-        return OpenAICompletionsSampler(args.base_url, args.model, api_key=args.api_key)
-    if args.sampler == "vllm":
-        return VLLMSampler(args.model)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        model = AutoModelForCausalLM.from_pretrained(args.model)
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
-    except (OSError, ValueError) as e:  # Hugging Face's own multi-line message stays out
-        raise InvalidRequestError(
-            f"--model {args.model}: not a model directory or Hugging Face model id "
-            f"this machine can load ({type(e).__name__})",
-            field="model",
-        ) from e
-    return TransformersSampler(model, tokenizer)
-
-
-def _cmd_build_forktrees(args: argparse.Namespace) -> int:
-    from .forktree import ForkTreeBuilder
-
-    tasks = _read_jsonl(args.tasks)
-    with client_from_args(args, trusted_keys=_trust_arg(args.trust)) as client:
-        builder = ForkTreeBuilder(
-            client,
-            _sampler(args),
-            m=args.m,
-            budget=args.budget,
-            round_size=args.round_size,
-            max_tokens=args.max_tokens,
-            temperature=args.temperature,
-            force_prefix=args.force_prefix,
-            seed=args.seed,
-        )
-        records = builder.run(tasks, Path(args.out))
-    found = sum(len(r["families"]) for r in records)
-    print(
-        json.dumps({"tasks": len(records), "families": found, "out": args.out})
-        if args.json
-        else f"built {len(records)} fork trees ({found} certified families) -> {args.out}"
-    )
-    return 0
-
-
 def default_ratchet_state(log: str) -> Path:
     """Where ``forkgate admit`` keeps a log's ratchet state by default.
 
@@ -298,7 +166,7 @@ def _cmd_admit(args: argparse.Namespace) -> int:
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
-    keys = _trust_arg(args.trust)
+    keys = trust_arg(args.trust)
     assert keys is not None  # --trust is required
     conn = connection_from_args(args)
     client = conn.client() if conn is not None else None
@@ -312,7 +180,7 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         if not args.no_state:
             ratchet.load_state(state)
         data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
-        with _open_out(args.out) as sink:
+        with open_out(args.out) as sink:
             admitted = 0
             for record in data:
                 sink.write(json.dumps(record, sort_keys=True) + "\n")
@@ -351,7 +219,7 @@ def _forktree_records(path: str) -> list[dict[str, Any]]:
     """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
     not one, e.g. a verify-batch verdict line)."""
     out = []
-    for n, rec in _read_jsonl_numbered(path):
+    for n, rec in read_jsonl_numbered(path):
         families = rec.get("families") if isinstance(rec, dict) else None
         if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
             verdict = isinstance(rec, dict) and "status" in rec
@@ -383,38 +251,6 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .run import RunOptions, run_main_job
-
-    if args.sampler != "embedded" and args.model == "default" and args.sampler != "openai":
-        raise InvalidRequestError(
-            f"--model is required with --sampler {args.sampler}", field="model"
-        )
-    prefix = args.prefix_template or (
-        "<think>{operand}{operator}"
-        if args.sampler == "embedded"
-        else "<answer>{operand}{operator}"
-    )
-    opts = RunOptions(
-        workdir=Path(args.workdir),
-        server=args.server,
-        trust=args.trust,
-        tasks=args.tasks,
-        tasks_file=args.tasks_file,
-        seed=args.seed,
-        k=args.k,
-        m=args.m,
-        budget=args.budget,
-        round_size=args.round_size,
-        max_tokens=args.max_tokens or (80 if args.sampler == "embedded" else 512),
-        temperature=args.temperature,
-        top_p=args.top_p,
-        prefix_template=prefix,
-        sampler_name=args.sampler if args.sampler == "embedded" else f"{args.sampler} {args.model}",
-    )
-    return run_main_job(opts, _sampler(args), as_json=args.json)
-
-
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from .experiment import ExperimentOptions, run_experiment
 
@@ -442,80 +278,6 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return run_experiment(opts, as_json=args.json)
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-
-    return run_demo(Path(args.workdir), tasks=args.tasks, seed=args.seed, as_json=args.json)
-
-
-def _cmd_guard(args: argparse.Namespace) -> int:
-    from certd.statements import verify_acceptance
-
-    from .acceptance import list_acceptances
-    from .support_report import (
-        decisions_json,
-        decisions_table,
-        rows_from_decisions,
-        write_support_report,
-    )
-
-    tasks = [t for arg in args.tasks for t in arg.split(",") if t]
-    with client_from_args(args) as client:
-        decisions = list_acceptances(client, args.run)
-    if tasks:
-        known = {f.task_set for d in decisions for f in d.figures}
-        unknown = sorted(set(tasks) - known)
-        if unknown:
-            raise InvalidRequestError(
-                f"--tasks: {unknown} not in run {args.run!r} (has {sorted(known)})", field="tasks"
-            )
-        for d in decisions:
-            keep = [f for f in d.figures if f.task_set in tasks]
-            del d.figures[:]
-            d.figures.extend(keep)
-    status = 0
-    checked: list[str] = []
-    if args.trust:
-        keys = _trust_arg(args.trust)
-        assert keys is not None
-        for d in decisions:
-            if d.accepted:
-                try:
-                    verify_acceptance(d.certificate, keys, checkpoint_digest=d.checkpoint_digest)
-                    checked.append(f"{d.checkpoint}: certificate OK")
-                except CertdError as e:
-                    checked.append(f"{d.checkpoint}: certificate does NOT verify: {e}")
-                    status = 1
-    files = []
-    if args.out:
-        files = write_support_report(Path(args.out), rows_from_decisions(decisions), decisions)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "decisions": decisions_json(decisions),
-                    "checked": checked,
-                    "files": [str(f) for f in files],
-                }
-            )
-        )
-    else:
-        print(decisions_table(decisions))
-        for line in checked:
-            print(line)
-        if files:
-            print("wrote " + ", ".join(str(f) for f in files))
-    return status
-
-
-def _cmd_guard_demo(args: argparse.Namespace) -> int:
-    from .guard_demo import run_guard_demo
-
-    return run_guard_demo(
-        Path(args.workdir), phases=args.phases, tasks=args.tasks, seed=args.seed, as_json=args.json
-    )
-
-
 _SAMPLERS = ["embedded", "openai", "transformers", "vllm"]
 
 
@@ -536,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--batch-size", type=int, default=1000, help="lines per VerifyBatch call")
     v.add_argument("--timeout", type=float, default=120.0, help="seconds per batch call")
     v.add_argument("--trust", action="append", default=[], help="check receipts with this key")
+    v.add_argument(
+        "--inflight", type=int, default=4, help="VerifyBatch calls in flight at once (pipelining)"
+    )
     v.set_defaults(fn=_cmd_verify_batch)
 
     c = sub.add_parser("certify", help="certify one (task, label, witness)")
@@ -568,21 +333,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
     add_connection_flags(b)
-    b.add_argument("--tasks", required=True, help="JSONL of task objects")
-    b.add_argument("--sampler", choices=_SAMPLERS, default="openai")
+    b.add_argument(
+        "--tasks",
+        required=True,
+        help='JSONL, one task object {"domain": …, "task": {…}} a line (\'-\' for stdin)',
+    )
+    b.add_argument(
+        "--sampler", choices=_SAMPLERS, default="embedded", help="embedded: the shipped policy"
+    )
     b.add_argument("--model", default="default")
     b.add_argument("--base-url", default="", help="OpenAI-compatible server (openai sampler)")
     b.add_argument("--api-key", default=None)
     b.add_argument("--m", type=int, default=4, help="families wanted per task")
     b.add_argument("--budget", type=int, default=64, help="samples per task at most")
     b.add_argument("--round-size", type=int, default=8)
-    b.add_argument("--max-tokens", type=int, default=256)
+    b.add_argument(
+        "--max-tokens", type=int, default=0, help="0: 80 for the embedded policy, else 256"
+    )
     b.add_argument("--temperature", type=float, default=1.0)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--force-prefix", action="store_true", help="force uncovered entries")
+    b.add_argument(
+        "--prefix-template",
+        default="",
+        help="forced entry (default: <think>{operand}{operator} embedded, else <answer>…)",
+    )
+    b.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
     b.add_argument("--trust", action="append", default=[])
     b.add_argument("--out", required=True, help="JSONL; appended, resumable")
-    b.set_defaults(fn=_cmd_build_forktrees)
+    b.set_defaults(fn=cmd_build_forktrees)
 
     a = sub.add_parser(
         "admit",
@@ -614,26 +393,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mt.set_defaults(fn=_cmd_metrics)
 
-    d = sub.add_parser("demo", help="the older main-job driver (superseded by `forkgate run`)")
-    d.add_argument("--workdir", default="out/demo")
-    d.add_argument("--tasks", type=int, default=40)
-    d.add_argument("--seed", type=int, default=0)
-    d.set_defaults(fn=_cmd_demo)
-
     g = sub.add_parser("guard", help="the support table of a run's acceptance decisions")
     add_connection_flags(g)
     g.add_argument("--run", required=True, help="the training run")
     g.add_argument("--tasks", action="append", default=[], help="task sets (comma-separated)")
     g.add_argument("--trust", action="append", default=[], help="verify certificates offline")
     g.add_argument("--out", default="", help="write support.json and SVG plots here")
-    g.set_defaults(fn=_cmd_guard)
+    g.set_defaults(fn=cmd_guard)
 
     gd = sub.add_parser("guard-demo", help="train on one band, catch erosion of the other")
     gd.add_argument("--workdir", default="out/guard")
     gd.add_argument("--phases", type=int, default=8)
     gd.add_argument("--tasks", type=int, default=64, help="puzzles per band")
     gd.add_argument("--seed", type=int, default=0)
-    gd.set_defaults(fn=_cmd_guard_demo)
+    gd.add_argument(
+        "--server", action="append", default=None, help="use this certd (default: start one)"
+    )
+    gd.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
+    gd.set_defaults(fn=cmd_guard_demo)
 
     r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")
     r.add_argument("--workdir", default="out/run")
@@ -656,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--top-p", type=float, default=1.0)
     r.add_argument("--prefix-template", default="", help="forced entry (default per sampler)")
     r.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
-    r.set_defaults(fn=_cmd_run)
+    r.set_defaults(fn=cmd_run)
 
     x = sub.add_parser("experiment", help="the mechanism experiment (GRPO arms on CPU)")
     xs = x.add_subparsers(dest="experiment", required=True)
@@ -686,10 +463,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xc.set_defaults(fn=_cmd_experiment)
 
+    from .cli_certs import add_parsers as add_cert_parsers
     from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
 
     add_kappa_calibrate(sub)
-    for cmd in (v, c, k, d, b, a, mt, g, gd, r, xc):
+    for cmd in (v, c, k, b, a, mt, g, gd, r, xc, *add_cert_parsers(sub)):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     finish_parser(p, version=True)
     return p

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from tqdm import tqdm
 
 from certd.statements import task_digest
 from certd.v1 import tasks_pb2
 
 from .client import CertdClient
 from .errors import CertificationRefusedError
+from .progress import Progress
 from .ratchet_state import proofs_json
 from .samplers import Sample, Sampler
 from .tasks import as_task
@@ -51,7 +51,10 @@ __all__ = ["ForkTreeBuilder", "countdown_prompt", "done_task_digests", "link_rec
 
 
 def countdown_prompt(task: Mapping[str, Any]) -> str:
-    """The TinyZero-style Countdown prompt."""
+    """The TinyZero-style Countdown prompt of a task object (or a puzzle's flat form)."""
+    inner = task.get("task")
+    if isinstance(inner, Mapping):
+        task = inner
     return (
         f"Using the numbers {list(task['numbers'])}, create an equation that equals "
         f"{task['target']}. You can use basic arithmetic operations (+, -, *, /) and each "
@@ -174,7 +177,7 @@ class ForkTreeBuilder:
         records = []
         with (
             out.open("a", encoding="utf-8") as sink,
-            tqdm(total=len(todo), desc="fork trees", unit="task", disable=None) as bar,
+            Progress("fork trees", unit="tasks", total=len(todo)) as bar,
         ):
             self._progress = bar
             for task in todo:

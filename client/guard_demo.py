@@ -24,6 +24,7 @@ printed table is the same as ``forkgate guard`` prints from certd.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
@@ -37,7 +38,7 @@ from certd.v1 import tasks_pb2
 from ._base import VerifyItem
 from .acceptance import list_acceptances, promote_checkpoint, register_task_set
 from .client import CertdClient
-from .errors import PromotionRefusedError
+from .errors import InvalidRequestError, PromotionRefusedError
 from .guard import Mode, RecoveryController, SupportAlarm, SupportMixer
 from .local import LocalCertd
 from .puzzles import countdown_puzzles
@@ -104,7 +105,9 @@ def measure(
     for band, tasks in bands.items():
         items, logprobs, shape = [], [], []
         for t in tasks:
-            task = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(**t))
+            task = tasks_pb2.Task(
+                countdown=tasks_pb2.CountdownTask(numbers=t["numbers"], target=t["target"])
+            )
             samples = policy.generate(ckpt, band, task, tracker.k)
             shape.append(len(samples))
             for s in samples:
@@ -224,9 +227,21 @@ def run_guard_loop(
 
 
 def run_guard_demo(
-    workdir: Path, *, phases: int = 8, tasks: int = 64, seed: int = 0, as_json: bool = False
+    workdir: Path,
+    *,
+    phases: int = 8,
+    tasks: int = 64,
+    seed: int = 0,
+    as_json: bool = False,
+    server: str = "",
+    trust: str = "",
 ) -> int:
-    """Run the demo; return 0 when erosion was caught (a refusal) and the loop settled."""
+    """Run the demo; return 0 when erosion was caught (a refusal) and the loop settled.
+
+    With ``server`` (and its log key ``trust``) the demo runs against that certd, so that
+    ``forkgate guard --server … --run guard-demo`` can read its decisions afterwards; without,
+    it starts its own under ``workdir/certd-data``.
+    """
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -234,8 +249,13 @@ def run_guard_demo(
         TARGET: distinct_puzzles(tasks, numbers=3, seed=seed + 1, target_range=(10, 200)),
         OTHER: distinct_puzzles(tasks, numbers=4, seed=seed + 2),
     }
-    with LocalCertd(workdir / "certd-data") as certd:
-        with CertdClient(certd.address, trusted_keys=[certd.vkey]) as client:
+    if server and not trust:
+        raise InvalidRequestError("--trust is required with --server", field="trust")
+    local = contextlib.nullcontext(None) if server else LocalCertd(workdir / "certd-data")
+    with local as certd:
+        address = certd.address if certd is not None else server
+        vkey = certd.vkey if certd is not None else trust
+        with CertdClient(address, trusted_keys=[vkey]) as client:
             for name, ts in bands.items():
                 register_task_set(
                     client,
@@ -252,7 +272,7 @@ def run_guard_demo(
                 enter_below=0.72, exit_above=0.78, min_dwell_steps=2, max_switches=4
             )
             ratchet = CheckpointRatchet(
-                [certd.vkey],
+                [vkey],
                 run="guard-demo",
                 consistency=lambda a, b: client.consistency_proof(a, b).hashes,
             )

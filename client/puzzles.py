@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-__all__ = ["countdown_puzzles", "small_countdown_puzzles"]
+__all__ = ["countdown_puzzles", "puzzle_task", "small_countdown_puzzles"]
 
 _SMALL = tuple(range(1, 11)) * 2
 _LARGE = (25, 50, 75, 100)
@@ -36,7 +36,10 @@ def _combine(rng: random.Random, values: list[int]) -> int | None:
 def countdown_puzzles(
     n: int, *, numbers: int = 4, seed: int = 0, target_range: tuple[int, int] = (10, 999)
 ) -> list[dict[str, Any]]:
-    """``n`` solvable Countdown puzzles ``{"numbers": [...], "target": t}``.
+    """``n`` solvable Countdown puzzles ``{"domain": "countdown", "numbers": [...], "target": t}``.
+
+    The flat form keeps ``p["numbers"]`` readable; as a task it is the deprecated alias of
+    ``{"domain": "countdown", "task": {"numbers", "target"}}`` (see ``puzzle_task``).
 
     Args:
         n: how many.
@@ -55,7 +58,7 @@ def countdown_puzzles(
         values = rng.sample(_LARGE, large) + rng.sample(_SMALL, numbers - large)
         target = _combine(rng, values)
         if target is not None and lo <= target <= hi:
-            out.append({"numbers": values, "target": target})
+            out.append({"domain": "countdown", "numbers": values, "target": target})
     return out
 
 
@@ -86,5 +89,18 @@ def small_countdown_puzzles(
         values = [rng.randint(1, max_number) for _ in range(rng.choice(sizes))]
         target = _combine(rng, values)
         if target is not None and lo <= target <= hi:
-            out.append({"numbers": values, "target": target})
+            out.append({"domain": "countdown", "numbers": values, "target": target})
     return out
+
+
+def puzzle_task(puzzle: dict[str, Any]) -> dict[str, Any]:
+    """The task object ``{"domain": "countdown", "task": {"numbers", "target"}}`` of a puzzle.
+
+    Example:
+        >>> puzzle_task({"domain": "countdown", "numbers": [3, 4], "target": 7})
+        {'domain': 'countdown', 'task': {'numbers': [3, 4], 'target': 7}}
+    """
+    return {
+        "domain": "countdown",
+        "task": {k: v for k, v in puzzle.items() if k in ("numbers", "target", "rules")},
+    }

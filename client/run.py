@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -37,7 +39,6 @@ from tqdm import tqdm
 from certd.v1 import tasks_pb2
 
 from .client import CertdClient
-from .demo import _audit
 from .errors import InvalidRequestError
 from .forktree import ForkTreeBuilder, countdown_prompt
 from .local import LocalCertd
@@ -264,7 +265,9 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
                 obj = json.loads(line)
             except ValueError as e:
                 raise InvalidRequestError(f"{opts.tasks_file}:{n}: not JSON: {e}") from e
-            out.append(obj.get("task", obj) if isinstance(obj, dict) else obj)
+            if isinstance(obj, dict) and "domain" not in obj and isinstance(obj.get("task"), dict):
+                obj = obj["task"]  # a record (a fork-tree line) that carries its task object
+            out.append(obj)
     return out
 
 
@@ -456,3 +459,22 @@ def _screen(s: Mapping[str, Any], address: str) -> str:
 
 def _fmt_audit(a: Mapping[str, str]) -> str:
     return ", ".join(f"{'over gRPC' if k == 'grpc' else 'of the files'} {v}" for k, v in a.items())
+
+
+def _audit(args: list[str]) -> dict[str, Any]:
+    """``certd audit --json ARGS`` in a child process: ok, size and faults."""
+    run = subprocess.run(
+        [sys.executable, "-m", "certd.cli", "audit", "--json", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        report = {"ok": False, "faults": [run.stderr.strip()[-500:]]}
+    return {
+        "ok": bool(report.get("ok")),
+        "size": report.get("size"),
+        "faults": report.get("faults"),
+    }

@@ -83,13 +83,21 @@ class VerifyDispatch:
 
 
 def _verify_batch(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
-    """One domain's items through its ``verify_batch``; per-item time is the batch's mean."""
+    """One domain's items through its ``verify_batch``.
+
+    A checker with ``verify_batch_timed`` (code) reports each item's own check time; for
+    the others (math) each item's ``elapsed_ms`` is the batch's wall time over its size.
+    """
+    pairs = [(item.task, item.response) for item in items]
+    timed = getattr(checker, "verify_batch_timed", None)
     started = time.perf_counter()
     try:
-        verdicts = checker.verify_batch([(item.task, item.response) for item in items])
+        results = timed(pairs) if timed is not None else checker.verify_batch(pairs)
     except Exception as e:  # noqa: BLE001 - a checker failure is INFRA_ERROR for its items
         return infra(checker, items, f"verifier failed: {e!r:.200}")
-    if len(verdicts) != len(items):
-        return infra(checker, items, f"verifier returned {len(verdicts)} verdicts for {len(items)}")
+    if len(results) != len(items):
+        return infra(checker, items, f"verifier returned {len(results)} verdicts for {len(items)}")
+    if timed is not None:
+        return [result_of(item, v, ms) for item, (v, ms) in zip(items, results, strict=True)]
     each_ms = (time.perf_counter() - started) * 1e3 / max(1, len(items))
-    return [result_of(item, v, each_ms) for item, v in zip(items, verdicts, strict=True)]
+    return [result_of(item, v, each_ms) for item, v in zip(items, results, strict=True)]

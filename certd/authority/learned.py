@@ -118,20 +118,17 @@ class LearnedLabeller:
         section = cfg.learned_kappa
         if not section.task_sets:
             return None
-        from google.protobuf import json_format
-
         from certd.authority.embedder import WEIGHTS, model_dir, sha256_file
         from certd.statements import task_digest
-        from certd.v1 import tasks_pb2
+        from certd.task_object import parse_task_object
 
         choices: dict[str, tuple[str, float | None]] = {}
         for ts in section.task_sets:
-            for obj in ts.tasks:
-                task = tasks_pb2.Task()
+            for i, obj in enumerate(ts.tasks):
                 try:
-                    json_format.ParseDict(obj, task)
-                except json_format.ParseError as e:
-                    raise ConfigError(f"learned_kappa.task_sets[{ts.name}]: {e}") from e
+                    task = parse_task_object(obj, stacklevel=3)
+                except ValueError as e:
+                    raise ConfigError(f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: {e}") from e
                 choices[task_digest(task)] = (ts.kappa, ts.distance_threshold)
         return cls(section, choices, sha256_file(model_dir() / WEIGHTS))
 

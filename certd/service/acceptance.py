@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import grpc
-from google.protobuf import json_format
 
 from certd.authority.acceptance import (
     AcceptanceDecision,
@@ -28,7 +27,8 @@ from certd.ledger.log import Ledger
 from certd.service.convert import checked_task, inclusion_to_pb
 from certd.service.paging import make_token, page_size, read_token
 from certd.support import Interval
-from certd.v1 import authority_pb2, tasks_pb2
+from certd.task_object import parse_task_object
+from certd.v1 import authority_pb2
 
 __all__ = ["AcceptanceMethods", "decision_to_pb", "register_configured"]
 
@@ -55,16 +55,17 @@ def register_configured(acceptances: Acceptances, cfg: CertdConfig) -> None:
     for ts in cfg.acceptance.task_sets:
         try:
             acceptances.register(_spec_of(_task_set_pb(ts)), _tasks(_task_set_pb(ts), cfg))
-        except (InvalidInputError, json_format.ParseError) as e:
+        except InvalidInputError as e:
             raise ConfigError(f"acceptance.task_sets[{ts.name}]: {e}") from e
 
 
 def _task_set_pb(ts: TaskSetConfig) -> authority_pb2.TaskSet:
     tasks = []
-    for obj in ts.tasks:
-        task = tasks_pb2.Task()
-        json_format.ParseDict(obj, task)
-        tasks.append(task)
+    for i, obj in enumerate(ts.tasks):
+        try:
+            tasks.append(parse_task_object(obj, stacklevel=3))
+        except ValueError as e:
+            raise InvalidInputError(f"tasks[{i}]: {e}", field="tasks") from e
     return authority_pb2.TaskSet(
         name=ts.name,
         tasks=tasks,

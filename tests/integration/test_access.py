@@ -33,7 +33,7 @@ from certd.signing.keys import SigningKey, save_signing_key
 from certd.statements import verify_certificate
 from forkgate import CertdClient, ForkgateError
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 TOKENS = {"v-token": ["verify"], "c-token": ["certify", "verify"], "a-token": ["audit"]}
 
 

@@ -14,7 +14,7 @@ from certd.statements import verify_certificate
 from forkgate import CertdClient, CertificationRefusedError, NotFoundError, make_task
 from forkgate.puzzles import countdown_puzzles
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def test_certify_then_same_again_returns_existing(address: str, vkey: str) -> None:
@@ -24,7 +24,7 @@ def test_certify_then_same_again_returns_existing(address: str, vkey: str) -> No
     assert first.certificate_id == again.certificate_id
     assert first.ledger_index == again.ledger_index
     claim = verify_certificate(
-        first, KeyRing([VerifierKey.from_vkey(vkey)]), task=make_task("countdown", TASK)
+        first, KeyRing([VerifierKey.from_vkey(vkey)]), task=make_task("countdown", TASK["task"])
     )
     assert (claim.kappa, claim.label) == ("countdown.first-op.v1", "25,-")
 

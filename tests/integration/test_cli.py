@@ -38,7 +38,9 @@ def served(tmp_path: Path) -> Iterator[LocalCertd]:
 def test_sigterm_is_graceful_and_loses_no_certificate(served: LocalCertd, tmp_path: Path) -> None:
     proc, address, vkey, data = served.process, served.address, served.vkey, served.data_dir
     with CertdClient(address, trusted_keys=[vkey]) as c:
-        cert = c.certify({"numbers": [25, 5, 4, 3], "target": 83}, "25,-", "(25-5)*4+3")
+        cert = c.certify(
+            {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}, "25,-", "(25-5)*4+3"
+        )
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     state = tmp_path / "auditor.json"
@@ -68,7 +70,10 @@ def test_sigterm_is_graceful_and_loses_no_certificate(served: LocalCertd, tmp_pa
 def test_audit_over_grpc(served: LocalCertd, tmp_path: Path) -> None:
     address, vkey = served.address, served.vkey
     with CertdClient(address) as c:
-        c.verify({"numbers": [1, 2, 3], "target": 6}, "<answer>1+2+3</answer>")
+        c.verify(
+            {"domain": "countdown", "task": {"numbers": [1, 2, 3], "target": 6}},
+            "<answer>1+2+3</answer>",
+        )
     state = tmp_path / "s.json"
     ok = _run(
         "certd.cli", "audit", "--server", address, "--trust", vkey, "--state", str(state), "--json"

@@ -123,7 +123,7 @@ def test_certify_needs_a_domain(
 ) -> None:
     base = ["certify", "--server", address, "--label", "25,-", "--witness", "(25-5)*4+3"]
     assert forkgate_main([*base, "--task", json.dumps(TASK)]) == 2
-    assert "no domain" in _one_line_error(capsys.readouterr().err)
+    assert "domain: required" in _one_line_error(capsys.readouterr().err)
     for task in ({"domain": "countdown", "task": TASK}, {"domain": "countdown", **TASK}):
         assert forkgate_main([*base, "--task", json.dumps(task), "--trust", vkey]) == 0
     capsys.readouterr()
@@ -199,8 +199,10 @@ def test_the_python_api_has_no_default_domain(address: str) -> None:
         with pytest.raises(ValueError, match="domain: required"):
             c.verify({"gold": "1/2"}, "1/2")  # a math task without its domain
         assert c.verify({"domain": "math", "task": {"gold": "1/2"}}, "0.5").reward == 1.0
-        with pytest.warns(DeprecationWarning, match='without "domain"'):
-            assert c.verify(TASK, GOOD).reward == 1.0  # the old Countdown shape, deprecated
+        with pytest.raises(ValueError, match="domain: required"):
+            c.verify(TASK, GOOD)  # the old domain-less Countdown shape: no longer a default
+        with pytest.warns(DeprecationWarning, match="deprecated"):
+            assert c.verify({"domain": "countdown", **TASK}, GOOD).reward == 1.0  # flat alias
 
 
 def test_a_bad_model_path_is_one_line(

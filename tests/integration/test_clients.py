@@ -24,7 +24,7 @@ from forkgate import (
     VerificationError,
 )
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def test_async_client_mirrors_sync(address: str, vkey: str) -> None:

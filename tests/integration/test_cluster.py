@@ -261,7 +261,7 @@ def test_certificates_verify_against_the_task(cluster: Cluster) -> None:
 def test_pseudo_fork_rule_holds_across_replicas(cluster: Cluster) -> None:
     """One solution written two ways, certified under two labels at two replicas at once:
     one certificate, the other request refused as PSEUDO_FORK."""
-    task = {"numbers": [25, 5, 4, 3], "target": 83}
+    task = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
     claims = [("25,-", "(25-5)*4+3"), ("3,+", "3+4*(25-5)")]  # commuted: the same solution
     outcomes: list[object] = []
     barrier = threading.Barrier(2)

@@ -157,3 +157,26 @@ def test_a_missing_sandbox_is_infra_error_never_a_wrong_answer() -> None:
         checker.close()
     assert [v.status for v in verdicts] == [Status.INFRA_ERROR, Status.INFRA_ERROR]
     assert "no-such-image" in verdicts[0].detail
+
+
+def test_verify_batch_gives_each_code_item_its_own_elapsed_ms(address: str, tmp_path: Path) -> None:
+    """Not the batch's mean: a program that sleeps 1 s reports at least 1,000 ms, and the
+    quick one beside it in the same VerifyBatch reports another figure (real sandbox)."""
+    task = {"language": "python", "cases": [{"stdin": "", "stdout": "6\n"}]}
+    slow = "```python\nimport time\ntime.sleep(1.0)\nprint(6)\n```"
+    lines = [
+        {"id": 1, "domain": "code", "task": task, "response": "```python\nprint(6)\n```"},
+        {"id": 2, "domain": "code", "task": task, "response": slow},
+    ]
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    argv = ["verify-batch", "--server", address, "--in", str(src), "--out", str(dst)]
+    run = subprocess.run(
+        [sys.executable, "-m", "forkgate.cli", *argv],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    quick, sleepy = (json.loads(x) for x in dst.read_text().splitlines())
+    assert quick["status"] == sleepy["status"] == "CORRECT", (quick, sleepy)
+    assert sleepy["elapsed_ms"] >= 1000.0  # a lower bound: the sleep
+    assert quick["elapsed_ms"] != sleepy["elapsed_ms"]  # the mean would repeat one figure

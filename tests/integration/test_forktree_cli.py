@@ -54,7 +54,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_build_admit_metrics(address: str, vkey: str, policy_url: str, tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({"numbers": [25, 5, 4, 3], "target": 83}) + "\n")
+    task = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
+    tasks.write_text(json.dumps(task) + "\n")
     out = tmp_path / "trees.jsonl"
     run = _cli(
         "build-forktrees",

@@ -19,7 +19,7 @@ from certd.service.server import CertdServer
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 from forkgate import CertdClient, InvalidRequestError, make_task
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def scrape(port: int) -> str:
@@ -56,7 +56,9 @@ def test_metrics_request_ids_and_json_logs(tmp_path: Path) -> None:
                 c.certify(TASK, "", "x")
         with grpc.insecure_channel(address) as ch:
             stub = verifier_pb2_grpc.VerifierStub(ch)
-            req = verifier_pb2.VerifyRequest(task=make_task("countdown", TASK), response="1")
+            req = verifier_pb2.VerifyRequest(
+                task=make_task("countdown", TASK["task"]), response="1"
+            )
             _, call = stub.Verify.with_call(req, metadata=(("x-request-id", "rid-42"),))
             assert dict(call.initial_metadata())["certd-request-id"] == "rid-42"
         text = scrape(server.metrics_port)

@@ -19,7 +19,7 @@ from test_access import TASK, pki, tls_server  # noqa: F401  # fixtures
 from certd.service.access import allowed_roles
 from certd.service.server import CertdServer
 from certd.v1 import authority_pb2, authority_pb2_grpc, info_pb2, ledger_pb2, verifier_pb2
-from forkgate import CertdClient, ForkgateError, make_task
+from forkgate import CertdClient, ForkgateError, as_task, make_task
 from forkgate.acceptance import list_acceptances
 from forkgate.puzzles import countdown_puzzles
 from forkgate.routepolicy import RoutePolicy
@@ -64,7 +64,7 @@ def families(client: CertdClient, task: dict[str, object]) -> list[tuple[str, st
 def wide_task(client: CertdClient) -> tuple[dict[str, object], list[tuple[str, str]]]:
     """A Countdown task with at least 5 families."""
     for p in countdown_puzzles(200, seed=7):
-        task = {"numbers": p["numbers"], "target": p["target"]}
+        task = {"domain": "countdown", "task": {"numbers": p["numbers"], "target": p["target"]}}
         fams = families(client, task)
         if len(fams) >= 5:
             return task, fams
@@ -85,7 +85,7 @@ def test_fork_tree_pages(address: str, vkey: str) -> None:
         ]
         with grpc.insecure_channel(address) as ch:
             stub = authority_pb2_grpc.AuthorityStub(ch)
-            req = authority_pb2.GetForkTreeRequest(task=make_task("countdown", tree), page_size=2)
+            req = authority_pb2.GetForkTreeRequest(task=as_task(tree), page_size=2)
             first = stub.GetForkTree(req, timeout=30)
             assert len(first.certificates) == 2 and first.next_page_token
             added = []  # certified between pages
@@ -112,7 +112,7 @@ def test_fork_tree_pages(address: str, vkey: str) -> None:
             assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             for token, size in (("garbage!", 0), ("", -1)):
                 wrong = authority_pb2.GetForkTreeRequest(
-                    task=make_task("countdown", tree), page_token=token, page_size=size
+                    task=as_task(tree), page_token=token, page_size=size
                 )
                 with pytest.raises(grpc.RpcError) as bad:
                     stub.GetForkTree(wrong, timeout=30)

@@ -42,7 +42,7 @@ def test_reward_shaping_comes_from_config(tmp_path: Path) -> None:
     port = server.start()
     try:
         with CertdClient(f"127.0.0.1:{port}") as c:
-            task = {"numbers": [25, 5, 4, 3], "target": 83}
+            task = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
             right, wrong = c.verify_batch([(task, "(25-5)*4+3"), (task, "25+5+4+3")])
         assert (right.reward, wrong.reward) == (2.0, 0.25)
     finally:

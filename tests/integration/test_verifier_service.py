@@ -30,7 +30,7 @@ from forkgate import (
     make_task,
 )
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 def test_verify_one_correct_with_receipt(address: str, vkey: str) -> None:
@@ -64,7 +64,7 @@ def test_verify_batch_statuses_and_every_verdict_in_receipt(address: str, vkey: 
 
 
 def test_tampered_verdict_fails_receipt_check(address: str, vkey: str) -> None:
-    task = make_task("countdown", TASK)
+    task = make_task("countdown", TASK["task"])
     req = verifier_pb2.VerifyBatchRequest(
         items=[
             verifier_pb2.VerifyRequest(
@@ -91,7 +91,7 @@ def test_tampered_verdict_fails_receipt_check(address: str, vkey: str) -> None:
 
 def test_verify_stream_receipts_cover_groups(address: str, vkey: str, certd_server: object) -> None:
     every = certd_server.cfg.limits.stream_receipt_every  # type: ignore[attr-defined]
-    task = make_task("countdown", TASK)
+    task = make_task("countdown", TASK["task"])
     n = every * 2 + 7
     reqs = [
         verifier_pb2.VerifyRequest(id=str(i), task=task, response=f"<answer>{i}</answer>")
@@ -127,10 +127,22 @@ def test_bad_requests_get_typed_errors_and_server_keeps_serving(address: str) ->
             c.verify_batch([(tasks_pb2.Task(), "1+2")])
         assert e.value.field == "items[0].task"
         with pytest.raises(InvalidRequestError) as e:
-            c.verify_batch([(TASK, "1"), ({"numbers": [], "target": 3}, "3")])
+            c.verify_batch(
+                [(TASK, "1"), ({"domain": "countdown", "task": {"numbers": [], "target": 3}}, "3")]
+            )
         assert e.value.field.startswith("items[1].task.countdown")
         with pytest.raises(ResourceExhaustedError):
-            c.verify_batch([({"numbers": list(range(1, 12)), "target": 3}, "3")])
+            c.verify_batch(
+                [
+                    (
+                        {
+                            "domain": "countdown",
+                            "task": {"numbers": list(range(1, 12)), "target": 3},
+                        },
+                        "3",
+                    )
+                ]
+            )
         # math is served now (issue 4): the same request gets a verdict
         [v] = c.verify_batch([({"domain": "math", "gold": "1/2"}, "\\frac12")])
         assert v.status == tasks_pb2.CORRECT
@@ -153,7 +165,7 @@ def test_a_domain_not_served_is_unimplemented_and_the_rest_still_works(tmp_path:
 
 def test_batch_over_limit_is_resource_exhausted(address: str, certd_server: object) -> None:
     limit = certd_server.cfg.limits.max_batch_items  # type: ignore[attr-defined]
-    task = make_task("countdown", TASK)
+    task = make_task("countdown", TASK["task"])
     req = verifier_pb2.VerifyBatchRequest(
         items=[verifier_pb2.VerifyRequest(task=task, response="1")] * (limit + 1)
     )

@@ -24,7 +24,7 @@ from forkgate.witness import open_witnessed, witnessed_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = "forkgate.local/certd"
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 
 
 def start_witness(

@@ -9,7 +9,7 @@ import pytest
 from certd.v1 import tasks_pb2
 from forkgate import CertdClient, CertificationRefusedError
 
-TASK = {"numbers": [25, 5, 4, 3], "target": 83}
+TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
 @pytest.mark.parametrize(

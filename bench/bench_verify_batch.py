@@ -1,0 +1,160 @@
+"""The user's path end to end: ``forkgate verify-batch`` (JSONL in, JSONL out, one CLI process)
+vs reasoning-gym's in-process ``score_answer`` on the same Countdown answers, in one run.
+
+Input: ``bench_verify``'s 2,000 model-like answers (correct witnesses and wrong well-formed
+expressions over 250 puzzles) repeated ``COPIES`` times with distinct ids, as task-object lines
+``{"id", "domain", "task", "response"}``. Ours: the wall time of the whole ``forkgate
+verify-batch`` process (interpreter start, imports, reading, verifying through a ``certd serve``
+process on loopback with receipts signed and logged, writing), with and without ``--trust``
+(receipt checking). Peer: reasoning-gym's ``score_answer`` called in this process (its import
+and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``),
+and CPU seconds of each side (ours: the CLI process plus the certd server and its workers),
+which a shared machine's load distorts less than wall time: on a contended machine a side
+that runs in several processes gets more CPU shares than a one-process side.
+
+Rounds are interleaved (reasoning-gym, CLI, CLI with ``--trust``, start-up), so a shared
+machine's load hits both sides alike.
+
+Run: ``.venv/bin/python bench/bench_verify_batch.py`` → ``bench/results/verify_batch.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import median, timed_runs, write
+from bench_verify import answers
+
+from forkgate.local import LocalCertd
+
+COPIES = 10  # 20,000 lines: start-up (~0.5 s idle) is part of what a user waits for
+REPEATS = 3
+
+
+def _cli(*argv: str) -> float:
+    """Run the CLI; return its CPU seconds (user + system, from ``wait4``)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forkgate.cli", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"forkgate {argv[0]} failed ({code}): {err}")
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a process and its children (the server and its workers)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def main() -> None:
+    import reasoning_gym
+
+    pairs = answers() * COPIES
+    rg = reasoning_gym.create_dataset("countdown", size=1, seed=0)
+    rg_entries = [{"metadata": {"numbers": p["numbers"], "target": p["target"]}} for p, _ in pairs]
+
+    def run_rg() -> None:
+        for (_, a), entry in zip(pairs, rg_entries, strict=True):
+            rg.score_answer(a, entry)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        with src.open("w") as f:
+            for i, (p, a) in enumerate(pairs):
+                task = {"numbers": p["numbers"], "target": p["target"]}
+                line = {
+                    "id": i,
+                    "domain": "countdown",
+                    "task": task,
+                    "response": f"<answer>{a}</answer>",
+                }
+                f.write(json.dumps(line) + "\n")
+        with LocalCertd(Path(tmp) / "d") as certd:
+            base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
+            _cli(*base)  # warm-up (the server's pools, the page cache)
+            # Interleaved, one of each per round, so that a shared machine's load changes
+            # hit both sides alike; the per-round ratios are reported beside the medians.
+            rg_s, cli_s, cli_trust_s, startup_s = [], [], [], []
+            rg_cpu, cli_cpu = [], []  # CPU seconds: load-independent beside the wall times
+            for _ in range(REPEATS):
+                c0 = time.process_time()
+                rg_s += timed_runs(run_rg, 1)
+                rg_cpu.append(time.process_time() - c0)
+                server0 = _tree_cpu_s(certd.process.pid)
+                t0 = time.perf_counter()
+                own = _cli(*base)
+                cli_s.append(time.perf_counter() - t0)
+                cli_cpu.append(own + _tree_cpu_s(certd.process.pid) - server0)
+                cli_trust_s += timed_runs(lambda: _cli(*base, "--trust", certd.vkey), 1)
+                startup_s += timed_runs(lambda: _cli("--version"), 1)
+            statuses: dict[str, int] = {}
+            for line in dst.read_text().splitlines():
+                s = json.loads(line)["status"]
+                statuses[s] = statuses.get(s, 0) + 1
+
+    n = len(pairs)
+    rg_rate = n / median(rg_s)
+    ratio = median(rg_s) / median(cli_s)
+    ratio_trust = median(rg_s) / median(cli_trust_s)
+    write(
+        "verify_batch",
+        {
+            "lines": n,
+            "repeats": REPEATS,
+            "statuses": statuses,
+            "median_seconds": {
+                "reasoning_gym_in_process": median(rg_s),
+                "forkgate_verify_batch_cli": median(cli_s),
+                "forkgate_verify_batch_cli_trust": median(cli_trust_s),
+                "forkgate_cli_startup_only": median(startup_s),
+            },
+            "all_seconds": {
+                "reasoning_gym_in_process": rg_s,
+                "forkgate_verify_batch_cli": cli_s,
+                "forkgate_verify_batch_cli_trust": cli_trust_s,
+                "forkgate_cli_startup_only": startup_s,
+            },
+            "cpu_seconds": {
+                "reasoning_gym_in_process": rg_cpu,
+                "forkgate_cli_plus_certd_server": cli_cpu,
+                "ratio_of_medians": round(median(rg_cpu) / median(cli_cpu), 2),
+            },
+            "per_round_ratio": [round(r / c, 2) for r, c in zip(rg_s, cli_s, strict=True)],
+            "answers_per_second": {
+                "reasoning_gym_in_process": round(rg_rate, 1),
+                "forkgate_verify_batch_cli": round(n / median(cli_s), 1),
+                "forkgate_verify_batch_cli_trust": round(n / median(cli_trust_s), 1),
+            },
+            "target": {
+                "cli_over_reasoning_gym_at_least": 5.0,
+                "measured_ratio": round(ratio, 2),
+                "measured_ratio_with_trust": round(ratio_trust, 2),
+                "met": ratio >= 5.0,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
