@@ -1,10 +1,10 @@
 """CertifyBatch throughput of two source trees side by side in one run (regression hunting).
 
 ``bench_certify.py`` measures one tree; this runs the same measurement for a base commit and
-for the working tree, interleaved round by round (base, head, base, head, ...), so both see
-the same machine load. Each measurement is a child process whose ``PYTHONPATH`` points at its
-tree's ``certd``, ``forkgate`` and ``sandboxes``; the base tree is ``git archive``'d into a
-temporary directory. Variants of the head tree:
+a head commit (both ``git archive``'d, so edits in progress never leak in), interleaved round
+by round (base, head, base, head, ...), so both see the same machine load. Each measurement
+is a child process whose ``PYTHONPATH`` points at its tree's ``certd``, ``forkgate`` and
+``sandboxes``. Variants of the head tree:
 
 * ``head``: the server as ``bench_certify.py`` starts it (timing begins at once);
 * ``head-ready``: timing begins once the server reports every health service SERVING (the
@@ -40,6 +40,16 @@ def _layout(tree: Path, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     for name, src in (("certd", "certd"), ("forkgate", "client"), ("sandboxes", "sandboxes")):
         (into / name).symlink_to(tree / src)
+    return into
+
+
+def _archive(commit: str, into: Path) -> Path:
+    """The tree of ``commit``, extracted into ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
 
@@ -114,6 +124,7 @@ def _measure(path: Path, flags: list[str]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="86c1122", help="the commit to compare against")
+    parser.add_argument("--head", default="HEAD", help="the commit measured as head")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--variants",
@@ -129,15 +140,9 @@ def main() -> None:
         return
     variants = args.variants.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        base_tree = Path(tmp) / "base"
-        base_tree.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.base], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive, check=True)
         paths = {
-            "base": _layout(base_tree, Path(tmp) / "base-path"),
-            "head": _layout(ROOT, Path(tmp) / "head-path"),
+            "base": _layout(_archive(args.base, Path(tmp) / "base"), Path(tmp) / "base-path"),
+            "head": _layout(_archive(args.head, Path(tmp) / "head"), Path(tmp) / "head-path"),
         }
         flags = {
             "base": [],
@@ -160,7 +165,7 @@ def main() -> None:
         {
             "base_commit": args.base,
             "head_commit": subprocess.run(
-                ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
                 check=True,
                 capture_output=True,
                 text=True,
