@@ -36,7 +36,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from certd.atomicfile import write_atomic
-from certd.errors import CertdError, ConsistencyError, LedgerError, NotFoundError, ProofError
+from certd.errors import (
+    CertdError,
+    ConsistencyError,
+    LedgerError,
+    NotFoundError,
+    ProofError,
+    StoreError,
+)
 from certd.ledger.checkpoint import Checkpoint, SignedCheckpoint, open_checkpoint, sign_checkpoint
 from certd.ledger.merkle import EMPTY_ROOT, consistency_proof, verify_consistency
 from certd.ledger.store import LedgerStore
@@ -215,6 +222,11 @@ class Checkpointer:
         size = checkpoint.size
         try:
             root = self._store.root(size)
+        except StoreError:
+            # The backend did not answer (a Redis restart, say): no evidence of a fork, and
+            # nothing is signed without this check passing, so the caller's request fails
+            # (UNAVAILABLE) and the next one checks again; not fail-stop.
+            raise
         except CertdError as e:
             raise self.fail(f"cannot recompute the root at size {size}: {e}", e) from e
         if root != checkpoint.root_hash:
