@@ -29,7 +29,7 @@ from _common import certify_requests, write
 from bench_cluster import Redis
 
 from certd.authority.checker import Checkers
-from certd.authority.policy import Authority
+from certd.authority.policy import Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig
 from certd.ledger.log import Ledger
 from certd.ledger.redis_store import RedisStore
@@ -101,13 +101,16 @@ def run(name: str, stores: list[LedgerStore], reqs: list[Any]) -> dict[str, Any]
     for n, start in enumerate(range(0, len(pbs), BATCH)):
         authority, ledger = authorities[n % len(ledgers)], ledgers[n % len(ledgers)]
         chunk: list[authority_pb2.CertifyRequest] = pbs[start : start + BATCH]
-        submitted = []
-        for r in chunk:
-            task = checked_task(r.task, cfg, "task")
-            submitted.append(authority.submit(task, r.label.kappa or "countdown.first-op.v1",
-                                              r.label.value, r.witness))  # fmt: skip
-        for s in submitted:
-            outcome = authority.wait(s)
+        requests = [
+            CertifyRequest(
+                checked_task(r.task, cfg, "task"),
+                r.label.kappa or "countdown.first-op.v1",
+                r.label.value,
+                r.witness,
+            )
+            for r in chunk
+        ]
+        for outcome in authority.certify_batch(requests):
             assert outcome.certificate is not None
             certificate_to_pb(ledger, outcome.certificate)
     serving.disable()

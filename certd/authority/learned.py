@@ -33,13 +33,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from certd.authority.index import CertificateIndex
 from certd.config import CertdConfig, LearnedKappaConfig
 from certd.domains.verdict import Family
 from certd.errors import CertificationRefusedError, ConfigError, InvalidInputError
 from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import DOMAINS, first_step
+from certd.ledger.certindex import CertificateIndex
 
 __all__ = ["LearnedLabel", "LearnedLabeller"]
 

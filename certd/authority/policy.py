@@ -10,96 +10,83 @@ A Certify for a (task, κ, label) certified before returns that certificate. A w
 same solution (same canonical form) as one certified under another label of the same task is
 refused as a pseudo-fork. Nothing is returned before its ledger entry is durable.
 
-Across replicas sharing one ledger: each decision first indexes what other replicas appended,
-and the ledger key ``feasibility/<task>/<κ>/<label>`` is unique in the store, so when two
-replicas certify the same (task, κ, label) at once, the store takes one entry and the other
-replica returns that certificate as ``existing``. On a shared store the entry also claims the
-key ``canonical/<task>/<κ>/<canonical digest>`` in the same atomic append, so two replicas
-cannot certify one solution under two labels at once: the loser's request is refused as a
-pseudo-fork.
+The ledger keeps the two uniqueness facts the gate rests on, also across replicas sharing one
+ledger (``certd.ledger.certificates``): one certificate per (task, κ, label), returned again as
+``existing``; one label per canonical solution of a (task, κ), which the authority refuses as a
+pseudo-fork. A Certify makes one ledger call, ``CertificateLog.record``.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from certd.authority.checker import Checkers, DomainTask
-from certd.authority.index import CertificateIndex, IndexedCertificate
+from certd.authority.checker import Checkers
+from certd.authority.results import (
+    CertifyOutcome,
+    CertifyRequest,
+    CheckedTask,
+    Families,
+    FeasibleLabel,
+    ForkTreePage,
+    Refusal,
+)
 from certd.domains.verdict import Family, Status, Verdict
-from certd.errors import CertdError, CertificationRefusedError
+from certd.errors import CertificationRefusedError
+from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
+from certd.ledger.certindex import CertificateIndex, IndexedCertificate
 from certd.ledger.log import Ledger
-from certd.ledger.store import KEY_SEPARATOR, DuplicateKeyError
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
 from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
-from certd.v1 import tasks_pb2
 
 if TYPE_CHECKING:
     from certd.authority.learned import LearnedLabeller
 
-__all__ = ["Authority", "CertifyOutcome", "CheckedTask", "Refusal", "refuse"]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckedTask:
-    """A task converted from the wire once: its message, digest, domain and domain value."""
-
-    pb: tasks_pb2.Task
-    digest: str
-    domain: str
-    value: DomainTask
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a Certify was refused."""
-
-    reason: str
-    detail: str
-    verdict: Verdict | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CertifyOutcome:
-    """A durable certificate, or a refusal."""
-
-    certificate: IndexedCertificate | None = None
-    existing: bool = False
-    refusal: Refusal | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A certificate decided and submitted, waiting for its group commit."""
-
-    cert: IndexedCertificate
-    future: Future[IndexedCertificate]
-    existing: bool = False
+__all__ = [
+    "Authority",
+    "CertifyOutcome",
+    "CertifyRequest",
+    "CheckedTask",
+    "Families",
+    "FeasibleLabel",
+    "ForkTreePage",
+    "Refusal",
+    "refuse",
+]
 
 
 def _refusal(reason: str, detail: str, verdict: Verdict | None = None) -> CertifyOutcome:
     return CertifyOutcome(refusal=Refusal(reason, detail, verdict))
 
 
-CATCH_UP_INTERVAL_S = 0.5
-"""On a shared ledger, how often Certify indexes what other replicas appended."""
+def _pseudo_fork(label: str, verdict: Verdict | None) -> CertifyOutcome:
+    return _refusal(
+        "PSEUDO_FORK",
+        f"the witness is the same solution as the one certified for label {label!r} "
+        "(commuted or re-associated); not a new family",
+        verdict,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Submitted:
+    """A certificate decided and handed to the ledger, waiting for its group commit."""
+
+    record: PendingRecord
+    verdict: Verdict
 
 
 class Authority:
-    """Issues feasibility certificates.
+    """Issues feasibility certificates and answers what is certified.
 
-    Thread-safe: decisions for one task are serialised by a striped lock; the ledger write
-    happens outside the lock, and a concurrent request for the same (task, label) waits on the
-    same pending write instead of issuing a second certificate.
+    Thread-safe. A Certify is decided here (witness verdict, recomputed label, the learned κ)
+    and recorded in one ledger call (``CertificateLog.record``), which keeps a concurrent
+    request for the same (task, κ, label) waiting on the same write.
     """
-
-    _STRIPES = 64
 
     def __init__(
         self,
@@ -112,21 +99,14 @@ class Authority:
     ) -> None:
         self._checkers = checkers
         self._learned = learned  # the learned κ (certd.authority.learned), if configured
-        self._ledger = ledger
         self._signer = signer
         self._clock = clock
-        self._index = CertificateIndex(ledger)
-        self._locks = [threading.Lock() for _ in range(self._STRIPES)]
-        self._pending: dict[tuple[str, str, str], _Pending] = {}
-        self._pending_canonical: dict[tuple[str, str, str], str] = {}  # → label
+        self._certificates = CertificateLog(ledger)
 
     @property
     def index(self) -> CertificateIndex:
-        """The certificate index (task → κ → label)."""
-        return self._index
-
-    def _lock(self, task_digest: str) -> threading.Lock:
-        return self._locks[int(task_digest[:8], 16) % self._STRIPES]
+        """The certificate index (task → κ → label), read by the learned κ."""
+        return self._certificates.index
 
     def default_kappa(self, task: CheckedTask) -> str:
         """The κ the task's configured set chose (``learned_kappa.task_sets``), or ""."""
@@ -135,19 +115,61 @@ class Authority:
         checker = self._checkers.for_domain(task.domain)
         return self._learned.default_kappa(task.digest, task.domain, checker.kappas)
 
-    def submit(
+    def kappa_for(self, task: CheckedTask, requested: str = "") -> str:
+        """The κ a request means: the one it names, else its task set's, else the domain's."""
+        return requested or self.default_kappa(task) or self._checkers.for_domain(task.domain).kappa
+
+    # -- certify ----------------------------------------------------------------------------
+
+    def certify(
         self,
         task: CheckedTask,
         kappa: str,
         label: str,
         witness: str,
         fields: Mapping[str, str] | None = None,
-    ) -> _Pending | CertifyOutcome:
-        """Decide a Certify and submit its ledger entry; see ``certify``.
+    ) -> CertifyOutcome:
+        """Certify that ``label`` is a feasible family of ``task`` with ``witness``.
+
+        ``fields`` are the claimed label's fields; only the learned κ reads them (the first
+        steps of a question's rollouts, for its first certificate).
+
+        Raises:
+            LedgerError: the ledger write failed.
+            InvalidInputError: the learned κ's steps are malformed.
 
         Returns:
-            A pending write to wait on, or an outcome decided without writing.
+            The certificate (``existing`` when certified before) or a refusal.
         """
+        request = CertifyRequest(task, kappa, label, witness, dict(fields or {}))
+        return self._wait(self._submit(request))
+
+    def certify_batch(self, requests: Sequence[CertifyRequest]) -> list[CertifyOutcome]:
+        """Certify each request, in order; each is recorded as soon as it is decided.
+
+        Raises:
+            LedgerError: a ledger write failed.
+            InvalidInputError: the learned κ's steps are malformed.
+
+        Returns:
+            One outcome per request.
+        """
+        submitted = [self._submit(r) for r in requests]
+        return [self._wait(s) for s in submitted]
+
+    def _submit(self, request: CertifyRequest) -> _Submitted | CertifyOutcome:
+        """Decide a Certify and hand its certificate to the ledger (the one ledger call)."""
+        decided = self._decide(request)
+        if isinstance(decided, CertifyOutcome):
+            return decided
+        cert, verdict = decided
+        return _Submitted(self._certificates.record(cert), verdict)
+
+    def _decide(
+        self, request: CertifyRequest
+    ) -> tuple[IndexedCertificate, Verdict] | CertifyOutcome:
+        """Verify the witness, recompute its label, sign the certificate; or a refusal."""
+        task, kappa, label, witness = request.task, request.kappa, request.label, request.witness
         checker = self._checkers.for_domain(task.domain)
         learned = self._learned if self._learned and self._learned.owns(kappa) else None
         if learned is None and kappa not in checker.kappas:
@@ -169,8 +191,8 @@ class Authority:
                     task.domain,
                     kappa,
                     witness,
-                    fields or {},
-                    self._index,
+                    request.fields,
+                    self.index,
                     verify=lambda rs: [
                         v.status is Status.CORRECT
                         for v in checker.verify_batch([(task.value, r) for r in rs])
@@ -185,48 +207,7 @@ class Authority:
             return _refusal(
                 "LABEL_MISMATCH", f"label: claimed {label!r}, witness carries {got!r}", verdict
             )
-        key = (task.digest, kappa, label)
-        cert = self._draft(task, kappa, label, witness, verdict, family)
-        if self._ledger.store.shared:
-            # Catching up here only saves a write for a label another replica certified:
-            # the store's unique keys refuse it anyway (``wait``). At most every
-            # CATCH_UP_INTERVAL_S, so replicas do not each parse every entry per request.
-            self._index.catch_up(min_interval_s=CATCH_UP_INTERVAL_S)
-        with self._lock(task.digest):
-            pending = self._pending.get(key)
-            if pending is not None:
-                return _Pending(pending.cert, pending.future, existing=True)
-            existing = self._index.get(*key)
-            if existing is not None:
-                return CertifyOutcome(certificate=existing, existing=True)
-            clash = self._index.label_for_canonical(task.digest, kappa, cert.canonical_digest)
-            clash = clash or self._pending_canonical.get(
-                (task.digest, kappa, cert.canonical_digest)
-            )
-            if clash is not None:
-                return _refusal(
-                    "PSEUDO_FORK",
-                    f"the witness is the same solution as the one certified for label {clash!r} "
-                    "(commuted or re-associated); not a new family",
-                    verdict,
-                )
-            pending = _Pending(cert, Future())
-            self._pending[key] = pending
-            self._pending_canonical[(task.digest, kappa, cert.canonical_digest)] = label
-        # The ledger write happens outside the lock: a full group-commit queue may block here.
-        ledger_key = CertificateIndex.key(*key)
-        if self._ledger.store.shared:  # one atomic append claims the canonical solution too
-            ledger_key += KEY_SEPARATOR + CertificateIndex.canonical_key(
-                task.digest, kappa, cert.canonical_digest
-            )
-        try:
-            written = self._ledger.submit(ledger_key, cert.envelope)
-        except CertdError as e:
-            pending.future.set_exception(e)
-            self._settle(key, pending)
-            raise
-        written.add_done_callback(lambda f: self._settle(key, pending, f))
-        return pending
+        return self._draft(task, kappa, label, witness, verdict, family), verdict
 
     def _draft(
         self,
@@ -265,87 +246,73 @@ class Authority:
             envelope=sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json(),
         )
 
-    def _settle(
-        self, key: tuple[str, str, str], pending: _Pending, written: Future[int] | None = None
-    ) -> None:
-        """Move a pending certificate into the index once its write settled (or failed)."""
-        if written is not None:
-            error = written.exception()
-            if error is None:
-                placed = pending.cert.with_index(written.result())
-                with self._lock(key[0]):
-                    self._index.add(placed)
-                    self._forget(key, pending)
-                pending.future.set_result(placed)
-                return
-            pending.future.set_exception(error)
-        with self._lock(key[0]):
-            self._forget(key, pending)
-
-    def _forget(self, key: tuple[str, str, str], pending: _Pending) -> None:
-        """Drop a settled pending certificate (caller holds the task's lock)."""
-        self._pending.pop(key, None)
-        self._pending_canonical.pop((key[0], key[1], pending.cert.canonical_digest), None)
-
-    def wait(
-        self, outcome: _Pending | CertifyOutcome, timeout_s: float | None = None
-    ) -> CertifyOutcome:
+    @staticmethod
+    def _wait(submitted: _Submitted | CertifyOutcome) -> CertifyOutcome:
         """Wait until a submitted certificate is durable.
 
         Raises:
             LedgerError: the ledger write failed (nothing was certified).
         """
-        if isinstance(outcome, CertifyOutcome):
-            return outcome
-        try:
-            cert = outcome.future.result(timeout=timeout_s)
-        except DuplicateKeyError as e:
-            if e.index is None:
-                raise
-            # Another replica got there first: the same (task, κ, label) -> return its
-            # certificate; the same solution under another label -> a pseudo-fork.
-            self._ledger.cover(e.index)
-            stored = self._index.load(e.index)
-            mine = outcome.cert
-            if stored is None or (stored.task_digest, stored.kappa) != (
-                mine.task_digest,
-                mine.kappa,
-            ):
-                raise
-            self._index.add(stored)
-            if stored.label == mine.label:
-                return CertifyOutcome(certificate=stored, existing=True)
-            if stored.canonical_digest == mine.canonical_digest:
-                return _refusal(
-                    "PSEUDO_FORK",
-                    f"the witness is the same solution as the one certified for label "
-                    f"{stored.label!r} (commuted or re-associated); not a new family",
-                )
-            raise
-        existing = outcome.existing or cert.envelope != outcome.cert.envelope
-        return CertifyOutcome(certificate=cert, existing=existing)
+        if isinstance(submitted, CertifyOutcome):
+            return submitted
+        result = submitted.record.result()
+        if isinstance(result, Taken):
+            return _pseudo_fork(result.label, submitted.verdict)
+        assert isinstance(result, Recorded)
+        return CertifyOutcome(certificate=result.certificate, existing=result.existing)
 
-    def certify(
-        self,
-        task: CheckedTask,
-        kappa: str,
-        label: str,
-        witness: str,
-        fields: Mapping[str, str] | None = None,
-    ) -> CertifyOutcome:
-        """Certify that ``label`` is a feasible family of ``task`` with ``witness``.
+    # -- reads ------------------------------------------------------------------------------
 
-        ``fields`` are the claimed label's fields; only the learned κ reads them (the first
-        steps of a question's rollouts, for its first certificate).
+    def certificate(
+        self, *, certificate_id: str | None = None, ledger_index: int | None = None
+    ) -> IndexedCertificate:
+        """A certificate by its id (hex SHA-256 of its envelope) or its ledger index.
 
         Raises:
-            LedgerError: the ledger write failed.
-            InvalidInputError: the learned κ's steps are malformed.
-
-        Returns:
-            The certificate (``existing`` when certified before) or a refusal.
+            NotFoundError: no such certificate.
+            StoreError: the store failed.
         """
-        return self.wait(self.submit(task, kappa, label, witness, fields))
+        if certificate_id is not None:
+            return self._certificates.by_id(certificate_id)
+        assert ledger_index is not None, "expected a certificate id or a ledger index"
+        return self._certificates.at(ledger_index)
+
+    def fork_tree(
+        self, task: CheckedTask, kappa: str, *, after: str | None = None, limit: int | None = None
+    ) -> ForkTreePage:
+        """The certified families of (task, κ) in label order, a page at a time.
+
+        Args:
+            task: the task.
+            kappa: the κ (``kappa_for`` resolves an empty one).
+            after: the last label of the previous page, or None.
+            limit: the page size, or None for every label.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        more = None if limit is None else limit + 1
+        found = self._certificates.labels(task.digest, kappa, after=after, limit=more)
+        page = found[:limit] if limit is not None else found
+        next_after = page[-1].label if limit is not None and len(found) > limit else None
+        return ForkTreePage(task.digest, kappa, page, next_after)
+
+    def enumerate(self, task: CheckedTask) -> Families:
+        """Every feasible label of a task under its domain's κ, with witnesses and families.
+
+        Raises:
+            UnsupportedError: the domain cannot enumerate its families.
+            LimitExceededError: the task is over the enumeration limits.
+        """
+        checker = self._checkers.for_domain(task.domain)
+        found = checker.enumerate(task.value)
+        return Families(
+            kappa=checker.kappa,
+            labels=[FeasibleLabel(lw.label, lw.fields, lw.witness) for lw in found.labels],
+            families=[tuple(f) for f in found.families],
+            complete=found.complete,
+            certifiable=found.certifiable,
+        )
 
 
 def refuse(outcome: CertifyOutcome) -> None:

@@ -7,11 +7,11 @@ import grpc
 
 from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
-from certd.authority.index import IndexedCertificate
 from certd.authority.jobs import running
-from certd.authority.policy import Authority, CertifyOutcome, CheckedTask, refuse
+from certd.authority.policy import Authority, CertifyOutcome, CertifyRequest, refuse
 from certd.config import CertdConfig
-from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
+from certd.errors import InvalidInputError, LimitExceededError
+from certd.ledger.certindex import IndexedCertificate
 from certd.ledger.log import Ledger
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
@@ -39,10 +39,8 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self._ledger = ledger
         self._acceptances = acceptances
 
-    def _request(
-        self, request: authority_pb2.CertifyRequest, field: str
-    ) -> tuple[CheckedTask, str, str]:
-        """Validate one Certify request: (task, κ, label)."""
+    def _request(self, request: authority_pb2.CertifyRequest, field: str) -> CertifyRequest:
+        """Validate one Certify request."""
         if not request.label.value:
             raise InvalidInputError(
                 f"{field}.label.value: expected a label, got none", field=f"{field}.label.value"
@@ -52,30 +50,24 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
         task = checked_task(request.task, self._cfg, f"{field}.task")
-        kappa = (
-            request.label.kappa
-            or self._authority.default_kappa(task)
-            or self._checkers.for_domain(task.domain).kappa
+        return CertifyRequest(
+            task=task,
+            kappa=self._authority.kappa_for(task, request.label.kappa),
+            label=request.label.value,
+            witness=request.witness,
+            fields=dict(request.label.fields),
         )
-        return task, kappa, request.label.value
-
-    @property
-    def _shared(self) -> bool:
-        """Whether other replicas append to the same ledger."""
-        return self._ledger.store.shared
 
     def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
-        if cert is None:
-            raise NotFoundError("certificate not found")
+        assert cert is not None  # a durable certificate: the outcome is not a refusal
         return certificate_to_pb(self._ledger, cert)
 
     def Certify(
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
-        task, kappa, label = self._request(request, "request")
-        fields = dict(request.label.fields)
+        r = self._request(request, "request")
         with running(rpc_job(context)):  # the witness check stops if the RPC does
-            outcome = self._authority.certify(task, kappa, label, request.witness, fields)
+            outcome = self._authority.certify(r.task, r.kappa, r.label, r.witness, r.fields)
         refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
@@ -89,13 +81,9 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise LimitExceededError(
                 f"items: at most {limit} per batch, got {len(request.items)}", field="items"
             )
-        submitted = []
+        requests = [self._request(item, f"items[{i}]") for i, item in enumerate(request.items)]
         with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
-            for i, item in enumerate(request.items):
-                task, kappa, label = self._request(item, f"items[{i}]")
-                fields = dict(item.label.fields)
-                submitted.append(self._authority.submit(task, kappa, label, item.witness, fields))
-        outcomes = [self._authority.wait(s) for s in submitted]
+            outcomes = self._authority.certify_batch(requests)
         return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])
 
     def _result(self, outcome: CertifyOutcome) -> authority_pb2.CertifyResult:
@@ -113,72 +101,45 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.GetCertificateRequest, context: grpc.ServicerContext
     ) -> authority_pb2.Certificate:
         which = request.WhichOneof("key")
-        index = self._authority.index
         if which == "certificate_id":
-            at = index.index_of(request.certificate_id)
-            if at is None and self._shared:  # another replica's: catch up before NOT_FOUND
-                index.catch_up(refresh=True)
-                at = index.index_of(request.certificate_id)
-            if at is None:
-                raise NotFoundError(f"no certificate with id {request.certificate_id!r}")
+            cert = self._authority.certificate(certificate_id=request.certificate_id)
         elif which == "ledger_index":
-            at = request.ledger_index
-            if at >= self._ledger.size() and self._shared:
-                self._ledger.refresh()
-            if at >= self._ledger.size():
-                raise NotFoundError(f"ledger index {at} is not below size {self._ledger.size()}")
+            cert = self._authority.certificate(ledger_index=request.ledger_index)
         else:
             raise InvalidInputError("key: expected certificate_id or ledger_index", field="key")
-        cert = index.load(at)
-        if cert is None:
-            raise NotFoundError(f"ledger entry {at} is not a feasibility certificate")
         return self._cert(cert)
 
     def GetForkTree(
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
         task = checked_task(request.task, self._cfg, "task")
-        kappa = (
-            request.kappa
-            or self._authority.default_kappa(task)
-            or self._checkers.for_domain(task.domain).kappa
-        )
-        index = self._authority.index
-        if self._shared:  # labels other replicas certified count too
-            index.catch_up(refresh=True)
+        kappa = self._authority.kappa_for(task, request.kappa)
         size = page_size(request.page_size, self._cfg.limits)
         query = f"forktree\n{task.digest}\n{kappa}"
         after = read_token(request.page_token, query)
-        items = index.label_items(task.digest, kappa, after=after, limit=size + 1)
-        page = items[:size]
-        more = len(items) > size
+        page = self._authority.fork_tree(task, kappa, after=after, limit=size)
+        more = page.next_after is not None
         return authority_pb2.ForkTree(
-            task_digest=task.digest,
-            kappa=kappa,
-            certificates=[self._cert(index.load(at)) for _, at in page],
-            next_page_token=make_token(query, page[-1][0]) if more else "",
+            task_digest=page.task_digest,
+            kappa=page.kappa,
+            certificates=[self._cert(c) for c in page.certificates],
+            next_page_token=make_token(query, page.next_after or "") if more else "",
         )
 
     def EnumerateFamilies(
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
     ) -> authority_pb2.EnumerateFamiliesResponse:
         task = checked_task(request.task, self._cfg, "task")
-        checker = self._checkers.for_domain(task.domain)
-        found = checker.enumerate(task.value)
-        labels = [
-            authority_pb2.FeasibleLabel(
-                label=tasks_pb2.Label(
-                    kappa=checker.kappa,
-                    value=f"{lw.operand},{lw.operator}",
-                    fields={"operand": str(lw.operand), "operator": lw.operator},
-                ),
-                witness=lw.witness,
-            )
-            for lw in found.labels
-        ]
+        found = self._authority.enumerate(task)
         return authority_pb2.EnumerateFamiliesResponse(
-            kappa=checker.kappa,
-            labels=labels,
+            kappa=found.kappa,
+            labels=[
+                authority_pb2.FeasibleLabel(
+                    label=tasks_pb2.Label(kappa=found.kappa, value=f.label, fields=f.fields),
+                    witness=f.witness,
+                )
+                for f in found.labels
+            ],
             families=[authority_pb2.FamilyGroup(label_indexes=list(f)) for f in found.families],
             complete=found.complete,
             certifiable_families=found.certifiable,

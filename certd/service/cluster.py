@@ -37,7 +37,13 @@ import redis
 from redis.exceptions import RedisError
 
 from certd.config import ClusterConfig
-from certd.errors import InProgressError, InvalidInputError, RateLimitedError, StoreError
+from certd.errors import (
+    ConfigError,
+    InProgressError,
+    InvalidInputError,
+    RateLimitedError,
+    StoreError,
+)
 from certd.service.access import client_of
 
 __all__ = ["ClusterInterceptor", "client_of"]
@@ -105,7 +111,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         """Set up.
 
         Args:
-            client: the Redis client (the ledger store's).
+            client: a Redis client (``from_config`` opens one).
             prefix: the hash-tagged key prefix, e.g. ``{certd}``.
             cfg: the cluster settings.
             principal: maps a request to its client identifier.
@@ -117,6 +123,25 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         self._claim = client.register_script(_CLAIM)
         self._finish = client.register_script(_FINISH)
         self._take = client.register_script(_TAKE)
+
+    @classmethod
+    def from_config(cls, cluster: ClusterConfig) -> ClusterInterceptor:
+        """The interceptor of a cluster replica, on its own connection to the cluster's Redis.
+
+        The state is kept next to the shared ledger (same URL, same hash-tagged prefix) but
+        through a connection of its own: the ledger store stays closed to everything else.
+
+        Raises:
+            ConfigError: the config has no ``ledger_url``.
+        """
+        if cluster.ledger_url is None:
+            raise ConfigError("cluster.ledger_url: expected a Redis URL, got none")
+        client = redis.Redis.from_url(
+            cluster.ledger_url,
+            socket_timeout=cluster.redis_timeout_s,
+            socket_connect_timeout=cluster.redis_timeout_s,
+        )
+        return cls(client, "{" + cluster.redis_prefix + "}", cluster)
 
     def intercept_service(
         self,

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from certd.authority.index import IndexedCertificate
 from certd.authority.policy import CheckedTask
 from certd.authority.pool import CheckItem, CheckResult
 from certd.config import CertdConfig
@@ -22,6 +21,7 @@ from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError, UnsupportedError
 from certd.ledger import merkle
+from certd.ledger.certindex import IndexedCertificate
 from certd.ledger.log import Ledger
 from certd.statements import task_digest
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2

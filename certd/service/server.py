@@ -247,13 +247,9 @@ class CertdServer:
             chain.append(self._access)
         chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
-            from certd.ledger.redis_store import RedisStore
             from certd.service.cluster import ClusterInterceptor
 
-            assert isinstance(self.store, RedisStore)
-            chain.append(
-                ClusterInterceptor(self.store.client, self.store.key_prefix, self.cfg.cluster)
-            )
+            chain.append(ClusterInterceptor.from_config(self.cfg.cluster))
         return chain
 
     def start(self) -> int:

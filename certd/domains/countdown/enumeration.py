@@ -66,6 +66,11 @@ class LabelWitness:
         """The κ label string, ``"operand,operator"``."""
         return f"{self.operand},{self.operator}"
 
+    @property
+    def fields(self) -> dict[str, str]:
+        """The κ label's fields, ``{"operand": …, "operator": …}``."""
+        return {"operand": str(self.operand), "operator": self.operator}
+
 
 @dataclass(frozen=True, slots=True)
 class Enumeration:

@@ -1,0 +1,185 @@
+"""CertifyBatch throughput of two source trees side by side in one run (regression hunting).
+
+``bench_certify.py`` measures one tree; this runs the same measurement for a base commit and
+a head commit (both ``git archive``'d, so edits in progress never leak in), interleaved round
+by round (base, head, base, head, ...), so both see the same machine load. Each measurement
+is a child process whose ``PYTHONPATH`` points at its tree's ``certd``, ``forkgate`` and
+``sandboxes``. Variants of the head tree:
+
+* ``head``: the server as ``bench_certify.py`` starts it (timing begins at once);
+* ``head-ready``: timing begins once the server reports every health service SERVING (the
+  math domain's warm-up, which loads the first-step embedding model in the server process, is
+  over);
+* ``head-no-math``: the math domain disabled in the server's config.
+
+Run: ``.venv/bin/python bench/compare_certify.py --base 86c1122 --rounds 3``
+→ ``bench/results/certify_regression.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import write
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 1000
+PUZZLES = 2500
+
+
+def _layout(tree: Path, into: Path) -> Path:
+    """A directory whose ``certd``, ``forkgate`` and ``sandboxes`` are the tree's packages."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name, src in (("certd", "certd"), ("forkgate", "client"), ("sandboxes", "sandboxes")):
+        (into / name).symlink_to(tree / src)
+    return into
+
+
+def _archive(commit: str, into: Path) -> Path:
+    """The tree of ``commit``, extracted into ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _wait_ready(address: str, timeout_s: float = 300.0) -> float:
+    """Block until the server's overall health and every domain service is SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    t0 = time.perf_counter()
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "certd.v1.Verifier/math"):
+            while True:
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(service=service))
+                except grpc.RpcError as e:
+                    if e.code() == grpc.StatusCode.NOT_FOUND:  # an older server: no such service
+                        break
+                    raise
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    break
+                if time.perf_counter() - t0 > timeout_s:
+                    raise TimeoutError(f"{service or 'server'} not SERVING after {timeout_s} s")
+                time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+def child(wait_ready: bool, no_math: bool) -> None:
+    """Measure in this process's tree; print one JSON line."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _common import certify_requests
+
+    from forkgate import CertdClient, CertificationRefusedError
+    from forkgate.local import LocalCertd
+
+    reqs = certify_requests(PUZZLES, seed=21)
+    rates: list[float] = []
+    waited = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        config = None
+        if no_math:
+            config = Path(tmp) / "config.json"
+            config.write_text(json.dumps({"math": {"enabled": False}}))
+        extra = {"config": config} if config is not None else {}  # base: no such argument
+        with LocalCertd(Path(tmp) / "d", **extra) as certd:
+            if wait_ready:
+                waited = _wait_ready(certd.address)
+            with CertdClient(certd.address) as client:
+                for start in range(0, len(reqs) - BATCH + 1, BATCH):
+                    chunk = reqs[start : start + BATCH]
+                    t0 = time.perf_counter()
+                    results = client.certify_batch(chunk)
+                    rates.append(BATCH / (time.perf_counter() - t0))
+                    refused = [r for r in results if isinstance(r, CertificationRefusedError)]
+                    assert not refused, refused[:3]
+    print(json.dumps({"rates": rates, "waited_s": waited}))
+
+
+def _measure(path: Path, flags: list[str]) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=str(path))
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", *flags],
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(path),
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", default="86c1122", help="the commit to compare against")
+    parser.add_argument("--head", default="HEAD", help="the commit measured as head")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--variants",
+        default="base,head,head-ready,head-no-math",
+        help="comma-separated subset of base, head, head-ready, head-no-math",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--wait-ready", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-math", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.wait_ready, args.no_math)
+        return
+    variants = args.variants.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {
+            "base": _layout(_archive(args.base, Path(tmp) / "base"), Path(tmp) / "base-path"),
+            "head": _layout(_archive(args.head, Path(tmp) / "head"), Path(tmp) / "head-path"),
+        }
+        flags = {
+            "base": [],
+            "head": [],
+            "head-ready": ["--wait-ready"],
+            "head-no-math": ["--no-math"],
+        }
+        rates: dict[str, list[float]] = {v: [] for v in variants}
+        waited: dict[str, list[float]] = {v: [] for v in variants}
+        for r in range(args.rounds):
+            for v in variants:
+                got = _measure(paths["base" if v == "base" else "head"], flags[v])
+                rates[v] += [float(x) for x in got["rates"]]  # type: ignore[attr-defined]
+                waited[v].append(float(got["waited_s"]))  # type: ignore[arg-type]
+                print(f"round {r} {v}: {[round(x) for x in got['rates']]}", file=sys.stderr)  # type: ignore[attr-defined]
+    medians = {v: statistics.median(rs) for v, rs in rates.items()}
+    base = medians.get("base")
+    write(
+        "certify_regression",
+        {
+            "base_commit": args.base,
+            "head_commit": subprocess.run(
+                ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip(),
+            "batch": BATCH,
+            "rounds": args.rounds,
+            "shared_machine": True,
+            "per_batch_rates": {v: sorted(round(x, 1) for x in rs) for v, rs in rates.items()},
+            "ready_wait_s": {v: [round(x, 1) for x in w] for v, w in waited.items()},
+            "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
+            "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
