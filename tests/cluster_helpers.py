@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from redis_helpers import RedisProcess
+from server_helpers import LAZY_MATH_SECTION
 
 from certd.domains import countdown as cd
 from certd.signing.keys import SigningKey, save_signing_key
@@ -108,6 +109,7 @@ class Cluster:
             "ledger": {"origin": KEY_NAME},
             "countdown": {"verify_workers": 0},
             "cluster": {"idempotency_claim_s": 2.0, "idempotency_wait_s": 10.0},
+            "math": dict(LAZY_MATH_SECTION),  # no cluster test checks math
         }
         for section, values in (config or {}).items():
             self.config.setdefault(section, {}).update(values)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_helpers import LAZY_MATH
 
 from certd.config import AcceptanceConfig, CertdConfig, TaskSetConfig
 from certd.errors import SigningError
@@ -245,6 +246,7 @@ def test_the_chain_survives_a_restart(tmp_path: Path) -> None:
                 for n, ts in BANDS.items()
             )
         ),
+        math=LAZY_MATH,
     )
     server = CertdServer(cfg)
     server.start()
@@ -302,6 +304,7 @@ def test_a_fall_within_noise_refuses_only_when_configured(
         data_dir=tmp_path / "d",
         listen="127.0.0.1:0",
         acceptance=AcceptanceConfig(refuse_within_noise=refuse_within_noise),
+        math=LAZY_MATH,
     )
     server = CertdServer(cfg)
     server.start()

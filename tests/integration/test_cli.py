@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH_SECTION
 
 from forkgate import CertdClient
 from forkgate.local import LocalCertd
@@ -26,7 +27,9 @@ def _run(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
 @pytest.fixture()
 def served(tmp_path: Path) -> Iterator[LocalCertd]:
     """`certd serve` in its own process."""
-    certd = LocalCertd(tmp_path / "data", stderr=subprocess.PIPE)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"math": LAZY_MATH_SECTION}), encoding="utf-8")
+    certd = LocalCertd(tmp_path / "data", stderr=subprocess.PIPE, config=config)
     try:
         yield certd
     finally:

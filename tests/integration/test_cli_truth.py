@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
@@ -155,7 +156,7 @@ def test_config_key_at_the_wrong_level(tmp_path: Path) -> None:
 
 
 def _ledger_with(data: Path, verifies: int) -> None:
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0"))
+    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
     server.start()
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -85,7 +86,9 @@ def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
 
     def start_later() -> None:
         time.sleep(0.8)
-        server = CertdServer(CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}"))
+        server = CertdServer(
+            CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
+        )
         server.start()
         holder.append(server)
 

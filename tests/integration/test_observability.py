@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from server_helpers import LAZY_MATH
 
 from certd.config import CertdConfig, ClusterConfig, ObservabilityConfig
 from certd.service.observability import JsonFormatter
@@ -39,7 +40,9 @@ def sample(text: str, name: str, **labels: str) -> float:
 def test_metrics_request_ids_and_json_logs(tmp_path: Path) -> None:
     obs = ObservabilityConfig(metrics_listen="127.0.0.1:0")
     server = CertdServer(
-        CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", observability=obs)
+        CertdConfig(
+            data_dir=tmp_path / "d", listen="127.0.0.1:0", observability=obs, math=LAZY_MATH
+        )
     )
     server.start()
     stream = io.StringIO()
@@ -107,6 +110,7 @@ def test_health_reflects_the_ledger_store(tmp_path: Path, redis_prefix: str) -> 
         listen="127.0.0.1:0",
         cluster=ClusterConfig(ledger_url=redis.url, redis_prefix=redis_prefix, redis_timeout_s=2),
         observability=ObservabilityConfig(health_interval_s=0.1),
+        math=LAZY_MATH,
     )
     server = CertdServer(cfg)
     server.start()

@@ -8,6 +8,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from server_helpers import LAZY_MATH
 
 from certd.config import CertdConfig, CountdownConfig
 from certd.service.server import SERVICE_NAMES, CertdServer
@@ -37,6 +38,7 @@ def test_reward_shaping_comes_from_config(tmp_path: Path) -> None:
         data_dir=tmp_path / "d",
         listen="127.0.0.1:0",
         countdown=CountdownConfig(reward_correct=2.0, reward_wrong_answer=0.25, verify_workers=0),
+        math=LAZY_MATH,
     )
     server = CertdServer(cfg)
     port = server.start()
@@ -52,7 +54,7 @@ def test_reward_shaping_comes_from_config(tmp_path: Path) -> None:
 def test_listen_on_a_taken_port_is_a_config_error(tmp_path: Path, address: str) -> None:
     from certd.errors import ConfigError
 
-    server = CertdServer(CertdConfig(data_dir=tmp_path / "d2", listen=address))
+    server = CertdServer(CertdConfig(data_dir=tmp_path / "d2", listen=address, math=LAZY_MATH))
     try:
         with pytest.raises(ConfigError):
             server.start()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH_SECTION
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -45,6 +46,7 @@ def server(
         {
             "data_dir": str(tmp_path_factory.mktemp(f"certd-{request.param}")),
             "listen": "127.0.0.1:0",
+            "math": LAZY_MATH_SECTION,
             "code": {
                 "backend": request.param,
                 "pool_size": 2,

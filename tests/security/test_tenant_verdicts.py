@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH_SECTION
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -71,6 +72,7 @@ def _config(data_dir: Path, backend: str, image: str = IMAGE) -> CertdConfig:
         {
             "data_dir": str(data_dir),
             "listen": "127.0.0.1:0",
+            "math": LAZY_MATH_SECTION,
             "code": {
                 "backend": backend,
                 "pool_size": 1,
