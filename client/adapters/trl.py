@@ -22,9 +22,8 @@ per-question advantages with ``forkgate.advantages.StratifiedAdvantages`` over t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -36,9 +35,9 @@ from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
 from ..advantages import StratifiedAdvantages, informed_stratified_advantages
+from ..connection import Connection
 from ..entry import batch_entry_entropy
 from ..metrics import EntropyMonitor
-from ..connection import Connection
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 

@@ -50,9 +50,9 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 from certd.statements import task_json
 
 from ..advantages import Scale, StratifiedAdvantages, informed_stratified_advantages
+from ..connection import Connection, split_addresses
 from ..entry import batch_entry_entropy
 from ..metrics import EntropyMonitor
-from ..connection import Connection, split_addresses
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer
 

@@ -220,7 +220,7 @@ def write_analysis(results: Path, out: Path, *, plots: bool = True) -> dict[str,
     """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis."""
     runs = load(results)
     tab = table(runs, METRICS)
-    doc = {"arms": tab, "verdicts": verdicts(runs), "pareto": pareto(runs)}
+    doc: dict[str, Any] = {"arms": tab, "verdicts": verdicts(runs), "pareto": pareto(runs)}
     doc["interventions"] = {
         a: [r["intervention"] for _, r in sorted(s.items())] for a, s in runs.items()
     }

@@ -110,7 +110,8 @@ def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
                     certd.vkey,
                     opts,
                     any(
-                        a and a.needs_forktrees or (a and a.replay == "unbalanced") for a, _ in todo
+                        (a and a.needs_forktrees) or (a and a.replay == "unbalanced")
+                        for a, _ in todo
                     ),
                 )
                 for arm, seed in todo:

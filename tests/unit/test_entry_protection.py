@@ -160,10 +160,11 @@ def test_batch_entry_entropy_is_per_question() -> None:
 # --- replay and coverage -----------------------------------------------------------------
 
 TASK = {"numbers": [3, 4, 5], "target": 12}
+A, B = {"label": "3,+", "witness": "3+4+5"}, {"label": "5,+", "witness": "5+3+4"}
 RECORDS = [
-    {"task": TASK, "families": [{"label": "3,+", "witness": "3+4+5"}, {"label": "5,+", "witness": "5+3+4"}]},
+    {"task": TASK, "families": [A, B]},
     {"task": {"numbers": [2, 6], "target": 12}, "families": [{"label": "2,*", "witness": "2*6"}]},
-]  # fmt: skip
+]
 
 
 def test_balanced_replay_gives_every_certified_family_one_slot_per_epoch() -> None:
