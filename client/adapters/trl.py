@@ -17,7 +17,10 @@ mapping or its JSON text) and returns the verdict's reward; on an infrastructure
 INFRA_ERROR verdict, or certd unreachable) it returns ``None`` for the row, which TRL leaves
 out of the baseline and gives advantage 0. ``StratifiedGRPOTrainer`` then replaces TRL's
 per-question advantages with ``forkgate.advantages.StratifiedAdvantages`` over the key
-(task digest, κ label of the verdict); see ``docs/adapters.md``. Needs the ``trl`` extra.
+(task digest, κ label of the verdict); see ``docs/adapters.md``. Entry-level protection:
+``informed=True`` (stratified advantages v2), ``entry_unscored=fn`` (the entry tokens leave the
+loss) and ``entropy_monitor=EntropyMonitor(...)`` (watches each batch's entry entropy). Needs
+the ``trl`` extra.
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ only to GDPO. So ``stratify_uids`` writes the key (task digest, family, left-out
 ``uid`` (keeping the original in ``forkgate_uid``), and the estimator reads it back; an
 estimator called with ``non_tensor_batch`` reads the labels from there instead. Needs the
 ``verl`` extra and verl itself (``make`` installs it; see ``docs/adapters.md``).
+
+Entry-level protection: ``StratifiedEstimator(informed=True)`` (stratified advantages v2),
+``entry_unscored=True`` with ``mark_entry_tokens(batch, fn)`` before ``stratify_uids`` (the
+entry tokens get advantage 0), and ``entropy_monitor=EntropyMonitor(...)``.
 """
 
 from __future__ import annotations

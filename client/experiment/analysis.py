@@ -2,7 +2,8 @@
 
 Example::
 
-    python -m forkgate.experiment.analysis docs/results/exp18/results.jsonl --out docs/results/exp18
+    python -m forkgate.experiment.analysis docs/results/exp18/results.jsonl \
+        docs/results/exp18/seed*/results.jsonl --out docs/results/exp18
 
 Differences are paired by seed (both arms ran the seed with the same tasks and sampling
 seeds): for arms A and B and a metric, ``d_s = M_A(s) − M_B(s)``; the report gives the mean,
@@ -44,9 +45,21 @@ STRAT, UNSCORED, REPLAY, UNBAL, GRPO = (
 )  # fmt: skip
 
 
-def load(path: Path, config: str | None = None) -> dict[str, dict[int, dict[str, Any]]]:
-    """``{arm: {seed: record}}`` of one configuration (default: the most frequent one)."""
-    recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+def load(
+    paths: Path | Sequence[Path], config: str | None = None
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """``{arm: {seed: record}}`` of one configuration (default: the most frequent one).
+
+    Several files (seeds run side by side in separate workdirs) are read in order; the first
+    record of an (arm, seed) wins. A torn last line is skipped.
+    """
+    recs = []
+    for path in [paths] if isinstance(paths, Path) else paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                recs.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
     if config is None and recs:
         counts: dict[str, int] = {}
         for r in recs:
@@ -55,7 +68,7 @@ def load(path: Path, config: str | None = None) -> dict[str, dict[int, dict[str,
     out: dict[str, dict[int, dict[str, Any]]] = {}
     for r in recs:
         if r["config"] == config:
-            out.setdefault(r["arm"], {})[int(r["seed"])] = r
+            out.setdefault(r["arm"], {}).setdefault(int(r["seed"]), r)
     return out
 
 
@@ -216,7 +229,9 @@ METRICS = (
 )
 
 
-def write_analysis(results: Path, out: Path, *, plots: bool = True) -> dict[str, Any]:
+def write_analysis(
+    results: Path | Sequence[Path], out: Path, *, plots: bool = True
+) -> dict[str, Any]:
     """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis."""
     runs = load(results)
     tab = table(runs, METRICS)
@@ -232,12 +247,12 @@ def write_analysis(results: Path, out: Path, *, plots: bool = True) -> dict[str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m forkgate.experiment.analysis RESULTS --out DIR``."""
+    """``python -m forkgate.experiment.analysis RESULTS... --out DIR``."""
     p = argparse.ArgumentParser(prog="forkgate.experiment.analysis")
-    p.add_argument("results", type=Path)
+    p.add_argument("results", type=Path, nargs="+")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    doc = write_analysis(args.results, args.out or args.results.parent)
+    doc = write_analysis(args.results, args.out or args.results[0].parent)
     print(json.dumps(doc["verdicts"], indent=1))
     return 0
 
