@@ -202,7 +202,8 @@ def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(rows)), [r["arm"] for r in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("paired Δ vs GRPO (points, t95)")
-    ax.legend(fontsize=8)
+    if rows:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "paired_vs_grpo.png", dpi=110)
     plt.close(fig)
@@ -246,14 +247,57 @@ def write_analysis(
     return doc
 
 
+def _fmt(p: Mapping[str, Any] | None) -> str:
+    if p is None:
+        return "–"
+    return f"{p['mean']:+.1f} [{p['t95'][0]:+.1f}, {p['t95'][1]:+.1f}]"
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """The analysis as Markdown tables (what the experiment report quotes)."""
+    cols = ("Arm", "seeds", "pass@1", "EC@16", "reach@16", "feasible H", "feasible mass",
+            "ΔEC@16 vs GRPO", "Δpass@1 vs GRPO")  # fmt: skip
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in doc["arms"]:
+        lines.append(
+            f"| {r['arm']} | {len(r['seeds'])} | {r['pass@1']:.3f} | {r['EC@16']:.3f} | "
+            f"{r['reach@16']:.3f} | {r['feasible_entropy']:.3f} | {r['feasible_mass']:.3f} | "
+            f"{_fmt(r.get('ΔEC@16 vs grpo'))} | {_fmt(r.get('Δpass@1 vs grpo'))} |"
+        )
+    v = doc["verdicts"]
+    lines += ["", "| Paired difference (points) | n | mean [t95] | bootstrap 95% |"]
+    lines.append("|---|---|---|---|")
+    for p in v["pairs"]:
+        boot = f"[{p['boot95'][0]:+.1f}, {p['boot95'][1]:+.1f}]"
+        lines.append(f"| {p['a']} − {p['b']}, {p['metric']} | {p['n']} | {_fmt(p)} | {boot} |")
+    lines += ["", "| Criterion | met |", "|---|---|"]
+    lines += [
+        f"| {k} | {'n/a' if x is None else ('yes' if x else 'no')} |"
+        for k, x in v["criteria"].items()
+    ]
+    lines += ["", f"Recovery of GRPO's EC@16 drop by stratified-v2: {v['recovery']}; "
+              f"upper t95 bound of stratified-v2 − unscored (EC@16): {v['refute_bound']}; "
+              f"**overall: {v['overall']}**."]  # fmt: skip
+    cols = ("Arm", "pairs", "mean π_f", "free completion (samples)", "forced (samples)")
+    lines += ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for arm, ivs in sorted(doc["interventions"].items()):
+        for iv in ivs:
+            free = f"{iv['free']} ({iv['free_samples']})"
+            forced = f"{iv['forced']} ({iv['forced_samples']})"
+            lines.append(f"| {arm} | {iv['pairs']} | {iv['mean_pi']} | {free} | {forced} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m forkgate.experiment.analysis RESULTS... --out DIR``."""
     p = argparse.ArgumentParser(prog="forkgate.experiment.analysis")
     p.add_argument("results", type=Path, nargs="+")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    doc = write_analysis(args.results, args.out or args.results[0].parent)
-    print(json.dumps(doc["verdicts"], indent=1))
+    out = args.out or args.results[0].parent
+    doc = write_analysis(args.results, out)
+    (out / "analysis.md").write_text(markdown(doc), encoding="utf-8")
+    print(markdown(doc))
     return 0
 
 
