@@ -278,8 +278,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
     lines += ["", f"Recovery of GRPO's EC@16 drop by stratified-v2: {v['recovery']}; "
               f"upper t95 bound of stratified-v2 − unscored (EC@16): {v['refute_bound']}; "
               f"**overall: {v['overall']}**."]  # fmt: skip
-    cols = ("Arm", "pairs", "mean π_f", "free completion (samples)", "forced (samples)")
-    lines += ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    icols = ("Arm", "pairs", "mean π_f", "free completion (samples)", "forced (samples)")
+    lines += ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
     for arm, ivs in sorted(doc["interventions"].items()):
         for iv in ivs:
             free = f"{iv['free']} ({iv['free_samples']})"
