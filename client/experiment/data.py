@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,7 +58,8 @@ def admitted_forktrees(
         prefix_template="<think>{operand}{operator}",
         seed=seed,
     )
-    records = builder.run(tasks, out)
+    builder.run(tasks, out)  # returns only the records it built now: read the whole file
+    records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x.strip()]
     ratchet = Ratchet(
         [vkey], kappas={KAPPA}, consistency=lambda a, b: client.consistency_proof(a, b).hashes
     )

@@ -233,6 +233,8 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     policy = Policy.load(None)
     ref = copy.deepcopy(policy)
     ref.model.eval()
+    if (arm.needs_forktrees and not ctx.forktrees) or (arm.replay == "unbalanced" and not ctx.pool):
+        raise ValueError(f"arm {arm.name} needs certified fork trees / a replay pool; none")
     rec: dict[str, Any] = {"arm": arm.name, "seed": seed}
     if arm.sft:
         rec["sft_loss"] = _sft(ctx, policy, seed)
