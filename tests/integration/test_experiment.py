@@ -41,9 +41,10 @@ def _run(work: Path, arms: list[str], seeds: list[str]) -> dict[str, object]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~12 short runs and two certd starts; minutes on a loaded machine
 def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) -> None:
     work = tmp_path / "exp"
-    arms = [*ARMS, "grpo+kl@0.1"]
+    arms = list(ARMS)
     first = _run(work, arms, ["0"])
     assert first["ran"] == len(arms) + 1 and first["skipped"] == 0  # + the "start" record
     lines = [json.loads(x) for x in (work / "results.jsonl").read_text().splitlines()]
@@ -52,9 +53,10 @@ def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) ->
         for m in ("pass@1", "EC@16", "reach@16", "feasible_entropy", "feasible_mass"):
             assert 0 <= r["end"][m] <= 10
         assert r["intervention"]["forced_samples"] == 2 * r["intervention"]["pairs"]
-    # A rerun with one more seed runs only the new pairs.
-    again = _run(work, ["grpo", "strat-v2"], ["0", "1"])
-    assert again["skipped"] == len(arms) + 1 and again["ran"] == 3
+    # A rerun with one more seed runs only the new pairs, and finds the fork trees the first
+    # run left in the workdir (strat-v2 refuses to run without them).
+    again = _run(work, ["strat-v2"], ["0", "1"])
+    assert again["skipped"] == 2 and again["ran"] == 2
     doc = write_analysis(work / "results.jsonl", work / "analysis")
     assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}
     assert (work / "analysis" / "pareto.png").stat().st_size > 1000
