@@ -218,3 +218,64 @@ class StratifiedAdvantages:
         )
         self.window.update(groups, rewards)
         return adv
+
+
+def informed_stratified_advantages(
+    rewards: Sequence[float],
+    questions: Sequence[str],
+    families: Sequence[str],
+    *,
+    forced: Sequence[bool] | None = None,
+    prior_weight: float = 1.0,
+    entry_weight: float = 1.0,
+) -> tuple[list[float], list[float]]:
+    """Stratified advantages v2: an execution term within the family, an informed entry term.
+
+    For rollout i of question q in family g = (q, κ_i), with the batch's rollouts only:
+
+    * ``V(q)``: the mean reward of q's *free* rollouts (all of q's rollouts when none is free),
+      the policy's own value of the question;
+    * ``V(q, κ)``: the family's pooled value over its free *and* forced rollouts, shrunk
+      toward ``V(q)`` with ``prior_weight`` (c) pseudo-rollouts:
+      ``(S_g + c·V(q)) / (n_g + c)`` — never an uninformed constant;
+    * execution term ``r_i − mean_{j∈g, j≠i} r_j`` (leave-one-out within the family; 0 for
+      a singleton family, which has nothing to compare with);
+    * entry term ``V(q, κ_i) − V(q)`` (the cross-family comparison), weighted by
+      ``entry_weight``; forced rollouts get no entry term (their entry was not chosen).
+
+    Returns ``(total, entry)``: the per-rollout advantage ``exec + entry_weight·entry`` and
+    the entry term alone (so a caller can put it only on the entry tokens). All-equal rewards
+    give zeros; one family only gives entry terms of 0 (V(q, κ) = V(q)).
+
+    Raises:
+        ValueError: lengths differ or ``prior_weight`` is negative.
+    """
+    n = len(rewards)
+    flags = list(forced) if forced is not None else [False] * n
+    if not (len(questions) == len(families) == len(flags) == n):
+        raise ValueError(
+            f"expected equal lengths, got {n} rewards, {len(questions)} questions, "
+            f"{len(families)} families, {len(flags)} forced flags"
+        )
+    if prior_weight < 0:
+        raise ValueError(f"prior_weight: expected >= 0, got {prior_weight}")
+    q_free: dict[str, list[float]] = {}
+    q_all: dict[str, list[float]] = {}
+    g_sum: dict[tuple[str, str], float] = {}
+    g_n: dict[tuple[str, str], int] = {}
+    for r, q, f, fo in zip(rewards, questions, families, flags, strict=True):
+        q_all.setdefault(q, []).append(r)
+        if not fo:
+            q_free.setdefault(q, []).append(r)
+        g_sum[(q, f)] = g_sum.get((q, f), 0.0) + r
+        g_n[(q, f)] = g_n.get((q, f), 0) + 1
+    v_q = {q: sum(q_free.get(q) or rs) / len(q_free.get(q) or rs) for q, rs in q_all.items()}
+    total, entry = [], []
+    for r, q, f, fo in zip(rewards, questions, families, flags, strict=True):
+        s, k = g_sum[(q, f)], g_n[(q, f)]
+        execution = r - (s - r) / (k - 1) if k > 1 else 0.0
+        value = (s + prior_weight * v_q[q]) / (k + prior_weight)
+        e = 0.0 if fo else value - v_q[q]
+        entry.append(e)
+        total.append(execution + entry_weight * e)
+    return total, entry

@@ -252,28 +252,26 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from .experiment import ExperimentOptions, run_experiment
+    from .experiment import KEY_ARMS, ExperimentOptions, run_experiment
 
     opts = ExperimentOptions(
         workdir=Path(args.workdir),
+        arms=tuple(args.arm) if args.arm else KEY_ARMS,
+        seeds=tuple(args.seed) if args.seed else (0, 1, 2),
         steps=args.steps,
         tasks=args.tasks,
         prompts_per_step=args.prompts_per_step,
         group_size=args.group_size,
         eval_tasks=args.eval_tasks,
-        eval_every=args.eval_every,
         eval_n=args.eval_n,
+        eval_every=args.eval_every,
         lr=args.lr,
-        seed=args.seed,
-        sft_steps=args.sft_steps,
-        sft_tasks=args.sft_tasks,
-        sft_lr=args.sft_lr,
+        forktree_tasks=args.forktree_tasks,
         forktree_budget=args.forktree_budget,
-        low_reach=args.low_reach,
-        arms=tuple(args.arm) if args.arm else ExperimentOptions().arms,
+        pool_n=args.pool_n,
+        sft_steps=args.sft_steps,
+        forced_n=args.forced_n,
         threads=args.threads,
-        weights=args.weights,
-        into_report=args.into_report,
     )
     return run_experiment(opts, as_json=args.json)
 
@@ -437,30 +435,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     x = sub.add_parser("experiment", help="the mechanism experiment (GRPO arms on CPU)")
     xs = x.add_subparsers(dest="experiment", required=True)
-    xc = xs.add_parser("countdown", help="three GRPO arms from the embedded policy")
-    xc.add_argument("--workdir", default="out/experiment")
-    xc.add_argument("--steps", type=int, default=100, help="GRPO steps per arm")
+    xc = xs.add_parser("countdown", help="GRPO arms with entry-level protection, paired seeds")
+    xc.add_argument("--workdir", default="out/experiment", help="results.jsonl (resumable)")
+    xc.add_argument("--arm", action="append", default=[], help="arm spec (name or name@weight)")
+    xc.add_argument("--seed", action="append", type=int, default=[], help="paired seed")
+    xc.add_argument("--steps", type=int, default=80, help="GRPO steps per run")
     xc.add_argument("--tasks", type=int, default=256, help="training tasks")
     xc.add_argument("--prompts-per-step", type=int, default=8)
     xc.add_argument("--group-size", type=int, default=16, help="rollouts per prompt")
-    xc.add_argument("--eval-tasks", type=int, default=32)
-    xc.add_argument("--eval-every", type=int, default=20)
-    xc.add_argument("--eval-n", type=int, default=16, help="samples per eval task (pass@16)")
+    xc.add_argument("--eval-tasks", type=int, default=64)
+    xc.add_argument("--eval-n", type=int, default=16, help="samples per held-out task")
+    xc.add_argument("--eval-every", type=int, default=0, help="0: start and end only")
     xc.add_argument("--lr", type=float, default=2e-4)
-    xc.add_argument("--sft-steps", type=int, default=40, help="fork-tree SFT steps (arm 3)")
-    xc.add_argument("--sft-tasks", type=int, default=128, help="tasks with fork trees (arm 3)")
-    xc.add_argument("--sft-lr", type=float, default=1e-4)
-    xc.add_argument("--forktree-budget", type=int, default=32, help="samples per task (arm 3)")
-    xc.add_argument("--low-reach", type=float, default=0.1, help="reach below this is low")
-    xc.add_argument("--seed", type=int, default=0)
+    xc.add_argument("--forktree-tasks", type=int, default=128, help="tasks with fork trees")
+    xc.add_argument("--forktree-budget", type=int, default=32, help="samples per fork tree")
+    xc.add_argument("--pool-n", type=int, default=8, help="samples per task, unbalanced pool")
+    xc.add_argument("--sft-steps", type=int, default=40, help="fork-tree SFT steps (sft+grpo)")
+    xc.add_argument("--forced-n", type=int, default=8, help="forced samples per pair")
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    xc.add_argument("--weights", default="", help="starting weights (default: shipped)")
-    xc.add_argument(
-        "--into-report", default="", help="also add the curves to this forkgate run report dir"
-    )
-    xc.add_argument(
-        "--arm", action="append", choices=["grpo", "stratified", "sft+stratified"], default=[]
-    )
     xc.set_defaults(fn=_cmd_experiment)
 
     from .cli_certs import add_parsers as add_cert_parsers

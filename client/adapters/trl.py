@@ -17,12 +17,15 @@ mapping or its JSON text) and returns the verdict's reward; on an infrastructure
 INFRA_ERROR verdict, or certd unreachable) it returns ``None`` for the row, which TRL leaves
 out of the baseline and gives advantage 0. ``StratifiedGRPOTrainer`` then replaces TRL's
 per-question advantages with ``forkgate.advantages.StratifiedAdvantages`` over the key
-(task digest, κ label of the verdict); see ``docs/adapters.md``. Needs the ``trl`` extra.
+(task digest, κ label of the verdict); see ``docs/adapters.md``. Entry-level protection:
+``informed=True`` (stratified advantages v2), ``entry_unscored=fn`` (the entry tokens leave the
+loss) and ``entropy_monitor=EntropyMonitor(...)`` (watches each batch's entry entropy). Needs
+the ``trl`` extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +37,14 @@ from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
-from ..advantages import StratifiedAdvantages
+from ..advantages import StratifiedAdvantages, informed_stratified_advantages
 from ..connection import Connection
+from ..entry import batch_entry_entropy
+from ..metrics import EntropyMonitor
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
-__all__ = ["CertdReward", "StratifiedGRPOTrainer"]
+__all__ = ["CertdReward", "StratifiedGRPOTrainer", "unscore_completion_entries"]
 
 
 class CertdReward:
@@ -116,6 +121,16 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
         ratchet: when given, only rollouts in groups it admits are trained on.
+        informed: use the informed stratified advantages v2
+            (``forkgate.advantages.informed_stratified_advantages``: execution term within the
+            family, entry term ``V(q, κ) − V(q)`` centred on the question's mean), scaled to
+            unit std over the batch, instead of ``stratified``.
+        entry_unscored: a function of a completion's token ids giving how many leading tokens
+            are its entry (the κ decision); those tokens are left out of the loss
+            (``completion_mask`` cleared). None scores every token.
+        entropy_monitor: observes each training batch's plug-in entry entropy (mean over
+            questions of the entropy of the κ labels) and raises its alarms; logged as
+            ``forkgate/entry_entropy``.
         **kwargs: passed to ``GRPOTrainer``.
 
     Raises:
@@ -128,9 +143,16 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         stratified: StratifiedAdvantages | None = None,
         certd_reward: CertdReward | None = None,
         ratchet: Ratchet | None = None,
+        informed: bool = False,
+        entry_unscored: Callable[[Sequence[int]], int] | None = None,
+        entropy_monitor: EntropyMonitor | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.informed = informed
+        self.entry_unscored = entry_unscored
+        self.entropy_monitor = entropy_monitor
+        self._batches = 0
         found: list[CertdReward] = []
         for func in self.reward_funcs:
             if isinstance(func, CertdReward):
@@ -168,6 +190,9 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         if not training or self._rewards_per_func is None:
             return output
         advantages = self.stratified_advantages(self._rewards_per_func, self._scored)
+        self.observe_entries(self._scored)
+        if self.entry_unscored is not None:
+            unscore_completion_entries(output, self.entry_unscored)
         n_local = len(output["advantages"])
         start = self.accelerator.process_index * n_local
         output["advantages"] = advantages[start : start + n_local].to(output["advantages"])
@@ -195,7 +220,15 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         keep = ~torch.isnan(rewards_per_func).all(dim=1).cpu()
         rows = [i for i in range(len(scored)) if bool(keep[i])]
         out = torch.zeros(len(scored), dtype=torch.float32)
-        if rows:
+        if rows and self.informed:
+            total, _ = informed_stratified_advantages(
+                rewards[rows].tolist(),
+                [scored[i].question for i in rows],
+                [scored[i].family or "" for i in rows],
+            )
+            adv = torch.tensor(total, dtype=torch.float32)
+            out[rows] = adv / (adv.std(unbiased=False) + 1e-6)
+        elif rows:
             adv = self.stratified(
                 rewards[rows].to(torch.float32),
                 [scored[i].question for i in rows],
@@ -203,3 +236,33 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             )
             out[rows] = adv.to(torch.float32)
         return out
+
+    def observe_entries(self, scored: Sequence[Scored]) -> float | None:
+        """Feed the batch's entry entropy to the monitor (if any); return it.
+
+        Rows without a verdict (infrastructure failures, refusals) are left out.
+        """
+        self._batches += 1
+        kept = [s for s in scored if s.reward is not None]
+        if self.entropy_monitor is None or not kept:
+            return None
+        h = batch_entry_entropy([s.question for s in kept], [s.family or "" for s in kept])
+        self.entropy_monitor.observe(self._batches, h)
+        metrics = getattr(self, "_metrics", None)
+        if metrics is not None:
+            metrics["train"]["forkgate/entry_entropy"].append(h)
+        return h
+
+
+def unscore_completion_entries(
+    output: dict[str, Any], entry_tokens: Callable[[Sequence[int]], int]
+) -> None:
+    """Clear ``completion_mask`` over each completion's leading entry tokens, in place.
+
+    Raises:
+        KeyError: ``output`` lacks ``completion_ids`` or ``completion_mask``.
+    """
+    ids, mask = output["completion_ids"], output["completion_mask"]
+    for i in range(mask.shape[0]):
+        n = max(0, int(entry_tokens(ids[i].tolist())))
+        mask[i, :n] = 0

@@ -34,6 +34,10 @@ only to GDPO. So ``stratify_uids`` writes the key (task digest, family, left-out
 ``uid`` (keeping the original in ``forkgate_uid``), and the estimator reads it back; an
 estimator called with ``non_tensor_batch`` reads the labels from there instead. Needs the
 ``verl`` extra and verl itself (``make`` installs it; see ``docs/adapters.md``).
+
+Entry-level protection: ``StratifiedEstimator(informed=True)`` (stratified advantages v2),
+``entry_unscored=True`` with ``mark_entry_tokens(batch, fn)`` before ``stratify_uids`` (the
+entry tokens get advantage 0), and ``entropy_monitor=EntropyMonitor(...)``.
 """
 
 from __future__ import annotations
@@ -49,13 +53,16 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from certd.statements import task_json
 
-from ..advantages import Scale, StratifiedAdvantages
+from ..advantages import Scale, StratifiedAdvantages, informed_stratified_advantages
 from ..connection import Connection, split_addresses
+from ..entry import batch_entry_entropy
+from ..metrics import EntropyMonitor
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
+    "ENTRY_TOKENS_KEY",
     "ESTIMATOR_NAME",
     "FAMILY_KEY",
     "QUESTION_KEY",
@@ -64,6 +71,7 @@ __all__ = [
     "StratifiedEstimator",
     "admit_batch",
     "compute_score",
+    "mark_entry_tokens",
     "restore_uids",
     "stratify_uids",
 ]
@@ -73,6 +81,7 @@ FAMILY_KEY = "forkgate_family"
 QUESTION_KEY = "forkgate_question"
 STATUS_KEY = "forkgate_status"
 ROLLOUT_KEY = "forkgate_rollout"
+ENTRY_TOKENS_KEY = "forkgate_entry_tokens"
 _LEFT_OUT = frozenset({"INFRA_ERROR", "REFUSED"})  # statuses that carry no training signal
 _UID_KEY = "forkgate_uid"
 _SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
@@ -237,7 +246,25 @@ def stratify_uids(data: Any) -> None:
         _SEP.join((str(q), str(f), "1" if s in _LEFT_OUT else "0"))
         for q, f, s in zip(nt[QUESTION_KEY], nt[FAMILY_KEY], nt[STATUS_KEY], strict=True)
     ]
+    if ENTRY_TOKENS_KEY in nt:  # the entry length travels too (mark_entry_tokens)
+        keys = [f"{k}{_SEP}{int(n)}" for k, n in zip(keys, nt[ENTRY_TOKENS_KEY], strict=True)]
     nt["uid"] = np.array(keys, dtype=object)
+
+
+def mark_entry_tokens(data: Any, entry_tokens: Any) -> None:
+    """Record each response's entry length (leading tokens) for ``entry_unscored``.
+
+    Args:
+        data: a verl ``DataProto`` with ``batch["responses"]`` (token ids).
+        entry_tokens: a function of one response's token ids (a list) giving how many leading
+            tokens are its entry.
+
+    Raises:
+        KeyError: the batch has no ``responses``.
+    """
+    responses = data.batch["responses"]
+    counts = [max(0, int(entry_tokens(row.tolist()))) for row in responses]
+    data.non_tensor_batch[ENTRY_TOKENS_KEY] = np.array(counts, dtype=object)
 
 
 def restore_uids(data: Any) -> None:
@@ -257,6 +284,12 @@ class StratifiedEstimator:
 
     Args:
         window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``.
+        informed: use the informed stratified advantages v2 (execution term within the family,
+            entry term ``V(q, κ) − V(q)``; ``forkgate.advantages``), scaled to unit std over
+            the batch, instead of the prior window.
+        entry_unscored: leave each row's entry tokens (``mark_entry_tokens`` before
+            ``stratify_uids``) out: their advantage is 0.
+        entropy_monitor: observes each batch's plug-in entry entropy and raises its alarms.
     """
 
     def __init__(
@@ -268,7 +301,14 @@ class StratifiedEstimator:
         prior_weight: float = 1.0,
         scale: Scale = "family",
         eps: float = 1e-6,
+        informed: bool = False,
+        entry_unscored: bool = False,
+        entropy_monitor: EntropyMonitor | None = None,
     ) -> None:
+        self.informed = informed
+        self.entry_unscored = entry_unscored
+        self.entropy_monitor = entropy_monitor
+        self.batches = 0
         self.advantages = StratifiedAdvantages(
             window_batches=window_batches,
             alpha=alpha,
@@ -302,39 +342,66 @@ class StratifiedEstimator:
         Raises:
             ValueError: the family labels are in neither ``non_tensor_batch`` nor ``index``.
         """
-        questions, families, left_out = _labels(index, non_tensor_batch, len(token_level_rewards))
+        n = len(token_level_rewards)
+        questions, families, left_out, entry = _labels(index, non_tensor_batch, n)
         scores = token_level_rewards.sum(dim=-1)
         adv = torch.zeros_like(scores)
         rows = [i for i, out in enumerate(left_out) if not out]
         if rows:
             picked = torch.tensor(rows, dtype=torch.long)
-            a = self.advantages(
+            a = self._advantages(
                 scores[picked].detach().cpu().to(torch.float32),
                 [questions[i] for i in rows],
                 [families[i] for i in rows],
             )
             adv[picked.to(adv.device)] = a.to(adv)
-        token_adv = adv.unsqueeze(-1) * response_mask
+            self.observe([questions[i] for i in rows], [families[i] for i in rows])
+        mask = response_mask
+        if self.entry_unscored:
+            mask = response_mask.clone()
+            for i, k in enumerate(entry):
+                mask[i, :k] = 0
+        token_adv = adv.unsqueeze(-1) * mask
         return token_adv, token_adv
+
+    def _advantages(
+        self, scores: torch.Tensor, questions: list[str], families: list[str]
+    ) -> torch.Tensor:
+        if not self.informed:
+            return self.advantages(scores, questions, families)
+        total, _ = informed_stratified_advantages(scores.tolist(), questions, families)
+        a = torch.tensor(total, dtype=torch.float32)
+        return a / (a.std(unbiased=False) + 1e-6)
+
+    def observe(self, questions: list[str], families: list[str]) -> float | None:
+        """Feed one batch's entry entropy to the monitor (if any); return it."""
+        self.batches += 1
+        if self.entropy_monitor is None:
+            return None
+        h = batch_entry_entropy(questions, families)
+        self.entropy_monitor.observe(self.batches, h)
+        return h
 
 
 def _labels(
     index: np.ndarray | None, nt: Mapping[str, Any] | None, n: int
-) -> tuple[list[str], list[str], list[bool]]:
+) -> tuple[list[str], list[str], list[bool], list[int]]:
     if nt is not None and FAMILY_KEY in nt and QUESTION_KEY in nt:
         statuses = nt.get(STATUS_KEY, [""] * n)
         return (
             [str(q) for q in nt[QUESTION_KEY]],
             [str(f) for f in nt[FAMILY_KEY]],
             [s in _LEFT_OUT for s in statuses],
+            [int(k) for k in nt.get(ENTRY_TOKENS_KEY, [0] * n)],
         )
     parts = [str(k).split(_SEP) for k in (index if index is not None else [])]
-    if len(parts) != n or any(len(p) != 3 for p in parts):
+    if len(parts) != n or any(len(p) not in (3, 4) for p in parts):
         raise ValueError(
             f"{ESTIMATOR_NAME} needs the family labels: call "
             "forkgate.adapters.verl.stratify_uids(data) before compute_advantage"
         )
-    return [p[0] for p in parts], [p[1] for p in parts], [p[2] == "1" for p in parts]
+    entry = [int(p[3]) if len(p) == 4 else 0 for p in parts]
+    return [p[0] for p in parts], [p[1] for p in parts], [p[2] == "1" for p in parts], entry
 
 
 DEFAULT_ESTIMATOR = StratifiedEstimator().register(ESTIMATOR_NAME)

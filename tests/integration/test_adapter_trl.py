@@ -17,8 +17,13 @@ from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import ClientSettings  # noqa: E402
 from forkgate.adapters._scoring import Scored  # noqa: E402
-from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer  # noqa: E402
-from forkgate.advantages import StratifiedAdvantages  # noqa: E402
+from forkgate.adapters.trl import (  # noqa: E402
+    CertdReward,
+    StratifiedGRPOTrainer,
+    unscore_completion_entries,
+)
+from forkgate.advantages import StratifiedAdvantages, informed_stratified_advantages  # noqa: E402
+from forkgate.metrics import EntropyMonitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
@@ -110,6 +115,7 @@ def _trainer(
     tmp_path: Path,
     ratchet: Ratchet | None,
     settings: ClientSettings | None = None,
+    **extra: Any,
 ) -> StratifiedGRPOTrainer:
     from datasets import Dataset
     from trl import GRPOConfig
@@ -142,6 +148,7 @@ def _trainer(
         train_dataset=Dataset.from_list(rows),
         stratified=StratifiedAdvantages(scale="none"),
         ratchet=ratchet,
+        **extra,
     )
 
 
@@ -234,3 +241,63 @@ def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
     )
     with pytest.raises(ValueError, match="verdicts"):
         t.stratified_advantages(per_func, scored[:3])
+
+
+@pytest.mark.slow
+def test_entry_protection_options_reach_a_real_step(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    monitor = EntropyMonitor(floor=100.0)  # any entropy is below it: every batch alarms
+    trainer = _trainer(
+        address, vkey, tmp_path, None, informed=True, entry_unscored=lambda ids: 2,
+        entropy_monitor=monitor,
+    )  # fmt: skip
+    masks: list[Any] = []
+    inner = trainer._generate_and_score_completions
+
+    def spy(inputs: Any) -> Any:
+        out = inner(inputs)
+        masks.append(out["completion_mask"].clone())
+        return out
+
+    trainer._generate_and_score_completions = spy
+    trainer.train()
+    assert masks and int(masks[0][:, :2].sum()) == 0  # the loss never sees the entry tokens
+    assert trainer.informed and monitor.alarms  # the monitor watched the training batch
+    assert any("forkgate/entry_entropy" in h for h in trainer.state.log_history)
+
+
+def test_informed_advantages_and_the_monitor_in_the_trainer_maths() -> None:
+    t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
+    t.stratified = StratifiedAdvantages(scale="none")
+    t.reward_weights = torch.ones(1)
+    t.informed = True
+    t.entropy_monitor = EntropyMonitor(max_drop=0.1)
+    t._batches = 0
+    nan = float("nan")
+    per_func = torch.tensor([[1.0], [0.0], [nan], [0.0]])
+    scored = [
+        Scored(1.0, "25,-", "CORRECT", "q"),
+        Scored(0.0, "25,-", "WRONG_ANSWER", "q"),
+        Scored(None, None, "INFRA_ERROR", "q"),
+        Scored(0.0, "4,*", "WRONG_ANSWER", "q"),
+    ]
+    adv = t.stratified_advantages(per_func, scored)
+    total, _ = informed_stratified_advantages([1.0, 0.0, 0.0], ["q"] * 3, ["25,-", "25,-", "4,*"])
+    expected = torch.tensor(total)
+    expected = expected / (expected.std(unbiased=False) + 1e-6)
+    assert adv[[0, 1, 3]].tolist() == pytest.approx(expected.tolist(), rel=1e-5)
+    assert adv[2] == 0.0
+    h1 = t.observe_entries(scored)  # two families among the three answered rows
+    assert h1 is not None and h1 > 0
+    assert t.observe_entries([Scored(1.0, "25,-", "CORRECT", "q")]) == 0.0
+    assert t.entropy_monitor.alarms and t.entropy_monitor.alarms[0].step == 2
+
+
+def test_unscore_completion_entries_clears_each_rows_entry() -> None:
+    out = {
+        "completion_ids": torch.tensor([[5, 6, 7], [8, 9, 0]]),
+        "completion_mask": torch.ones(2, 3),
+    }
+    unscore_completion_entries(out, lambda ids: 1 if ids[0] == 5 else -3)
+    assert out["completion_mask"].tolist() == [[0.0, 1.0, 1.0], [1.0, 1.0, 1.0]]

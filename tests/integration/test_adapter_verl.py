@@ -27,7 +27,8 @@ from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import CertdClient  # noqa: E402
 from forkgate.adapters import verl as fg  # noqa: E402
-from forkgate.advantages import StratifiedAdvantages  # noqa: E402
+from forkgate.advantages import StratifiedAdvantages, informed_stratified_advantages  # noqa: E402
+from forkgate.metrics import EntropyMonitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
@@ -263,3 +264,34 @@ def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path
     without = _batch([("q1", "25,-", "CORRECT", 1.0)])
     with pytest.raises(KeyError, match="certd_keep_rollouts"):
         fg.admit_batch(without, Ratchet([vkey], kappas={"countdown.first-op.v1"}))
+
+
+def test_entry_protection_options_through_verls_compute_advantage() -> None:
+    monitor = EntropyMonitor(floor=5.0)
+    est = fg.StratifiedEstimator(informed=True, entry_unscored=True, entropy_monitor=monitor)
+    est.register("forkgate_protected_test")
+    rows = [
+        ("q1", "25,-", "CORRECT", 1.0),
+        ("q1", "25,-", "WRONG_ANSWER", 0.0),
+        ("q1", "4,*", "WRONG_ANSWER", 0.0),
+        ("q1", "", "INFRA_ERROR", 0.0),
+    ]
+    data = _batch(rows)
+    data.batch["responses"] = torch.tensor([[7, 7, 1, 1, 1], [3, 1, 1, 1, 1]] * 2)
+    fg.mark_entry_tokens(data, lambda ids: 2 if ids[0] == 7 else 1)
+    fg.stratify_uids(data)
+    data = compute_advantage(data, adv_estimator="forkgate_protected_test")
+    adv = data.batch["advantages"]
+    total, _ = informed_stratified_advantages([1.0, 0.0, 0.0], ["q1"] * 3, ["25,-", "25,-", "4,*"])
+    seq = torch.tensor(total)
+    seq = seq / (seq.std(unbiased=False) + 1e-6)
+    mask = data.batch["response_mask"].clone()
+    mask[0, :2] = 0
+    mask[1, :1] = 0
+    mask[2, :2] = 0
+    expected = torch.zeros(4, mask.shape[1])
+    expected[:3] = seq[:, None].float() * mask[:3]
+    assert torch.allclose(adv, expected, atol=1e-6)
+    assert monitor.alarms and est.batches == 1  # the monitor saw the batch's entries
+    with pytest.raises(KeyError):
+        fg.mark_entry_tokens(DataProto.from_dict(tensors={"x": torch.zeros(1, 1)}), len)

@@ -1,4 +1,8 @@
-"""`forkgate experiment countdown` end to end at a tiny size (every arm, the report)."""
+"""`forkgate experiment countdown` end to end at a tiny size: every arm, resumable JSONL, analysis.
+
+Real parts: the CLI in a subprocess, a certd it starts, the embedded policy, the ratchet.
+The size only shows the pipeline works; it says nothing about the mechanism.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.experiment import _grpo_advantages
+from forkgate.experiment import ARMS, _grpo_advantages
+from forkgate.experiment.analysis import write_analysis
+
+TINY = [
+    "--steps", "1", "--tasks", "4", "--prompts-per-step", "2", "--group-size", "6",
+    "--eval-tasks", "2", "--eval-n", "4", "--forktree-tasks", "2", "--forktree-budget", "8",
+    "--pool-n", "4", "--sft-steps", "1", "--forced-n", "2", "--json",
+]  # fmt: skip
 
 
 def test_standard_grpo_advantages_normalise_within_each_question() -> None:
@@ -17,83 +28,35 @@ def test_standard_grpo_advantages_normalise_within_each_question() -> None:
     assert [round(a, 3) for a in adv] == [1.0, -1.0, 1.0, -1.0, 0.0, 0.0]
 
 
-@pytest.mark.slow
-def test_experiment_runs_every_arm_and_writes_its_curves(tmp_path: Path) -> None:
-    from forkgate.report import write_report
-
-    work = tmp_path / "exp"
-    # A forkgate run report to add the curves to (synthetic: the run itself is tested elsewhere).
-    run_report = tmp_path / "run-report"
-    row = {
-        "task": {"numbers": [3, 4], "target": 7},
-        "feasible": 1,
-        "certified": 1,
-        "ec_at_k": 1.0,
-        "entry_counts": {"3,+": 2},
-        "entry_entropy": 0.0,
-        "family_completion": {"3,+": {"correct": 2, "total": 2}},
-    }
-    write_report(
-        run_report, {"summary": {"tasks": 1}, "k": 2, "tasks": [row], "pass_at_k": {"1": 1.0}}
-    )
-    assert not (run_report / "experiment_pass@1.png").exists()
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "forkgate.cli",
-            "experiment",
-            "countdown",
-            "--workdir",
-            str(work),
-            "--steps",
-            "2",
-            "--tasks",
-            "4",
-            "--prompts-per-step",
-            "2",
-            "--group-size",
-            "4",
-            "--eval-tasks",
-            "3",
-            "--eval-every",
-            "1",
-            "--eval-n",
-            "4",
-            "--sft-steps",
-            "2",
-            "--forktree-budget",
-            "8",
-            "--into-report",
-            str(run_report),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+def _run(work: Path, arms: list[str], seeds: list[str]) -> dict[str, object]:
+    argv = [sys.executable, "-m", "forkgate.cli", "experiment", "countdown", "--workdir", str(work)]
+    for a in arms:
+        argv += ["--arm", a]
+    for s in seeds:
+        argv += ["--seed", s]
+    run = subprocess.run(argv + TINY, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
-    doc = json.loads((work / "experiment.json").read_text())
-    assert set(doc["arms"]) == {"grpo", "stratified", "sft+stratified"}
-    for arm in doc["arms"].values():
-        assert [p["step"] for p in arm["curve"]] == [0, 1, 2]
-        for point in arm["curve"]:
-            for metric in ("pass@1", "pass@16", "EC@16", "entry_entropy", "first_token_entropy"):
-                assert 0 <= point[metric] <= 10
-            assert point["first_token_entropy"] > 0
-        assert arm["intervention"]["forced_samples"] == 8 * arm["intervention"]["pairs"]
-    sft = doc["arms"]["sft+stratified"]["sft"]
-    assert sft["records"] == 4 and sft["admitted"] >= 1 and sft["families"] >= sft["sft_examples"]
-    # Same seeds and weights: the two GRPO arms start from the same evaluation.
-    assert len({json.dumps(doc["arms"][a]["curve"][0]) for a in ("grpo", "stratified")}) == 1
-    report = work / "report"
-    for name in ("experiment_pass@1", "experiment_EC@16", "experiment_intervention"):
-        assert (report / f"{name}.png").stat().st_size > 1000
-        assert json.loads((report / f"{name}.json").read_text())
-    assert "experiment_first_token_entropy.png" in (report / "index.html").read_text()
-    summary = json.loads(run.stdout.strip().splitlines()[-1])
-    assert summary["run_report"] == str(run_report / "index.html")
-    assert (run_report / "experiment_pass@1.png").stat().st_size > 1000
-    assert "experiment_intervention.png" in (run_report / "index.html").read_text()
-    assert json.loads((run_report / "run.json").read_text())["summary"] == {"tasks": 1}
+    out: dict[str, object] = json.loads(run.stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # ~12 short runs and two certd starts; minutes on a loaded machine
+def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) -> None:
+    work = tmp_path / "exp"
+    arms = list(ARMS)
+    first = _run(work, arms, ["0"])
+    assert first["ran"] == len(arms) + 1 and first["skipped"] == 0  # + the "start" record
+    lines = [json.loads(x) for x in (work / "results.jsonl").read_text().splitlines()]
+    assert {r["arm"] for r in lines} == {"start", *arms}
+    for r in lines:
+        for m in ("pass@1", "EC@16", "reach@16", "feasible_entropy", "feasible_mass"):
+            assert 0 <= r["end"][m] <= 10
+        assert r["intervention"]["forced_samples"] == 2 * r["intervention"]["pairs"]
+    # A rerun with one more seed runs only the new pairs, and finds the fork trees the first
+    # run left in the workdir (strat-v2 refuses to run without them).
+    again = _run(work, ["strat-v2"], ["0", "1"])
+    assert again["skipped"] == 2 and again["ran"] == 2
+    doc = write_analysis(work / "results.jsonl", work / "analysis")
+    assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}
+    assert (work / "analysis" / "pareto.png").stat().st_size > 1000

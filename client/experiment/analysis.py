@@ -1,0 +1,305 @@
+"""Analysis of ``results.jsonl``: paired differences, the pre-registered verdicts, plots.
+
+Example::
+
+    python -m forkgate.experiment.analysis docs/results/exp18/results.jsonl \
+        docs/results/exp18/seed*/results.jsonl --out docs/results/exp18
+
+Differences are paired by seed (both arms ran the seed with the same tasks and sampling
+seeds): for arms A and B and a metric, ``d_s = M_A(s) − M_B(s)``; the report gives the mean,
+a 95% t interval (``mean ± t_{0.975, n−1} · sd / √n``) and a 95% percentile bootstrap over
+seeds (2,000 resamples, fixed seed). Points are ×100 (EC@16 0.43 → 43 points).
+
+The criteria of issue 18, fixed before the runs (``verdicts``):
+
+* **Confirmed** — stratified-v2 beats both "GRPO, entry unscored" and "GRPO + replay" by ≥ 3
+  EC@16 points with the t interval excluding 0, at matched pass@1 (the Δpass@1 t interval
+  within ±1 point), recovers ≥ 50% of GRPO's EC@16 drop from the start, and balanced replay
+  beats unbalanced replay by ≥ 3 points (interval excluding 0).
+* **Refuted** — the upper bound of stratified-v2 − "GRPO, entry unscored" (EC@16) is below
+  +1.5 points at matched pass@1.
+* Anything else is **between**; missing arms or fewer than 2 paired seeds are
+  **insufficient data**.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load", "paired", "pareto", "verdicts", "write_analysis"]
+
+# t_{0.975, df} for df = 1..30 (then 1.96).
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+    2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+    2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+STRAT, UNSCORED, REPLAY, UNBAL, GRPO = (
+    "strat-v2", "grpo-unscored", "grpo+replay", "grpo+unbal-replay", "grpo",
+)  # fmt: skip
+
+
+def load(
+    paths: Path | Sequence[Path], config: str | None = None
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """``{arm: {seed: record}}`` of one configuration (default: the most frequent one).
+
+    Several files (seeds run side by side in separate workdirs) are read in order; the first
+    record of an (arm, seed) wins. A torn last line is skipped.
+    """
+    recs = []
+    for path in [paths] if isinstance(paths, Path) else paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                recs.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    if config is None and recs:
+        counts: dict[str, int] = {}
+        for r in recs:
+            counts[r["config"]] = counts.get(r["config"], 0) + 1
+        config = max(counts, key=lambda k: counts[k])
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in recs:
+        if r["config"] == config:
+            out.setdefault(r["arm"], {}).setdefault(int(r["seed"]), r)
+    return out
+
+
+def _t(df: int) -> float:
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def paired(
+    runs: Mapping[str, Mapping[int, Mapping[str, Any]]], a: str, b: str, metric: str
+) -> dict[str, Any] | None:
+    """Paired difference A − B in points, with t and bootstrap intervals; None if < 2 seeds."""
+    seeds = sorted(set(runs.get(a, {})) & set(runs.get(b, {})))
+    if len(seeds) < 2:
+        return None
+    d = [100 * (runs[a][s]["end"][metric] - runs[b][s]["end"][metric]) for s in seeds]
+    n = len(d)
+    mean = sum(d) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    half = _t(n - 1) * sd / math.sqrt(n)
+    rng = random.Random(0)
+    boots = sorted(sum(rng.choice(d) for _ in range(n)) / n for _ in range(2000))
+    return {
+        "a": a, "b": b, "metric": metric, "n": n, "mean": round(mean, 2),
+        "t95": [round(mean - half, 2), round(mean + half, 2)],
+        "boot95": [round(boots[49], 2), round(boots[1949], 2)], "diffs": [round(x, 2) for x in d],
+    }  # fmt: skip
+
+
+def _matched(p: Mapping[str, Any] | None) -> bool:
+    return p is not None and -1.0 <= p["t95"][0] and p["t95"][1] <= 1.0
+
+
+def _recovery(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> float | None:
+    """Mean over seeds of (EC_v2 − EC_grpo) / (EC_start − EC_grpo)."""
+    seeds = sorted(set(runs.get(STRAT, {})) & set(runs.get(GRPO, {})) & set(runs.get("start", {})))
+    vals = []
+    for s in seeds:
+        start, g = runs["start"][s]["end"]["EC@16"], runs[GRPO][s]["end"]["EC@16"]
+        if start - g > 1e-9:
+            vals.append((runs[STRAT][s]["end"]["EC@16"] - g) / (start - g))
+    return round(sum(vals) / len(vals), 3) if vals else None
+
+
+def verdicts(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Each pre-registered criterion evaluated mechanically, and the overall verdict."""
+    ec_u, ec_r = paired(runs, STRAT, UNSCORED, "EC@16"), paired(runs, STRAT, REPLAY, "EC@16")
+    p1_u, p1_r = paired(runs, STRAT, UNSCORED, "pass@1"), paired(runs, STRAT, REPLAY, "pass@1")
+    bal = paired(runs, REPLAY, UNBAL, "EC@16")
+    rec = _recovery(runs)
+
+    def beats(p: Mapping[str, Any] | None) -> bool | None:
+        return None if p is None else p["mean"] >= 3 and p["t95"][0] > 0
+
+    crit = {
+        "v2 beats unscored by >=3 EC@16 pts, CI excl. 0": beats(ec_u),
+        "v2 beats grpo+replay by >=3 EC@16 pts, CI excl. 0": beats(ec_r),
+        "pass@1 matched (both Δ t95 within ±1 pt)": None
+        if p1_u is None or p1_r is None
+        else _matched(p1_u) and _matched(p1_r),
+        "v2 recovers >=50% of GRPO's EC@16 drop": None if rec is None else rec >= 0.5,
+        "balanced replay beats unbalanced by >=3 pts, CI excl. 0": beats(bal),
+    }
+    if ec_u is None or p1_u is None:
+        overall = "insufficient data"
+    elif all(v is True for v in crit.values()):
+        overall = "Confirmed"
+    elif ec_u["t95"][1] < 1.5 and _matched(p1_u):
+        overall = "Refuted"
+    else:
+        overall = "between"
+    return {
+        "criteria": crit, "overall": overall, "recovery": rec,
+        "refute_bound": None if ec_u is None else ec_u["t95"][1],
+        "pairs": [p for p in (ec_u, ec_r, p1_u, p1_r, bal) if p is not None],
+    }  # fmt: skip
+
+
+def pareto(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Mean (pass@1, EC@16) per arm over its seeds, with the non-dominated ones marked."""
+    pts = []
+    for arm, by_seed in sorted(runs.items()):
+        ends = [r["end"] for r in by_seed.values()]
+        p1 = sum(e["pass@1"] for e in ends) / len(ends)
+        ec = sum(e["EC@16"] for e in ends) / len(ends)
+        pts.append({"arm": arm, "pass@1": round(p1, 4), "EC@16": round(ec, 4), "n": len(ends)})
+    for p in pts:
+        p["frontier"] = not any(
+            q["pass@1"] >= p["pass@1"] and q["EC@16"] >= p["EC@16"] and q != p
+            and (q["pass@1"] > p["pass@1"] or q["EC@16"] > p["EC@16"])
+            for q in pts
+        )  # fmt: skip
+    return pts
+
+
+def table(
+    runs: Mapping[str, Mapping[int, Mapping[str, Any]]], metrics: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per arm: seeds, mean of each metric, and its paired difference from GRPO (points)."""
+    rows = []
+    for arm, by_seed in sorted(runs.items()):
+        row: dict[str, Any] = {"arm": arm, "seeds": sorted(by_seed)}
+        for m in metrics:
+            vals = [r["end"][m] for r in by_seed.values()]
+            row[m] = round(sum(vals) / len(vals), 4)
+            if arm != GRPO:
+                row[f"Δ{m} vs grpo"] = paired(runs, arm, GRPO, m)
+        rows.append(row)
+    return rows
+
+
+def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in tab if r.get("ΔEC@16 vs grpo")]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for i, r in enumerate(rows):
+        for j, m in enumerate(("EC@16", "pass@1")):
+            p = r[f"Δ{m} vs grpo"]
+            lo, hi = p["t95"]
+            ax.errorbar(
+                i + 0.2 * j,
+                p["mean"],
+                yerr=[[p["mean"] - lo], [hi - p["mean"]]],
+                fmt="o",
+                color=f"C{j}",
+                label=m if i == 0 else None,
+            )
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(rows)), [r["arm"] for r in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("paired Δ vs GRPO (points, t95)")
+    if rows:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "paired_vs_grpo.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for p in front:
+        ax.scatter(p["pass@1"], p["EC@16"], color="C3" if p["frontier"] else "C0")
+        ax.annotate(p["arm"], (p["pass@1"], p["EC@16"]), fontsize=7)
+    ax.set_xlabel("pass@1")
+    ax.set_ylabel("EC@16")
+    ax.set_title("pass@1 vs EC@16 (red: non-dominated)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "pareto.png", dpi=110)
+    plt.close(fig)
+
+
+METRICS = (
+    "pass@1",
+    "pass@16",
+    "EC@16",
+    "reach@16",
+    "feasible_entropy",
+    "feasible_mass",
+    "entry_entropy",
+)
+
+
+def write_analysis(
+    results: Path | Sequence[Path], out: Path, *, plots: bool = True
+) -> dict[str, Any]:
+    """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis."""
+    runs = load(results)
+    tab = table(runs, METRICS)
+    doc: dict[str, Any] = {"arms": tab, "verdicts": verdicts(runs), "pareto": pareto(runs)}
+    doc["interventions"] = {
+        a: [r["intervention"] for _, r in sorted(s.items())] for a, s in runs.items()
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "analysis.json").write_text(json.dumps(doc, indent=1) + "\n")
+    if plots and runs:
+        _plots(out, tab, doc["pareto"])
+    return doc
+
+
+def _fmt(p: Mapping[str, Any] | None) -> str:
+    if p is None:
+        return "–"
+    return f"{p['mean']:+.1f} [{p['t95'][0]:+.1f}, {p['t95'][1]:+.1f}]"
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """The analysis as Markdown tables (what the experiment report quotes)."""
+    cols = ("Arm", "seeds", "pass@1", "EC@16", "reach@16", "feasible H", "feasible mass",
+            "ΔEC@16 vs GRPO", "Δpass@1 vs GRPO")  # fmt: skip
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in doc["arms"]:
+        lines.append(
+            f"| {r['arm']} | {len(r['seeds'])} | {r['pass@1']:.3f} | {r['EC@16']:.3f} | "
+            f"{r['reach@16']:.3f} | {r['feasible_entropy']:.3f} | {r['feasible_mass']:.3f} | "
+            f"{_fmt(r.get('ΔEC@16 vs grpo'))} | {_fmt(r.get('Δpass@1 vs grpo'))} |"
+        )
+    v = doc["verdicts"]
+    lines += ["", "| Paired difference (points) | n | mean [t95] | bootstrap 95% |"]
+    lines.append("|---|---|---|---|")
+    for p in v["pairs"]:
+        boot = f"[{p['boot95'][0]:+.1f}, {p['boot95'][1]:+.1f}]"
+        lines.append(f"| {p['a']} − {p['b']}, {p['metric']} | {p['n']} | {_fmt(p)} | {boot} |")
+    lines += ["", "| Criterion | met |", "|---|---|"]
+    lines += [
+        f"| {k} | {'n/a' if x is None else ('yes' if x else 'no')} |"
+        for k, x in v["criteria"].items()
+    ]
+    lines += ["", f"Recovery of GRPO's EC@16 drop by stratified-v2: {v['recovery']}; "
+              f"upper t95 bound of stratified-v2 − unscored (EC@16): {v['refute_bound']}; "
+              f"**overall: {v['overall']}**."]  # fmt: skip
+    icols = ("Arm", "pairs", "mean π_f", "free completion (samples)", "forced (samples)")
+    lines += ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
+    for arm, ivs in sorted(doc["interventions"].items()):
+        for iv in ivs:
+            free = f"{iv['free']} ({iv['free_samples']})"
+            forced = f"{iv['forced']} ({iv['forced_samples']})"
+            lines.append(f"| {arm} | {iv['pairs']} | {iv['mean_pi']} | {free} | {forced} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m forkgate.experiment.analysis RESULTS... --out DIR``."""
+    p = argparse.ArgumentParser(prog="forkgate.experiment.analysis")
+    p.add_argument("results", type=Path, nargs="+")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    out = args.out or args.results[0].parent
+    doc = write_analysis(args.results, out)
+    (out / "analysis.md").write_text(markdown(doc), encoding="utf-8")
+    print(markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

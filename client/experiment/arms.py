@@ -1,0 +1,98 @@
+"""The experiment's arms: what each changes in the GRPO loop (advantages, mask, extra losses).
+
+An arm is named by a spec string: a base name from ``ARMS``, optionally ``@weight`` for the
+arms with a weight knob (``grpo+kl@0.3``, ``grpo+replay@0.5``), so a Pareto sweep over the
+weight is a list of arms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+__all__ = ["ARMS", "KEY_ARMS", "ArmSpec", "parse_arm"]
+
+Advantage = Literal["grpo", "v2", "shuffled"]
+Replay = Literal["none", "balanced", "unbalanced"]
+Loss = Literal["pg", "kl-cov", "clip-cov"]
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm's settings.
+
+    Attributes:
+        name: the spec string.
+        advantage: ``grpo`` (per-question normalisation), ``v2`` (informed stratified
+            advantages) or ``shuffled`` (GRPO on rewards permuted over the batch: the null).
+        unscored_entry: leave the free rollouts' entry tokens out of the loss.
+        replay: fork-tree replay each step (balanced over certified families, or the
+            unbalanced control of the same size).
+        replay_weight: the replay NLL's weight in the loss.
+        kl_weight: the entry-distribution KL's weight (0: none).
+        coverage_m: certified families forced into each RL group (fork coverage; 0: none).
+        sft: fork-tree SFT before RL.
+        loss: ``pg`` (clipped policy gradient), ``kl-cov`` or ``clip-cov`` (Cui et al. 2025).
+    """
+
+    name: str
+    advantage: Advantage = "grpo"
+    unscored_entry: bool = False
+    replay: Replay = "none"
+    replay_weight: float = 0.0
+    kl_weight: float = 0.0
+    coverage_m: int = 0
+    sft: bool = False
+    loss: Loss = "pg"
+
+    @property
+    def needs_forktrees(self) -> bool:
+        """Whether the arm uses the certified fork trees."""
+        return self.replay == "balanced" or self.sft or self.coverage_m > 0
+
+
+_BASE: dict[str, ArmSpec] = {
+    s.name: s
+    for s in (
+        ArmSpec("grpo"),
+        ArmSpec("grpo-unscored", unscored_entry=True),
+        ArmSpec("grpo+replay", replay="balanced", replay_weight=0.5),
+        ArmSpec("grpo+unbal-replay", replay="unbalanced", replay_weight=0.5),
+        ArmSpec("grpo+kl", kl_weight=0.3),
+        ArmSpec("strat-v2", advantage="v2", coverage_m=2),
+        ArmSpec(
+            "strat-v2+replay", advantage="v2", coverage_m=2, replay="balanced", replay_weight=0.5
+        ),
+        ArmSpec("sft+grpo", sft=True),
+        ArmSpec("kl-cov", loss="kl-cov"),
+        ArmSpec("clip-cov", loss="clip-cov"),
+        ArmSpec("shuffled", advantage="shuffled"),
+    )
+}
+ARMS = tuple(_BASE)
+KEY_ARMS = ("grpo", "grpo-unscored", "grpo+replay", "strat-v2")
+
+
+def parse_arm(spec: str) -> ArmSpec:
+    """The arm of a spec string (``name`` or ``name@weight``).
+
+    Raises:
+        ValueError: unknown name, a weight on an arm without a knob, or a bad weight.
+    """
+    name, _, weight = spec.partition("@")
+    if name not in _BASE:
+        raise ValueError(f"unknown arm {name!r}; expected one of {', '.join(ARMS)}")
+    arm = replace(_BASE[name], name=spec)
+    if not weight:
+        return arm
+    try:
+        w = float(weight)
+    except ValueError as e:
+        raise ValueError(f"arm {spec!r}: weight {weight!r} is not a number") from e
+    if w < 0:
+        raise ValueError(f"arm {spec!r}: weight must be >= 0")
+    if arm.kl_weight:
+        return replace(arm, kl_weight=w)
+    if arm.replay != "none":
+        return replace(arm, replay_weight=w)
+    raise ValueError(f"arm {name!r} has no weight knob")

@@ -1,0 +1,129 @@
+"""Held-out evaluation: sampled coverage, exact entry metrics, the entry-prefix intervention."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from certd.v1 import tasks_pb2
+
+from ..client import CertdClient
+from ..entry import feasible_entropy, feasible_mass, reach_at_k
+from ..forktree import countdown_prompt
+from ..policy.format import THINK
+from ..policy.policy import Policy
+from ..run import evaluate_tasks
+from ..samplers import EmbeddedSampler
+from .policyops import entry_prefix, family_logprobs
+
+__all__ = ["Feasible", "evaluate", "exact_family_probs", "feasible_families", "intervention"]
+
+Feasible = list[list[str]]  # per feasible family, its κ labels
+
+
+def feasible_families(client: CertdClient, task: Mapping[str, Any]) -> Feasible:
+    """The task's feasible families, each as the list of its κ labels (certd's enumerator)."""
+    enum = client.enumerate_families(task)
+    return [[enum.labels[i].label.value for i in fam.label_indexes] for fam in enum.families]
+
+
+def exact_family_probs(policy: Policy, task: Mapping[str, Any], feasible: Feasible) -> list[float]:
+    """π_f per feasible family: the sum of its labels' teacher-forced prefix probabilities."""
+    labels = [label for fam in feasible for label in fam]
+    if not labels:
+        return []
+    with torch.no_grad():
+        p = family_logprobs(policy, task, labels).exp().tolist()
+    out, i = [], 0
+    for fam in feasible:
+        out.append(min(1.0, sum(p[i : i + len(fam)])))
+        i += len(fam)
+    return out
+
+
+def evaluate(
+    client: CertdClient,
+    policy: Policy,
+    tasks: Sequence[Mapping[str, Any]],
+    feasible: Sequence[Feasible],
+    *,
+    n: int,
+    max_tokens: int,
+    seed: int,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Sampled and exact metrics, means over the held-out tasks."""
+    sampler = EmbeddedSampler(policy=policy, top_k_logprobs=policy.tokenizer.vocab_size)
+    rows = evaluate_tasks(
+        client, sampler, tasks, k=n, max_tokens=max_tokens, seed=seed, progress=False
+    )
+    k = str(min(16, n))
+    reach, ent, mass = [], [], []
+    for task, fams, row in zip(tasks, feasible, rows, strict=True):
+        probs = exact_family_probs(policy, task, fams)
+        row["exact_pi"] = probs
+        if probs:
+            reach.append(reach_at_k(probs, 16))
+            ent.append(feasible_entropy(probs))
+            mass.append(feasible_mass(probs))
+    m = len(rows)
+    point = {
+        "pass@1": sum(r["correct"] / r["samples"] for r in rows) / m,
+        "pass@16": sum(r["pass_at_k"].get(k, 0.0) for r in rows) / m,
+        "EC@16": sum(r["ec_at_k"] for r in rows) / m,
+        "entry_entropy": sum(r["entry_entropy"] for r in rows) / m,
+        "reach@16": sum(reach) / max(1, len(reach)),
+        "feasible_entropy": sum(ent) / max(1, len(ent)),
+        "feasible_mass": sum(mass) / max(1, len(mass)),
+    }
+    return {key: round(v, 4) for key, v in point.items()}, rows
+
+
+def intervention(
+    client: CertdClient,
+    policy: Policy,
+    tasks: Sequence[Mapping[str, Any]],
+    feasible: Sequence[Feasible],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    low_reach: float,
+    forced_n: int,
+    max_pairs: int,
+    max_tokens: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Low-reach (exact π_f < low_reach) families: free completion against forced completion."""
+    free_ok = free_n = forced_ok = forced_total = pairs = 0
+    pi_sum = 0.0
+    for i, (task, fams, row) in enumerate(zip(tasks, feasible, rows, strict=True)):
+        for fam, pi in zip(fams, row["exact_pi"], strict=True):
+            if pi >= low_reach or pairs >= max_pairs:
+                continue
+            pairs += 1
+            pi_sum += pi
+            label = fam[0]
+            for lab in fam:
+                stats = row["family_completion"].get(lab, {"correct": 0, "total": 0})
+                free_ok += stats["correct"]
+                free_n += stats["total"]
+            [group] = policy.sample(
+                [countdown_prompt(task)],
+                n=forced_n,
+                max_tokens=max_tokens,
+                seed=seed + 31 * i + pairs,
+                prefix=THINK + entry_prefix(label),
+            )
+            verdicts = client.verify_batch([(task, s.text) for s in group])
+            forced_total += len(verdicts)
+            forced_ok += sum(
+                v.status == tasks_pb2.CORRECT and v.family.value in fam for v in verdicts
+            )
+    return {
+        "pairs": pairs,
+        "mean_pi": round(pi_sum / pairs, 5) if pairs else 0.0,
+        "free": round(free_ok / free_n, 4) if free_n else None,
+        "free_samples": free_n,
+        "forced": round(forced_ok / forced_total, 4) if forced_total else None,
+        "forced_samples": forced_total,
+    }

@@ -1,0 +1,128 @@
+"""The protocol runner: every (arm, seed) once, one JSON line each, resumable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..client import CertdClient
+from ..local import LocalCertd
+from ..puzzles import small_countdown_puzzles
+from .arms import parse_arm
+from .evaluate import feasible_families
+from .options import ExperimentOptions
+from .train import Context, run_one, run_start
+
+__all__ = ["config_key", "done_runs", "run_experiment"]
+
+# Options that change a run's result; the rest (workdir, arms, seeds, threads) do not.
+_SIZE = (
+    "steps", "tasks", "prompts_per_step", "group_size", "per_family", "eval_tasks", "eval_n",
+    "eval_every", "lr", "minibatches", "clip", "cov_ratio", "kl_cov_coef", "clip_cov_bounds",
+    "replay_n", "forktree_tasks", "forktree_budget", "pool_n", "sft_steps", "sft_lr",
+    "low_reach", "forced_n", "max_pairs", "max_tokens",
+)  # fmt: skip
+
+
+def config_key(opts: ExperimentOptions) -> str:
+    """A short hash of the size options: runs of one configuration share it."""
+    size = {k: v for k, v in asdict(opts).items() if k in _SIZE}
+    return hashlib.sha256(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def done_runs(path: Path, key: str) -> set[tuple[str, int]]:
+    """(arm, seed) pairs already in the results file for this configuration."""
+    if not path.exists():
+        return set()
+    done = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line from an interrupted run: rerun that pair
+        if rec.get("config") == key:
+            done.add((str(rec["arm"]), int(rec["seed"])))
+    return done
+
+
+def _append(path: Path, rec: Mapping[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _context(client: CertdClient, vkey: str, opts: ExperimentOptions, needs_trees: bool) -> Context:
+    from ..policy.policy import Policy
+    from .data import admitted_forktrees, natural_pool
+
+    train = small_countdown_puzzles(opts.tasks, seed=5000)
+    held = small_countdown_puzzles(opts.eval_tasks, seed=6000)
+    ctx = Context(client, opts, train, held, [feasible_families(client, t) for t in held])
+    if needs_trees:
+        base = Policy.load(None)
+        subset = train[: opts.forktree_tasks]
+        ctx.forktrees, counts = admitted_forktrees(
+            client, base, subset, opts.workdir / "forktrees.jsonl", vkey=vkey,
+            budget=opts.forktree_budget, max_tokens=opts.max_tokens, seed=0,
+        )  # fmt: skip
+        ctx.pool, drawn = natural_pool(
+            client, base, subset, n=opts.pool_n, max_tokens=opts.max_tokens, seed=0
+        )
+        ctx.by_task = {json.dumps(dict(r["task"]), sort_keys=True): r for r in ctx.forktrees}
+        print(json.dumps({"forktrees": counts, "pool_samples": drawn}), file=sys.stderr)
+    return ctx
+
+
+def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
+    """Run the (arm, seed) pairs not yet in ``results.jsonl``; append each; return 0.
+
+    Raises:
+        ValueError: an unknown arm.
+    """
+    import torch
+
+    arms = [parse_arm(a) for a in opts.arms]
+    torch.set_num_threads(max(1, opts.threads))
+    opts.workdir.mkdir(parents=True, exist_ok=True)
+    out = opts.workdir / "results.jsonl"
+    key = config_key(opts)
+    done = done_runs(out, key)
+    todo = [
+        (a, s)
+        for s in opts.seeds
+        for a in [None, *arms]
+        if (a.name if a else "start", s) not in done
+    ]
+    started = time.perf_counter()
+    if todo:
+        with LocalCertd(opts.workdir / "certd-data") as certd:
+            with CertdClient(certd.address, trusted_keys=[certd.vkey]) as client:
+                ctx = _context(
+                    client,
+                    certd.vkey,
+                    opts,
+                    any(
+                        (a and a.needs_forktrees) or (a and a.replay == "unbalanced")
+                        for a, _ in todo
+                    ),
+                )
+                for arm, seed in todo:
+                    rec = run_start(ctx, seed) if arm is None else run_one(arm, ctx, seed)
+                    _append(out, {**rec, "config": key})
+    summary = {
+        "results": str(out),
+        "config": key,
+        "ran": len(todo),
+        "skipped": len(done),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(summary) if as_json else "\n".join(f"{k:10} {v}" for k, v in summary.items()))
+    return 0

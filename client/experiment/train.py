@@ -1,0 +1,269 @@
+"""One (arm, seed) run: optional fork-tree SFT, GRPO steps with the arm's changes, evaluations."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..advantages import informed_stratified_advantages
+from ..client import CertdClient
+from ..entry import batch_entry_entropy, entry_kl
+from ..metrics import EntropyMonitor
+from ..policy.policy import Policy
+from ..policy.train import batch, example, sft_step, token_logprobs
+from ..replay import FamilyReplay, coverage_plan
+from ..run import entry_of
+from .arms import ArmSpec
+from .evaluate import Feasible, evaluate, feasible_families, intervention
+from .losses import grpo_advantages, policy_loss, shuffled_rewards
+from .options import ExperimentOptions
+from .policyops import family_logprobs, sample_batch, scored_mask
+
+__all__ = ["Context", "run_one"]
+
+
+@dataclass
+class Context:
+    """What every run of one protocol shares."""
+
+    client: CertdClient
+    opts: ExperimentOptions
+    train: Sequence[Mapping[str, Any]]
+    held_out: Sequence[Mapping[str, Any]]
+    held_feasible: Sequence[Feasible]
+    forktrees: list[dict[str, Any]] = field(default_factory=list)
+    pool: list[dict[str, Any]] = field(default_factory=list)
+    train_labels: dict[int, list[str]] = field(default_factory=dict)
+    by_task: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _labels(ctx: Context, i: int) -> list[str]:
+    if i not in ctx.train_labels:
+        fams = feasible_families(ctx.client, ctx.train[i])
+        ctx.train_labels[i] = [label for fam in fams for label in fam]
+    return ctx.train_labels[i]
+
+
+def _advantages(
+    arm: ArmSpec, rewards: list[float], b: Any, families: list[str], seed: int
+) -> torch.Tensor:
+    if arm.advantage == "shuffled":
+        return torch.tensor(grpo_advantages(shuffled_rewards(rewards, seed), b.questions))
+    if arm.advantage == "grpo":
+        return torch.tensor(grpo_advantages(rewards, b.questions))
+    total, _ = informed_stratified_advantages(rewards, b.questions, families, forced=b.forced)
+    adv = torch.tensor(total)
+    return adv / (adv.std(unbiased=False) + 1e-6)
+
+
+def _extra_loss(
+    arm: ArmSpec,
+    ctx: Context,
+    policy: Policy,
+    ref: Policy,
+    replay: FamilyReplay | None,
+    chosen: list[int],
+    share: int,
+) -> torch.Tensor:
+    loss = torch.zeros(())
+    if replay is not None and arm.replay_weight > 0:
+        exs = [example(policy, it.task, it.witness) for it in replay.sample(share)]
+        ids, mask = batch(exs, policy.tokenizer.pad)
+        lp = token_logprobs(policy, ids)
+        loss = loss + arm.replay_weight * (-(lp * mask).sum() / mask.sum())
+    if arm.kl_weight > 0:
+        kls = []
+        for i in chosen:
+            labels = _labels(ctx, i)
+            if len(labels) > 1:
+                with torch.no_grad():
+                    ref_lp = family_logprobs(ref, ctx.train[i], labels)
+                kls.append(entry_kl(family_logprobs(policy, ctx.train[i], labels), ref_lp))
+        if kls:
+            loss = loss + arm.kl_weight * torch.stack(kls).mean()
+    return loss
+
+
+def _step(
+    arm: ArmSpec,
+    ctx: Context,
+    policy: Policy,
+    ref: Policy,
+    opt: Any,
+    replay: FamilyReplay | None,
+    step: int,
+    seed: int,
+    rng: random.Random,
+) -> tuple[float, float]:
+    o = ctx.opts
+    chosen = rng.sample(range(len(ctx.train)), min(o.prompts_per_step, len(ctx.train)))
+    plans = []
+    for i in chosen:
+        rec = ctx.by_task.get(json.dumps(dict(ctx.train[i]), sort_keys=True))
+        plan = coverage_plan(
+            rec,
+            group_size=o.group_size,
+            m=arm.coverage_m,
+            per_family=o.per_family,
+            seed=seed * 7919 + step * 31 + i,
+        )
+        plans.append((i, ctx.train[i], plan))
+    b = sample_batch(
+        policy,
+        plans,
+        group_size=o.group_size,
+        max_tokens=o.max_tokens,
+        seed=seed * 1_000_003 + 1000 * step,
+        unscored_entry=arm.unscored_entry,
+    )
+    verdicts = ctx.client.verify_batch(b.items)
+    rewards = [float(v.reward) for v in verdicts]
+    families = [entry_of(v) for v in verdicts]
+    adv = _advantages(arm, rewards, b, families, seed * 977 + step)
+    ids, mask = scored_mask(b, policy.tokenizer.pad)
+    policy.model.train()
+    with torch.no_grad():
+        old_lp = token_logprobs(policy, ids)
+    rows = list(range(len(b.examples)))
+    rng.shuffle(rows)
+    mbs = max(1, o.minibatches)
+    for k in range(mbs):
+        mb = torch.tensor(sorted(rows[k::mbs]))
+        lp = token_logprobs(policy, ids[mb])
+        loss = policy_loss(
+            lp,
+            old_lp[mb],
+            adv[mb].float(),
+            mask[mb],
+            kind=arm.loss,
+            clip=o.clip,
+            cov_ratio=o.cov_ratio,
+            kl_coef=o.kl_cov_coef,
+            cov_bounds=o.clip_cov_bounds,
+            seed=seed + step * 13 + k,
+        )
+        loss = loss + _extra_loss(arm, ctx, policy, ref, replay, chosen[k::mbs], o.replay_n // mbs)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated in torch
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+        opt.step()
+    free = [(q, f) for q, f, fo in zip(b.questions, families, b.forced, strict=True) if not fo]
+    h = batch_entry_entropy([q for q, _ in free], [f for _, f in free])
+    return sum(rewards) / len(rewards), h
+
+
+def _replay(arm: ArmSpec, ctx: Context, seed: int) -> FamilyReplay | None:
+    if arm.replay == "balanced" and ctx.forktrees:
+        return FamilyReplay(ctx.forktrees, balanced=True, seed=seed)
+    if arm.replay == "unbalanced" and ctx.pool:
+        return FamilyReplay(ctx.pool, balanced=False, seed=seed)
+    return None
+
+
+def _sft(ctx: Context, policy: Policy, seed: int) -> float | None:
+    if not ctx.forktrees:
+        return None
+    data = FamilyReplay(ctx.forktrees, balanced=True, seed=seed)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=ctx.opts.sft_lr, weight_decay=0.0)
+    losses = [
+        sft_step(policy, [example(policy, it.task, it.witness) for it in data.sample(32)], opt)
+        for _ in range(ctx.opts.sft_steps)
+    ]
+    return round(sum(losses[-10:]) / len(losses[-10:]), 4) if losses else None
+
+
+def _eval(ctx: Context, policy: Policy, seed: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    o = ctx.opts
+    return evaluate(
+        ctx.client,
+        policy,
+        ctx.held_out,
+        ctx.held_feasible,
+        n=o.eval_n,
+        max_tokens=o.max_tokens,
+        seed=104729 + seed,
+    )
+
+
+def _intervene(
+    ctx: Context, policy: Policy, rows: list[dict[str, Any]], seed: int
+) -> dict[str, Any]:
+    o = ctx.opts
+    return intervention(
+        ctx.client,
+        policy,
+        ctx.held_out,
+        ctx.held_feasible,
+        rows,
+        low_reach=o.low_reach,
+        forced_n=o.forced_n,
+        max_pairs=o.max_pairs,
+        max_tokens=o.max_tokens,
+        seed=seed,
+    )
+
+
+def run_start(ctx: Context, seed: int) -> dict[str, Any]:
+    """The starting policy's evaluation and intervention for one seed (arm ``start``)."""
+    started = time.perf_counter()
+    policy = Policy.load(None)
+    point, rows = _eval(ctx, policy, seed)
+    return {
+        "arm": "start",
+        "seed": seed,
+        "end": point,
+        "intervention": _intervene(ctx, policy, rows, seed),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
+    """Train one arm from the shipped weights with one seed; its record for the JSONL."""
+    o = ctx.opts
+    started = time.perf_counter()
+    torch.manual_seed(seed)
+    policy = Policy.load(None)
+    ref = copy.deepcopy(policy)
+    ref.model.eval()
+    if (arm.needs_forktrees and not ctx.forktrees) or (arm.replay == "unbalanced" and not ctx.pool):
+        raise ValueError(f"arm {arm.name} needs certified fork trees / a replay pool; none")
+    rec: dict[str, Any] = {"arm": arm.name, "seed": seed}
+    if arm.sft:
+        rec["sft_loss"] = _sft(ctx, policy, seed)
+        rec["after_sft"], _ = _eval(ctx, policy, seed)
+    replay = _replay(arm, ctx, seed)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=o.lr, weight_decay=0.0)
+    monitor = EntropyMonitor(max_drop=0.5, cooldown_steps=20)
+    rng = random.Random(seed)
+    curve, entropies, rewards = [], [], []
+    for step in range(1, o.steps + 1):
+        reward, h = _step(arm, ctx, policy, ref, opt, replay, step, seed, rng)
+        rewards.append(reward)
+        entropies.append(round(h, 4))
+        monitor.observe(step, h)
+        if o.eval_every and step % o.eval_every == 0 and step != o.steps:
+            curve.append({"step": step, **_eval(ctx, policy, seed)[0]})
+    point, rows = _eval(ctx, policy, seed)
+    rec.update(
+        end=point,
+        curve=curve,
+        intervention=_intervene(ctx, policy, rows, seed),
+        train_reward_last10=round(sum(rewards[-10:]) / max(1, len(rewards[-10:])), 4),
+        batch_entry_entropy=entropies[:: max(1, len(entropies) // 20)],
+        monitor_alarms=[{"step": a.step, "entropy": round(a.entropy, 4)} for a in monitor.alarms],
+        seconds=round(time.perf_counter() - started, 1),
+    )
+    print(
+        json.dumps({"arm": arm.name, "seed": seed, **point, "seconds": rec["seconds"]}),
+        file=sys.stderr,
+        flush=True,
+    )
+    return rec
