@@ -147,4 +147,4 @@ def test_kappa_report_cli(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert run.returncode == 2 and "labels no row" in run.stdout
+    assert run.returncode == 2 and "labels no row" in run.stderr  # errors go to stderr
