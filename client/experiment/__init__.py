@@ -23,4 +23,11 @@ from .protocol import run_experiment
 
 _grpo_advantages = grpo_advantages  # the name the earlier single-module version exported
 
-__all__ = ["ARMS", "KEY_ARMS", "ArmSpec", "ExperimentOptions", "parse_arm", "run_experiment"]
+__all__ = [
+    "ARMS",
+    "ArmSpec",
+    "ExperimentOptions",
+    "KEY_ARMS",
+    "parse_arm",
+    "run_experiment",
+]

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-__all__ = ["ARMS", "KEY_ARMS", "ArmSpec", "parse_arm"]
+__all__ = [
+    "ARMS",
+    "ArmSpec",
+    "KEY_ARMS",
+    "parse_arm",
+]
 
 Advantage = Literal["grpo", "v2", "shuffled"]
 Replay = Literal["none", "balanced", "unbalanced"]
