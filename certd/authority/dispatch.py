@@ -85,8 +85,8 @@ class VerifyDispatch:
 def _verify_batch(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
     """One domain's items through its ``verify_batch``.
 
-    A checker with ``verify_batch_timed`` (code) reports each item's own check time; for
-    the others (math) each item's ``elapsed_ms`` is the batch's wall time over its size.
+    A checker with ``verify_batch_timed`` (code, math) reports each item's own check time;
+    for any other each item's ``elapsed_ms`` is the batch's wall time over its size.
     """
     pairs = [(item.task, item.response) for item in items]
     timed = getattr(checker, "verify_batch_timed", None)

@@ -259,7 +259,26 @@ class MathChecker:
         """
         return self._check(pairs, canonical=False)
 
-    def _check(self, pairs: Sequence[tuple[dm.MathTask, str]], *, canonical: bool) -> list[Verdict]:
+    def verify_batch_timed(
+        self, pairs: Sequence[tuple[dm.MathTask, str]]
+    ) -> list[tuple[Verdict, float]]:
+        """``verify_batch`` with each pair's own check time in milliseconds (the verdict's
+        ``elapsed_ms``: from handing it to a worker to its answer), not the batch's mean.
+
+        Raises:
+            WarmingUpError: the domain is still warming up after ``ready_wait_s``.
+        """
+        times: list[float] = []
+        verdicts = self._check(pairs, canonical=False, times=times)
+        return list(zip(verdicts, times or [0.0] * len(verdicts), strict=True))
+
+    def _check(
+        self,
+        pairs: Sequence[tuple[dm.MathTask, str]],
+        *,
+        canonical: bool,
+        times: list[float] | None = None,
+    ) -> list[Verdict]:
         self.wait_ready()
         try:
             pool = self._get_pool()
@@ -280,9 +299,12 @@ class MathChecker:
                 labeller.start()
             job = current_job()
             if job is None:
-                verdicts = pool.verify_many(pairs)
+                timed = pool.verify_many_timed(pairs)
             else:
-                verdicts = pool.verify_many(pairs, key=job.key, cancel=job.cancel)
+                timed = pool.verify_many_timed(pairs, key=job.key, cancel=job.cancel)
+            verdicts = [v for v, _ in timed]
+            if times is not None:
+                times.extend(ms for _, ms in timed)
             if labeller is not None:
                 labeller.join()
                 if failed:

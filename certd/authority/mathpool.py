@@ -318,6 +318,16 @@ class MathPool:
         key: Hashable | None = None,
         cancel: CancelScope | None = None,
     ) -> list[Verdict]:
+        """``verify_many_timed`` without the times."""
+        return [v for v, _ in self.verify_many_timed(pairs, key=key, cancel=cancel)]
+
+    def verify_many_timed(
+        self,
+        pairs: Sequence[tuple[MathTask, str]],
+        *,
+        key: Hashable | None = None,
+        cancel: CancelScope | None = None,
+    ) -> list[tuple[Verdict, float]]:
         """Check many responses, one worker per turn of ``key``, each with its deadline.
 
         Args:
@@ -330,10 +340,11 @@ class MathPool:
             CheckCancelledError: ``cancel`` was cancelled.
 
         Returns:
-            One verdict per pair, in order.
+            One (verdict, milliseconds from sending it to a worker to its answer) per pair,
+            in order.
         """
         key = object() if key is None else key
-        results: list[Verdict | None] = [None] * len(pairs)
+        results: list[tuple[Verdict, float] | None] = [None] * len(pairs)
         pending = collections.deque(range(len(pairs)))
         busy: dict[Connection, tuple[_Worker, int, float]] = {}
         try:
@@ -393,7 +404,7 @@ class MathPool:
     def _collect(
         self,
         pairs: Sequence[tuple[MathTask, str]],
-        results: list[Verdict | None],
+        results: list[tuple[Verdict, float] | None],
         busy: dict[Connection, tuple[_Worker, int, float]],
         poll_s: float | None,
     ) -> None:
@@ -403,14 +414,15 @@ class MathPool:
         if poll_s is not None:
             timeout = min(timeout, poll_s)
         for ready in wait(list(busy), timeout=timeout):
-            w, i, _ = busy.pop(ready)  # type: ignore[call-overload]  # one of busy's keys
-            results[i] = self._finish(w, pairs[i][1])
+            w, i, due = busy.pop(ready)  # type: ignore[call-overload]  # one of busy's keys
+            verdict = self._finish(w, pairs[i][1])
+            results[i] = (verdict, (time.monotonic() - due + self.deadline_s) * 1e3)
         now = time.monotonic()
         for conn, (w, i, due) in list(busy.items()):
             if now >= due:
                 del busy[conn]
                 self._replace(w)
-                results[i] = self._timeout(pairs[i][1])
+                results[i] = (self._timeout(pairs[i][1]), (now - due + self.deadline_s) * 1e3)
 
     def idle(self) -> bool:
         """Whether no check is in flight: every worker waits for work."""

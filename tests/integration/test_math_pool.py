@@ -186,3 +186,18 @@ def test_priming_workers_give_the_in_process_verdicts(pool: MathPool) -> None:
     got = pool.verify_many(pairs)
     want = [verify_math(t, r) for t, r in pairs]
     assert [(v.status, v.detail) for v in got] == [(v.status, v.detail) for v in want]
+
+
+def test_each_check_reports_its_own_time(pool: MathPool) -> None:
+    """verify_many_timed (what VerifyBatch's per-item ``elapsed_ms`` comes from): the check
+    that runs into the deadline reports about the deadline, the quick ones beside it less."""
+    task = MathTask(gold="7")
+    pairs = [(task, r"\boxed{7}"), (task, BOMBS["nested fractions"]), (task, r"\boxed{8}")]
+    (quick, quick_ms), (bomb, bomb_ms), (wrong, wrong_ms) = pool.verify_many_timed(pairs)
+    assert (quick.status, bomb.status, wrong.status) == (
+        Status.CORRECT,
+        Status.TIME_LIMIT,
+        Status.WRONG_ANSWER,
+    )
+    assert bomb_ms >= DEADLINE_S * 1e3 * 0.99  # killed at the deadline, not before
+    assert quick_ms < bomb_ms and wrong_ms < bomb_ms
