@@ -224,6 +224,7 @@ def test_a_step_during_a_certd_outage_learns_nothing_and_does_not_fail(
 def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
     t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
     t.stratified = StratifiedAdvantages(scale="none")
+    t.informed = False  # the shipped default (v1 advantages)
     t.reward_weights = torch.ones(1)
     nan = float("nan")
     per_func = torch.tensor([[1.0], [0.0], [nan], [1.0]])

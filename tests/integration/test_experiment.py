@@ -19,7 +19,7 @@ from forkgate.experiment.analysis import write_analysis
 TINY = [
     "--steps", "1", "--tasks", "4", "--prompts-per-step", "2", "--group-size", "6",
     "--eval-tasks", "2", "--eval-n", "4", "--forktree-tasks", "2", "--forktree-budget", "8",
-    "--pool-n", "4", "--sft-steps", "1", "--forced-n", "2", "--json",
+    "--pool-n", "16", "--sft-steps", "1", "--forced-n", "2", "--json",
 ]  # fmt: skip
 
 
