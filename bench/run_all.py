@@ -7,6 +7,7 @@ Run: ``make bench`` (or ``.venv/bin/python bench/run_all.py``) → ``bench/resul
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -28,6 +29,7 @@ BENCHES = (
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help, not a run
     failed = []
     for name in BENCHES:
         print(f"== {name}", flush=True)
