@@ -10,10 +10,11 @@ Example (see tests/integration/test_learned_kappa_service.py for a running serve
 **The first certificate of a (task, κ)** must carry the question's rollouts in the claimed
 label's fields (``fields["responses"]``: a JSON array of strings, at most ``max_fit_steps``).
 certd verifies every distinct rollout with the domain's checker and keeps the first steps of
-the CORRECT ones (at least ``min_fit_steps``): a client cannot shape the clusters with decoy
-steps no correct solution writes. certd embeds and clusters those steps itself
-(``certd.kappa``, its own parameters: the client chooses the sample, never the clusters),
-labels the witness, and records the fitted model in that certificate's ``label_fields``:
+the CORRECT ones (at least ``min_fit_steps``; a verdict that depends on the machine's load,
+such as TIME_LIMIT, is checked once more and refused if it stays so): a client cannot shape
+the clusters with decoy steps no correct solution writes. certd embeds and clusters those
+steps itself (``certd.kappa``, its own parameters: the client chooses the sample, never the
+clusters), labels the witness, and records the fitted model in that certificate's ``label_fields``:
 ``clusters`` (centroids, names, sizes, medoids, method), ``clusters_digest``,
 ``clusters_steps`` (the sorted steps, so anyone can refit) and ``clusters_responses`` (the
 SHA-256 of the verified rollouts, sorted, as a JSON array).
@@ -34,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from certd.config import CertdConfig, LearnedKappaConfig
-from certd.domains.verdict import Family
+from certd.domains.verdict import Family, Status
 from certd.errors import CertificationRefusedError, ConfigError, InvalidInputError
 from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
@@ -45,8 +46,12 @@ __all__ = ["LearnedLabel", "LearnedLabeller"]
 
 LEARNED = "learned"
 
-Verify = Callable[[Sequence[str]], list[bool]]
-"""Whether each of a question's rollouts verifies CORRECT (the domain's checker)."""
+Verify = Callable[[Sequence[str]], list[Status]]
+"""Each of a question's rollouts' verdict status under the domain's checker."""
+
+INDEFINITE = frozenset({Status.TIME_LIMIT, Status.MEMORY_LIMIT, Status.INFRA_ERROR})
+"""Statuses that depend on the machine's load, not on the rollout alone: such a rollout is
+checked once more, and a fit never rests on one (it would not be reproducible)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +204,7 @@ class LearnedLabeller:
         concurrent request's fit)."""
         responses = self._responses(fields)
         distinct = sorted(set(responses))
-        correct = [r for r, ok in zip(distinct, verify(distinct), strict=True) if ok]
+        correct = _correct(distinct, verify)
         steps = [s for s in (first_step(domain, r) for r in correct) if s]
         cfg = self._cfg
         if len(steps) < cfg.min_fit_steps:
@@ -305,3 +310,27 @@ class LearnedLabeller:
         if label == OUTSIDE:
             out["outside"] = "true"
         return LearnedLabel(Family(kappa, label, out), f"learned:{label}")
+
+
+def _correct(distinct: list[str], verify: Verify) -> list[str]:
+    """The rollouts that verify CORRECT, in order; indefinite verdicts are checked once more.
+
+    Raises:
+        CertificationRefusedError: a rollout's verdict stays TIME_LIMIT, MEMORY_LIMIT or
+            INFRA_ERROR (``CLUSTERS_UNVERIFIED``): which rollouts count would depend on the
+            machine's load, so the fit would not be reproducible.
+    """
+    statuses = verify(distinct)
+    again = [i for i, s in enumerate(statuses) if s in INDEFINITE]
+    if again:
+        for i, s in zip(again, verify([distinct[i] for i in again]), strict=True):
+            statuses[i] = s
+    stuck = [statuses[i].name for i in again if statuses[i] in INDEFINITE]
+    if stuck:
+        raise _refuse(
+            "CLUSTERS_UNVERIFIED",
+            f"label.fields['responses']: {len(stuck)} of {len(distinct)} distinct rollouts got "
+            f"no definite verdict twice ({', '.join(sorted(set(stuck)))}); retry later, or "
+            "leave those rollouts out",
+        )
+    return [r for r, s in zip(distinct, statuses, strict=True) if s is Status.CORRECT]

@@ -194,8 +194,7 @@ class Authority:
                     request.fields,
                     self.index,
                     verify=lambda rs: [
-                        v.status is Status.CORRECT
-                        for v in checker.verify_batch([(task.value, r) for r in rs])
+                        v.status for v in checker.verify_batch([(task.value, r) for r in rs])
                     ],
                 )
             except CertificationRefusedError as e:

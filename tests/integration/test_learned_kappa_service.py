@@ -259,7 +259,8 @@ def test_concurrent_first_requests_share_one_fit(server: CertdServer, local: Lea
         (r.reason, str(r)) for r in refused
     ]
     digests = {c.label.fields["clusters_digest"] for c in certs}  # type: ignore[attr-defined]
-    assert len(digests) == 1 and digests <= {f.digest for f in fits}
+    recorded = [json.loads(c.label.fields.get("clusters_steps", "[]")) for c in certs]  # type: ignore[attr-defined]
+    assert len(digests) == 1 and digests <= {f.digest for f in fits}, recorded
 
 
 def test_a_hostile_first_certifier_cannot_shape_the_clusters(
