@@ -16,12 +16,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHES = (
     "bench_verify",
+    "bench_verify_batch",
     "bench_enumerate",
     "bench_certify",
     "bench_ledger",
     "bench_advantages",
     "bench_code",
     "bench_math",
+    "bench_math_startup",
     "bench_ratchet_groups",
     "bench_cluster",
     "bench_fairness",
