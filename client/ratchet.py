@@ -53,8 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-
 from certd.errors import CertdError
 from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
@@ -68,7 +66,7 @@ from certd.statements import (
     verify_certificate,
     verify_receipt,
 )
-from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
+from certd.v1 import ledger_pb2, tasks_pb2
 
 from ._base import load_keyring
 from .certified import CertifiedDataset
@@ -79,6 +77,7 @@ from .errors import (
     ForkgateError,
     VerificationError,
 )
+from .ratchet_records import Family, ProofMap, Rollout, parse_group, parse_tree
 from .ratchet_state import (
     MissingProof,
     PlanRefused,
@@ -88,12 +87,10 @@ from .ratchet_state import (
     Refused,
     TrustedCheckpoint,
     check_prefix,
-    parse_proofs,
     plan,
     refusal,
     refusal_of_plan,
 )
-from .tasks import as_task
 from .witness import load_witness_keys, open_witnessed
 
 __all__ = [
@@ -109,7 +106,6 @@ __all__ = [
 
 ConsistencySource = Callable[[int, int], Sequence[bytes]]
 _MAX_FETCHES = 16
-_ProofMap = dict[tuple[int, int], list[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +121,6 @@ class Admission:
     admitted: bool
     reasons: tuple[tuple[Reason, str], ...] = ()
     missing: tuple[int, int] | None = None
-
-
-@dataclass
-class _Family:
-    label: str
-    witness: str
-    certificate: authority_pb2.Certificate
 
 
 @dataclass
@@ -231,7 +220,7 @@ class Ratchet:
 
     def _fetching(
         self,
-        decide: Callable[[dict[tuple[int, int], list[bytes]]], Admission],
+        decide: Callable[[ProofMap], Admission],
         proofs: Proofs | None,
     ) -> Admission:
         """Decide; while a decision misses a proof a fetcher can get, fetch it, decide again."""
@@ -268,7 +257,7 @@ class Ratchet:
         """
         cp = open_witnessed(note, self.keys, self.witness_keys, self.witness_quorum, self.origin)
 
-        def decide(have: _ProofMap) -> Admission:
+        def decide(have: ProofMap) -> Admission:
             try:
                 new, _ = plan(self.state.witnessed, {}, [cp], have)
             except MissingProof as e:
@@ -318,7 +307,7 @@ class Ratchet:
 
     def _decide_tree(self, record: Mapping[str, Any], have: Proofs) -> Admission:
         try:
-            task, families, attached = _parse(record)
+            task, families, attached = parse_tree(record)
         except Refused as e:
             return Admission(False, ((e.reason, e.detail),))
         digest = task_digest(task)
@@ -385,7 +374,7 @@ class Ratchet:
         except CertdError:
             pass  # refused with its reason where the proof is checked
 
-    def _check(self, fam: _Family, digest: str, out: _Outcome) -> None:
+    def _check(self, fam: Family, digest: str, out: _Outcome) -> None:
         cert = fam.certificate
         self._seen(cert.inclusion, out)
         try:
@@ -424,7 +413,7 @@ class Ratchet:
 
     def _decide_group(self, record: Mapping[str, Any], have: Proofs) -> Admission:
         try:
-            task, family, rollouts, fam, attached = _parse_group(record)
+            task, family, rollouts, fam, attached = parse_group(record)
         except Refused as e:
             return Admission(False, ((e.reason, e.detail),))
         digest = task_digest(task)
@@ -459,7 +448,7 @@ class Ratchet:
 
     def _check_rollout(
         self,
-        ro: _Rollout,
+        ro: Rollout,
         digest: str,
         family: str,
         receipts: dict[bytes, tuple[bytes, int] | Refused],
@@ -504,66 +493,3 @@ class Ratchet:
         if v.HasField("family") and v.family.kappa not in self.kappas:
             raise Refused(Reason.WRONG_KAPPA, f"κ {v.family.kappa!r} is not configured")
         return env_hash, path.index
-
-
-def _describe(error: Exception) -> str:
-    """A one-line reason for a malformed record (no Python reprs: ``missing field 'task'``)."""
-    if isinstance(error, KeyError):
-        return f"missing field '{error.args[0]!s:.80}'"
-    if isinstance(error, TypeError):
-        return f"a field has the wrong type ({error!s:.160})"
-    return f"{error!s:.200}"
-
-
-def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family], _ProofMap]:
-    try:
-        task = as_task(record["task"])
-        attached = parse_proofs(record.get("consistency"))
-        families = []
-        for fam in record["families"]:
-            cert = authority_pb2.Certificate()
-            json_format.ParseDict(fam["certificate"], cert)
-            families.append(_Family(str(fam["label"]), str(fam["witness"]), cert))
-    except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"record: {_describe(e)}") from e
-    return task, families, attached
-
-
-@dataclass
-class _Rollout:
-    response: str
-    verdict: verifier_pb2.Verdict
-    receipt: verifier_pb2.Receipt
-    task_sha256: str
-
-
-def _parse_group(
-    record: Mapping[str, Any],
-) -> tuple[tasks_pb2.Task, str, list[_Rollout], _Family | None, _ProofMap]:
-    try:
-        task = as_task(record["task"])
-        attached = parse_proofs(record.get("consistency"))
-        family = str(record["family"])
-        rollouts = []
-        receipts: dict[str, verifier_pb2.Receipt] = {}  # a batch's rollouts share one receipt
-        for ro in record["rollouts"]:
-            verdict = verifier_pb2.Verdict()
-            json_format.ParseDict(ro["verdict"], verdict)
-            text = json.dumps(ro["receipt"], sort_keys=True)
-            receipt = receipts.get(text)
-            if receipt is None:
-                receipt = receipts[text] = verifier_pb2.Receipt()
-                json_format.ParseDict(ro["receipt"], receipt)
-            rollouts.append(
-                _Rollout(str(ro["response"]), verdict, receipt, str(ro.get("task_sha256", "")))
-            )
-        fam = None
-        if record.get("certificate") is not None:
-            cert = authority_pb2.Certificate()
-            json_format.ParseDict(record["certificate"], cert)
-            fam = _Family(family, str(record["witness"]), cert)
-    except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"group: {_describe(e)}") from e
-    if not rollouts:
-        raise Refused(Reason.MALFORMED, "group has no rollouts")
-    return task, family, rollouts, fam, attached
