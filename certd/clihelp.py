@@ -1,5 +1,5 @@
-"""Help shared by both command lines: every flag's default in ``--help``, ``--version``, and
-usage errors in one line (``OneLineErrorParser``).
+"""Help shared by both command lines: every flag's default in ``--help``, ``--version``,
+usage errors in one line (``OneLineErrorParser``), and text-or-JSON output (``emit``).
 
 Example:
     >>> import argparse
@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any, NoReturn
@@ -21,6 +22,7 @@ __all__ = [
     "DefaultsHelpFormatter",
     "OneLineErrorParser",
     "add_verb",
+    "emit",
     "finish_parser",
     "package_version",
 ]
@@ -84,6 +86,11 @@ def add_verb(
     if fn is not None:
         p.set_defaults(fn=fn)
     return p
+
+
+def emit(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
+    """Print ``obj`` as one sorted JSON line when ``args.json``, else ``text`` (flushed)."""
+    print(json.dumps(obj, sort_keys=True) if args.json else text, flush=True)
 
 
 def package_version() -> str:

@@ -34,7 +34,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "Interval",
@@ -275,6 +275,56 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+class _Sides(NamedTuple):
+    """Per prompt best@k and pass@1 of both evaluations; ``after`` in ``before``'s prompt
+    order when ``paired``."""
+
+    bk_b: list[float]
+    bk_a: list[float]
+    p1_b: list[float]
+    p1_a: list[float]
+    paired: bool
+
+
+def _aligned(before: Sequence[PromptOutcome], after: Sequence[PromptOutcome], k: int) -> _Sides:
+    """Both sides' per prompt figures, paired when they hold the same (unique) prompt ids."""
+    bk_b = [pass_at_k(o.n, o.c, k) for o in before]
+    bk_a = [pass_at_k(o.n, o.c, k) for o in after]
+    p1_b = [o.c / o.n for o in before]
+    p1_a = [o.c / o.n for o in after]
+    ids_b = [o.prompt for o in before]
+    ids_a = [o.prompt for o in after]
+    paired = sorted(ids_b) == sorted(ids_a) and len(set(ids_b)) == len(ids_b)
+    if paired:
+        where = {p: i for i, p in enumerate(ids_a)}
+        order = [where[p] for p in ids_b]
+        bk_a = [bk_a[i] for i in order]
+        p1_a = [p1_a[i] for i in order]
+    return _Sides(bk_b, bk_a, p1_b, p1_a, paired)
+
+
+def _bootstrap(
+    sides: _Sides, resamples: int, rng: random.Random
+) -> tuple[list[float], list[float], list[float]]:
+    """Bootstrap draws of the best@k, pass@1 and SER changes (each resample draws prompts;
+    paired sides take the same prompts on both)."""
+    mean = math.fsum
+    bk_b, bk_a, p1_b, p1_a, paired = sides
+    d_bk: list[float] = []
+    d_p1: list[float] = []
+    d_ser: list[float] = []
+    nb, na = len(bk_b), len(bk_a)
+    for _ in range(resamples):
+        ib = [rng.randrange(nb) for _ in range(nb)]
+        ia = ib if paired else [rng.randrange(na) for _ in range(na)]
+        b = mean(bk_b[i] for i in ib) / nb
+        a = mean(bk_a[i] for i in ia) / na
+        d_bk.append(a - b)
+        d_ser.append(_ser(b, a))
+        d_p1.append(mean(p1_a[i] for i in ia) / na - mean(p1_b[i] for i in ib) / nb)
+    return d_bk, d_p1, d_ser
+
+
 def support_change(
     before: Sequence[PromptOutcome],
     after: Sequence[PromptOutcome],
@@ -308,44 +358,21 @@ def support_change(
         raise ValueError("expected at least one prompt on each side")
     if resamples < 1 or not 0.0 < level < 1.0:
         raise ValueError(f"expected resamples >= 1 and 0 < level < 1, got {resamples}, {level}")
-    bk_b = [pass_at_k(o.n, o.c, k) for o in before]
-    bk_a = [pass_at_k(o.n, o.c, k) for o in after]
-    p1_b = [o.c / o.n for o in before]
-    p1_a = [o.c / o.n for o in after]
-    ids_b = [o.prompt for o in before]
-    ids_a = [o.prompt for o in after]
-    paired = sorted(ids_b) == sorted(ids_a) and len(set(ids_b)) == len(ids_b)
-    if paired:
-        where = {p: i for i, p in enumerate(ids_a)}
-        order = [where[p] for p in ids_b]
-        bk_a = [bk_a[i] for i in order]
-        p1_a = [p1_a[i] for i in order]
-    mean = math.fsum
-    rng = random.Random(seed)
-    d_bk: list[float] = []
-    d_p1: list[float] = []
-    d_ser: list[float] = []
-    nb, na = len(before), len(after)
-    for _ in range(resamples):
-        ib = [rng.randrange(nb) for _ in range(nb)]
-        ia = ib if paired else [rng.randrange(na) for _ in range(na)]
-        b = mean(bk_b[i] for i in ib) / nb
-        a = mean(bk_a[i] for i in ia) / na
-        d_bk.append(a - b)
-        d_ser.append(_ser(b, a))
-        d_p1.append(mean(p1_a[i] for i in ia) / na - mean(p1_b[i] for i in ib) / nb)
+    sides = _aligned(before, after, k)
+    d_bk, d_p1, d_ser = _bootstrap(sides, resamples, random.Random(seed))
     tail = (1.0 - level) / 2.0
 
     def interval(estimate: float, draws: list[float]) -> Interval:
         draws.sort()
         return Interval(estimate, _percentile(draws, tail), _percentile(draws, 1 - tail), level)
 
-    b_all, a_all = mean(bk_b) / nb, mean(bk_a) / na
+    mean, nb, na = math.fsum, len(sides.bk_b), len(sides.bk_a)
+    b_all, a_all = mean(sides.bk_b) / nb, mean(sides.bk_a) / na
     return SupportChange(
         best_at_k=interval(a_all - b_all, d_bk),
-        pass_at_1=interval(mean(p1_a) / na - mean(p1_b) / nb, d_p1),
+        pass_at_1=interval(mean(sides.p1_a) / na - mean(sides.p1_b) / nb, d_p1),
         ser=interval(_ser(b_all, a_all), d_ser),
-        paired=paired,
+        paired=sides.paired,
     )
 
 

@@ -24,9 +24,7 @@ number, never a crash. Every user error is one line and an exit code, never a tr
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,11 +34,13 @@ from google.protobuf import json_format
 
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
-from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, exit_code_of
+from certd.exitcodes import EXIT_REFUSED, EXIT_USAGE, exit_code_of
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2
 
 from ._base import ClientSettings
+from .cli_admit import add_parser as add_admit_parser
+from .cli_admit import default_ratchet_state
 from .cli_io import (
     open_in,
     open_in_bytes,
@@ -51,7 +51,7 @@ from .cli_io import (
     trust_arg,
 )
 from .cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
-from .connection import add_connection_flags, client_from_args, connection_from_args
+from .connection import add_connection_flags, client_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
@@ -151,70 +151,6 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     return 0
 
 
-def default_ratchet_state(log: str) -> Path:
-    """Where ``forkgate admit`` keeps a log's ratchet state by default.
-
-    ``$XDG_STATE_HOME/forkgate/ratchet-<hash of the log's key ids and origin>.json``
-    (``~/.local/state`` when unset), beside ``certd audit``'s auditor state.
-    """
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "forkgate" / f"ratchet-{hashlib.sha256(log.encode()).hexdigest()[:16]}.json"
-
-
-def _cmd_admit(args: argparse.Namespace) -> int:
-    from .ratchet import CertifiedDataset, Ratchet
-
-    if not Path(args.input).is_file():
-        raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
-    keys = trust_arg(args.trust)
-    assert keys is not None  # --trust is required
-    conn = connection_from_args(args)
-    client = conn.client() if conn is not None else None
-    try:
-        ratchet = Ratchet(
-            keys,
-            kappas=set(args.kappa),
-            consistency=(lambda a, b: client.consistency_proof(a, b).hashes) if client else None,
-        )
-        state = Path(args.state) if args.state else default_ratchet_state(ratchet.state.log)
-        if not args.no_state:
-            ratchet.load_state(state)
-        data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
-        with open_out(args.out) as sink:
-            admitted = 0
-            for record in data:
-                sink.write(json.dumps(record, sort_keys=True) + "\n")
-                admitted += 1
-        if not args.no_state:
-            ratchet.save_state(state)
-    finally:
-        if client is not None:
-            client.close()
-    refused: list[dict[str, Any]] = [
-        {"line": data.line_numbers[n], "reasons": [[r.value, d] for r, d in a.reasons]}
-        for n, a in data.refused
-    ]
-    print(
-        json.dumps(
-            {
-                "admitted": admitted,
-                "refused": refused,
-                "state": None if args.no_state else str(state),
-            }
-        )
-        if args.json
-        else "\n".join(
-            [f"admitted {admitted}, refused {len(refused)}"]
-            + [
-                f"  line {x['line']}: "
-                + "; ".join(f"{code} ({detail})" for code, detail in x["reasons"])
-                for x in refused
-            ]
-        )
-    )
-    return EXIT_REFUSED if refused and not args.allow_refused else EXIT_OK
-
-
 def _forktree_records(path: str) -> list[dict[str, Any]]:
     """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
     not one, e.g. a verify-batch verdict line)."""
@@ -279,12 +215,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 _SAMPLERS = ["embedded", "openai", "transformers", "vllm"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``forkgate``."""
-    p = argparse.ArgumentParser(prog="forkgate", description="ForkGate trainer-side tools")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    v = sub.add_parser("verify-batch", help="verify a JSONL file of responses through certd")
+def _add_verify_batch(sub: Any) -> argparse.ArgumentParser:
+    v: argparse.ArgumentParser = sub.add_parser(
+        "verify-batch", help="verify a JSONL file of responses through certd"
+    )
     add_connection_flags(v)
     v.add_argument(
         "--in",
@@ -300,8 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--inflight", type=int, default=4, help="VerifyBatch calls in flight at once (pipelining)"
     )
     v.set_defaults(fn=_cmd_verify_batch)
+    return v
 
-    c = sub.add_parser("certify", help="certify one (task, label, witness)")
+
+def _add_certify(sub: Any) -> argparse.ArgumentParser:
+    c: argparse.ArgumentParser = sub.add_parser(
+        "certify", help="certify one (task, label, witness)"
+    )
     add_connection_flags(c)
     c.add_argument(
         "--domain",
@@ -321,15 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--trust", action="append", default=[])
     c.add_argument("--out", default="", help="write the certificate JSON here ('-': stdout)")
     c.set_defaults(fn=_cmd_certify)
+    return c
 
-    k = sub.add_parser("check-cert", help="verify a certificate file offline")
+
+def _add_check_cert(sub: Any) -> argparse.ArgumentParser:
+    k: argparse.ArgumentParser = sub.add_parser(
+        "check-cert", help="verify a certificate file offline"
+    )
     k.add_argument("file", help="the certificate JSON (forkgate certify --out); '-' for stdin")
     k.add_argument("--trust", action="append", required=True, help="trusted log key (vkey or file)")
     k.add_argument("--task", default="", help='also require this task: {"domain": …, "task": {…}}')
     k.add_argument("--domain", default="", help="the domain, when --task is the bare task")
     k.set_defaults(fn=_cmd_check_cert)
+    return k
 
-    b = sub.add_parser("build-forktrees", help="sample, verify and certify fork trees per task")
+
+def _add_build_forktrees(sub: Any) -> argparse.ArgumentParser:
+    b: argparse.ArgumentParser = sub.add_parser(
+        "build-forktrees", help="sample, verify and certify fork trees per task"
+    )
     add_connection_flags(b)
     b.add_argument(
         "--tasks",
@@ -360,46 +309,37 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--trust", action="append", default=[])
     b.add_argument("--out", required=True, help="JSONL; appended, resumable")
     b.set_defaults(fn=cmd_build_forktrees)
+    return b
 
-    a = sub.add_parser(
-        "admit",
-        help="keep only fork-tree records and stratified groups whose certificates and "
-        "receipts verify",
-    )
-    a.add_argument("--trust", action="append", required=True)
-    a.add_argument("--kappa", action="append", default=["countdown.first-op.v1"])
-    add_connection_flags(
-        a, default=None, help="certd, for consistency proofs a file does not carry"
-    )
-    a.add_argument("--in", dest="input", required=True)
-    a.add_argument("--out", required=True)
-    a.add_argument(
-        "--state",
-        default="",
-        help="the ratchet's trusted-state file (default: under $XDG_STATE_HOME/forkgate, "
-        "one per log); successive runs only move forward",
-    )
-    a.add_argument("--no-state", action="store_true", help="start fresh and keep nothing")
-    a.add_argument(
-        "--allow-refused", action="store_true", help="exit 0 even when records were refused"
-    )
-    a.set_defaults(fn=_cmd_admit)
 
-    mt = sub.add_parser("metrics", help="coverage figures of a fork-tree file")
+def _add_metrics(sub: Any) -> argparse.ArgumentParser:
+    mt: argparse.ArgumentParser = sub.add_parser(
+        "metrics", help="coverage figures of a fork-tree file"
+    )
     mt.add_argument(
         "--in", dest="input", required=True, help="build-forktrees output JSONL ('-' for stdin)"
     )
     mt.set_defaults(fn=_cmd_metrics)
+    return mt
 
-    g = sub.add_parser("guard", help="the support table of a run's acceptance decisions")
+
+def _add_guard(sub: Any) -> argparse.ArgumentParser:
+    g: argparse.ArgumentParser = sub.add_parser(
+        "guard", help="the support table of a run's acceptance decisions"
+    )
     add_connection_flags(g)
     g.add_argument("--run", required=True, help="the training run")
     g.add_argument("--tasks", action="append", default=[], help="task sets (comma-separated)")
     g.add_argument("--trust", action="append", default=[], help="verify certificates offline")
     g.add_argument("--out", default="", help="write support.json and SVG plots here")
     g.set_defaults(fn=cmd_guard)
+    return g
 
-    gd = sub.add_parser("guard-demo", help="train on one band, catch erosion of the other")
+
+def _add_guard_demo(sub: Any) -> argparse.ArgumentParser:
+    gd: argparse.ArgumentParser = sub.add_parser(
+        "guard-demo", help="train on one band, catch erosion of the other"
+    )
     gd.add_argument("--workdir", default="out/guard")
     gd.add_argument("--phases", type=int, default=8)
     gd.add_argument("--tasks", type=int, default=64, help="puzzles per band")
@@ -409,8 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gd.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
     gd.set_defaults(fn=cmd_guard_demo)
+    return gd
 
-    r = sub.add_parser("run", help="the main job on the embedded default (what `make run` does)")
+
+def _add_run(sub: Any) -> argparse.ArgumentParser:
+    r: argparse.ArgumentParser = sub.add_parser(
+        "run", help="the main job on the embedded default (what `make run` does)"
+    )
     r.add_argument("--workdir", default="out/run")
     r.add_argument("--server", default="", help="use this certd instead of starting one")
     r.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
@@ -432,10 +377,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--prefix-template", default="", help="forced entry (default per sampler)")
     r.add_argument("--threads", type=int, default=1, help="torch CPU threads (embedded)")
     r.set_defaults(fn=cmd_run)
+    return r
 
+
+def _add_experiment(sub: Any) -> argparse.ArgumentParser:
+    """``experiment`` and its one verb ``countdown`` (returned: the verb takes ``--json``)."""
     x = sub.add_parser("experiment", help="the mechanism experiment (GRPO arms on CPU)")
     xs = x.add_subparsers(dest="experiment", required=True)
-    xc = xs.add_parser("countdown", help="GRPO arms with entry-level protection, paired seeds")
+    xc: argparse.ArgumentParser = xs.add_parser(
+        "countdown", help="GRPO arms with entry-level protection, paired seeds"
+    )
     xc.add_argument("--workdir", default="out/experiment", help="results.jsonl (resumable)")
     xc.add_argument("--arm", action="append", default=[], help="arm spec (name or name@weight)")
     xc.add_argument("--seed", action="append", type=int, default=[], help="paired seed")
@@ -454,12 +405,33 @@ def build_parser() -> argparse.ArgumentParser:
     xc.add_argument("--forced-n", type=int, default=8, help="forced samples per pair")
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     xc.set_defaults(fn=_cmd_experiment)
+    return xc
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``forkgate``: one ``_add_…`` per verb, in ``--help`` order."""
     from .cli_certs import add_parsers as add_cert_parsers
     from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
 
+    p = argparse.ArgumentParser(prog="forkgate", description="ForkGate trainer-side tools")
+    sub = p.add_subparsers(dest="command", required=True)
+    verbs = [
+        add(sub)
+        for add in (
+            _add_verify_batch,
+            _add_certify,
+            _add_check_cert,
+            _add_build_forktrees,
+            add_admit_parser,
+            _add_metrics,
+            _add_guard,
+            _add_guard_demo,
+            _add_run,
+            _add_experiment,
+        )
+    ]
     add_kappa_calibrate(sub)
-    for cmd in (v, c, k, b, a, mt, g, gd, r, xc, *add_cert_parsers(sub)):
+    for cmd in (*verbs, *add_cert_parsers(sub)):
         cmd.add_argument("--json", action="store_true", help="machine-readable output")
     finish_parser(p, version=True)
     return p

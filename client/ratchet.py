@@ -42,6 +42,10 @@ the same way through its verdict receipts. With ``witness_quorum`` > 0 every che
 be covered by the latest one that ``witness_quorum`` trusted witnesses cosigned
 (``UNWITNESSED_CHECKPOINT``; see ``forkgate.witness``). Training checkpoints move forward
 through ``CheckpointRatchet`` (``forkgate.checkpoint_ratchet``).
+
+Records and groups are parsed in ``forkgate.ratchet_records``; their certificates, receipts
+and verdicts are opened in ``forkgate.ratchet_evidence``; the trusted state and ``plan`` live in
+``forkgate.ratchet_state``. This module decides.
 """
 
 from __future__ import annotations
@@ -49,26 +53,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from google.protobuf import json_format
 
 from certd.errors import CertdError
 from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
-from certd.statements import (
-    open_log_checkpoint,
-    receipt_root_from_path,
-    sha256_hex,
-    task_digest,
-    verdict_digest,
-    verify_certificate,
-    verify_receipt,
-)
-from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
+from certd.statements import task_digest
 
 from ._base import load_keyring
 from .certified import CertifiedDataset
@@ -79,6 +72,8 @@ from .errors import (
     ForkgateError,
     VerificationError,
 )
+from .ratchet_evidence import Evidence, Outcome, ReceiptCache
+from .ratchet_records import ProofMap, parse_group, parse_tree
 from .ratchet_state import (
     MissingProof,
     PlanRefused,
@@ -88,12 +83,9 @@ from .ratchet_state import (
     Refused,
     TrustedCheckpoint,
     check_prefix,
-    parse_proofs,
     plan,
-    refusal,
     refusal_of_plan,
 )
-from .tasks import as_task
 from .witness import load_witness_keys, open_witnessed
 
 __all__ = [
@@ -109,7 +101,6 @@ __all__ = [
 
 ConsistencySource = Callable[[int, int], Sequence[bytes]]
 _MAX_FETCHES = 16
-_ProofMap = dict[tuple[int, int], list[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,26 +116,6 @@ class Admission:
     admitted: bool
     reasons: tuple[tuple[Reason, str], ...] = ()
     missing: tuple[int, int] | None = None
-
-
-@dataclass
-class _Family:
-    label: str
-    witness: str
-    certificate: authority_pb2.Certificate
-
-
-@dataclass
-class _Outcome:
-    """What one decision found: refusals, checkpoints seen, the proof it misses."""
-
-    reasons: list[tuple[Reason, str]] = field(default_factory=list)
-    checkpoints: list[Checkpoint] = field(default_factory=list)
-    seen: list[Checkpoint] = field(default_factory=list)
-    missing: tuple[int, int] | None = None
-
-    def refuse(self, e: Refused, where: str = "") -> None:
-        self.reasons.append((e.reason, f"{where}{e.detail}"))
 
 
 class Ratchet:
@@ -229,9 +200,13 @@ class Ratchet:
         """
         self.state.save(Path(path))
 
+    def _evidence(self) -> Evidence:
+        """The evidence checks under this ratchet's keys, origin and κs."""
+        return Evidence(self.keys, self.origin, self.kappas)
+
     def _fetching(
         self,
-        decide: Callable[[dict[tuple[int, int], list[bytes]]], Admission],
+        decide: Callable[[ProofMap], Admission],
         proofs: Proofs | None,
     ) -> Admission:
         """Decide; while a decision misses a proof a fetcher can get, fetch it, decide again."""
@@ -268,7 +243,7 @@ class Ratchet:
         """
         cp = open_witnessed(note, self.keys, self.witness_keys, self.witness_quorum, self.origin)
 
-        def decide(have: _ProofMap) -> Admission:
+        def decide(have: ProofMap) -> Admission:
             try:
                 new, _ = plan(self.state.witnessed, {}, [cp], have)
             except MissingProof as e:
@@ -318,11 +293,11 @@ class Ratchet:
 
     def _decide_tree(self, record: Mapping[str, Any], have: Proofs) -> Admission:
         try:
-            task, families, attached = _parse(record)
+            task, families, attached = parse_tree(record)
         except Refused as e:
             return Admission(False, ((e.reason, e.detail),))
         digest = task_digest(task)
-        out = _Outcome()
+        out, evidence = Outcome(), self._evidence()
         copy = record.get("task_digest")
         if copy is not None and copy != digest:
             out.reasons.append(
@@ -330,7 +305,7 @@ class Ratchet:
             )
         for fam in families:
             try:
-                self._check(fam, digest, out)
+                evidence.check_family(fam, digest, out)
             except Refused as e:
                 out.refuse(e, f"family {fam.label!r}: ")
         labels = frozenset(f.label for f in families)
@@ -344,7 +319,7 @@ class Ratchet:
             self.state.coverage[digest] = self.state.coverage.get(digest, frozenset()) | labels
         return admission
 
-    def _settle(self, out: _Outcome, proofs: Proofs) -> Admission:
+    def _settle(self, out: Outcome, proofs: Proofs) -> Admission:
         """Fit the checkpoints seen to the trusted state; learn them when they fit."""
         for cp in out.checkpoints:
             try:
@@ -372,39 +347,6 @@ class Ratchet:
             return Admission(False, tuple(out.reasons), out.missing)
         return Admission(True)
 
-    def _proven(self, envelope_proof: ledger_pb2.InclusionProof, out: _Outcome) -> None:
-        """Note the checkpoint an (already verified) inclusion proof is tied to."""
-        out.checkpoints.append(
-            open_log_checkpoint(envelope_proof.checkpoint.note, self.keys, self.origin)
-        )
-
-    def _seen(self, proof: ledger_pb2.InclusionProof, out: _Outcome) -> None:
-        """Note a checkpoint signed by the log, whatever becomes of the entry it covers."""
-        try:
-            out.seen.append(open_log_checkpoint(proof.checkpoint.note, self.keys, self.origin))
-        except CertdError:
-            pass  # refused with its reason where the proof is checked
-
-    def _check(self, fam: _Family, digest: str, out: _Outcome) -> None:
-        cert = fam.certificate
-        self._seen(cert.inclusion, out)
-        try:
-            claim = verify_certificate(cert, self.keys, origin=self.origin)
-        except CertdError as e:
-            raise refusal(e) from e
-        if claim.kappa not in self.kappas:
-            raise Refused(Reason.WRONG_KAPPA, f"κ {claim.kappa!r} is not configured")
-        if claim.task_digest != digest:
-            raise Refused(Reason.REPLAYED, f"certificate is for task {claim.task_digest[:16]}…")
-        if claim.label != fam.label:
-            raise Refused(
-                Reason.TAMPERED_LABEL,
-                f"the record says label {fam.label!r}, the certificate {claim.label!r}",
-            )
-        if claim.witness_digest != sha256_hex(fam.witness.encode()):
-            raise Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
-        self._proven(cert.inclusion, out)  # only a family that passed speaks for its checkpoint
-
     def admit_group(self, record: Mapping[str, Any], proofs: Proofs | None = None) -> Admission:
         """Admit a stratified group whole, or refuse it with every reason found.
 
@@ -424,21 +366,21 @@ class Ratchet:
 
     def _decide_group(self, record: Mapping[str, Any], have: Proofs) -> Admission:
         try:
-            task, family, rollouts, fam, attached = _parse_group(record)
+            task, family, rollouts, fam, attached = parse_group(record)
         except Refused as e:
             return Admission(False, ((e.reason, e.detail),))
         digest = task_digest(task)
-        out = _Outcome()
+        out, evidence = Outcome(), self._evidence()
         if fam is not None:
             try:
-                self._check(fam, digest, out)
+                evidence.check_family(fam, digest, out)
             except Refused as e:
                 out.refuse(e, "certificate: ")
-        receipts: dict[bytes, tuple[bytes, int] | Refused] = {}
+        receipts: ReceiptCache = {}
         keys: list[tuple[bytes, int]] = []
         for n, ro in enumerate(rollouts):
             try:
-                keys.append(self._check_rollout(ro, digest, family, receipts, out))
+                keys.append(evidence.check_rollout(ro, digest, family, receipts, out))
             except Refused as e:
                 out.refuse(e, f"rollout {n}: ")
         if len(set(keys)) != len(keys):
@@ -456,114 +398,3 @@ class Ratchet:
             for k in keys:
                 self._rollouts[k] = group_id
         return admission
-
-    def _check_rollout(
-        self,
-        ro: _Rollout,
-        digest: str,
-        family: str,
-        receipts: dict[bytes, tuple[bytes, int] | Refused],
-        out: _Outcome,
-    ) -> tuple[bytes, int]:
-        """Check one rollout; return its identity (receipt envelope hash, index in batch)."""
-        receipt = ro.receipt
-        env_hash = hashlib.sha256(receipt.envelope).digest()
-        seen = receipts.get(env_hash)
-        if seen is None:  # each receipt of the group is opened once
-            self._seen(receipt.inclusion, out)
-            try:
-                claim = verify_receipt(receipt, self.keys, self.origin)
-                self._proven(receipt.inclusion, out)
-                seen = (claim.batch_root, claim.batch_size)
-            except CertdError as e:
-                seen = refusal(e)
-            receipts[env_hash] = seen
-        if isinstance(seen, Refused):
-            raise seen
-        root, size = seen
-        v = ro.verdict
-        path = v.receipt_path
-        if path.batch_size != size or receipt_root_from_path(v.digest, path) != root:
-            raise Refused(Reason.BAD_PROOF, "the verdict is not covered by its receipt")
-        if verdict_digest(v, digest, ro.response) != v.digest:
-            if (
-                ro.task_sha256 != digest
-                and ro.task_sha256
-                and (verdict_digest(v, ro.task_sha256, ro.response) == v.digest)
-            ):
-                raise Refused(Reason.REPLAYED, f"verdict is for task {ro.task_sha256[:16]}…")
-            raise Refused(
-                Reason.TAMPERED_WITNESS,
-                "the response or verdict does not match the digest its receipt covers",
-            )
-        if v.status == tasks_pb2.INFRA_ERROR:
-            raise Refused(Reason.MALFORMED, "an INFRA_ERROR verdict carries no reward")
-        label = v.family.value if v.HasField("family") else ""
-        if label != family:
-            raise Refused(Reason.WRONG_SUBJECT, f"verdict is for family {label!r}")
-        if v.HasField("family") and v.family.kappa not in self.kappas:
-            raise Refused(Reason.WRONG_KAPPA, f"κ {v.family.kappa!r} is not configured")
-        return env_hash, path.index
-
-
-def _describe(error: Exception) -> str:
-    """A one-line reason for a malformed record (no Python reprs: ``missing field 'task'``)."""
-    if isinstance(error, KeyError):
-        return f"missing field '{error.args[0]!s:.80}'"
-    if isinstance(error, TypeError):
-        return f"a field has the wrong type ({error!s:.160})"
-    return f"{error!s:.200}"
-
-
-def _parse(record: Mapping[str, Any]) -> tuple[tasks_pb2.Task, list[_Family], _ProofMap]:
-    try:
-        task = as_task(record["task"])
-        attached = parse_proofs(record.get("consistency"))
-        families = []
-        for fam in record["families"]:
-            cert = authority_pb2.Certificate()
-            json_format.ParseDict(fam["certificate"], cert)
-            families.append(_Family(str(fam["label"]), str(fam["witness"]), cert))
-    except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"record: {_describe(e)}") from e
-    return task, families, attached
-
-
-@dataclass
-class _Rollout:
-    response: str
-    verdict: verifier_pb2.Verdict
-    receipt: verifier_pb2.Receipt
-    task_sha256: str
-
-
-def _parse_group(
-    record: Mapping[str, Any],
-) -> tuple[tasks_pb2.Task, str, list[_Rollout], _Family | None, _ProofMap]:
-    try:
-        task = as_task(record["task"])
-        attached = parse_proofs(record.get("consistency"))
-        family = str(record["family"])
-        rollouts = []
-        receipts: dict[str, verifier_pb2.Receipt] = {}  # a batch's rollouts share one receipt
-        for ro in record["rollouts"]:
-            verdict = verifier_pb2.Verdict()
-            json_format.ParseDict(ro["verdict"], verdict)
-            text = json.dumps(ro["receipt"], sort_keys=True)
-            receipt = receipts.get(text)
-            if receipt is None:
-                receipt = receipts[text] = verifier_pb2.Receipt()
-                json_format.ParseDict(ro["receipt"], receipt)
-            rollouts.append(
-                _Rollout(str(ro["response"]), verdict, receipt, str(ro.get("task_sha256", "")))
-            )
-        fam = None
-        if record.get("certificate") is not None:
-            cert = authority_pb2.Certificate()
-            json_format.ParseDict(record["certificate"], cert)
-            fam = _Family(family, str(record["witness"]), cert)
-    except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-        raise Refused(Reason.MALFORMED, f"group: {_describe(e)}") from e
-    if not rollouts:
-        raise Refused(Reason.MALFORMED, "group has no rollouts")
-    return task, family, rollouts, fam, attached

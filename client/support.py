@@ -202,6 +202,29 @@ class SupportTracker:
         Returns:
             The row (also appended to ``rows``).
         """
+        outcomes = self._outcomes(correct, prompt_ids)
+        figures = support_figures(outcomes, self.k, routes=routes, families=families)
+        change = self._change(task, outcomes)
+        reference = self.reference or (self.rows[0].checkpoint if self.rows else checkpoint)
+        row = SupportRow(
+            checkpoint=checkpoint,
+            task=task,
+            figures=figures,
+            outcomes=outcomes,
+            change=change,
+            route_entropy=entry_entropy(routes),
+            route_jsd=self._route_jsd(task, figures, reference),
+            first_token_jsd=self._first_token_jsd(
+                checkpoint, task, reference, first_token_logprobs
+            ),
+        )
+        self.rows.append(row)
+        return row
+
+    def _outcomes(
+        self, correct: Sequence[Sequence[bool]], prompt_ids: Sequence[str] | None
+    ) -> tuple[PromptOutcome, ...]:
+        """Per prompt (id, n, c); ValueError for ids that do not match or n < k."""
         ids = list(prompt_ids) if prompt_ids is not None else [str(i) for i in range(len(correct))]
         if len(ids) != len(correct):
             raise ValueError(f"prompt_ids: expected {len(correct)}, got {len(ids)}")
@@ -210,42 +233,44 @@ class SupportTracker:
         )
         for o in outcomes:
             pass_at_k(o.n, o.c, self.k)  # ValueError for n < k, with forkgate.metrics' message
-        figures = support_figures(outcomes, self.k, routes=routes, families=families)
+        return outcomes
+
+    def _change(self, task: str, outcomes: tuple[PromptOutcome, ...]) -> SupportChange | None:
+        """The change since the task's previous row (None for its first)."""
         previous = self._last(task)
-        change = None
-        if previous is not None:
-            change = support_change(
-                previous.outcomes,
-                outcomes,
-                self.k,
-                resamples=self.resamples,
-                level=self.level,
-                seed=self.seed,
-            )
-        reference = self.reference or (self.rows[0].checkpoint if self.rows else checkpoint)
-        ref_row = next((r for r in self.rows if r.checkpoint == reference and r.task == task), None)
-        route_jsd = None
-        if figures.routes and (ref_row is None or ref_row.figures.routes):
-            ref_routes = ref_row.figures.routes if ref_row is not None else figures.routes
-            route_jsd = jensen_shannon(figures.routes, ref_routes)
-        ft_jsd = None
-        if first_token_logprobs:
-            self._first_token[(checkpoint, task)] = list(first_token_logprobs)
-            ref_ft = self._first_token.get((reference, task))
-            if ref_ft:
-                ft_jsd = first_token_jsd(first_token_logprobs, ref_ft)
-        row = SupportRow(
-            checkpoint=checkpoint,
-            task=task,
-            figures=figures,
-            outcomes=outcomes,
-            change=change,
-            route_entropy=entry_entropy(routes),
-            route_jsd=route_jsd,
-            first_token_jsd=ft_jsd,
+        if previous is None:
+            return None
+        return support_change(
+            previous.outcomes,
+            outcomes,
+            self.k,
+            resamples=self.resamples,
+            level=self.level,
+            seed=self.seed,
         )
-        self.rows.append(row)
-        return row
+
+    def _route_jsd(self, task: str, figures: SupportFigures, reference: str) -> float | None:
+        """Route shares' JSD against the reference row (against itself when it is the first)."""
+        ref_row = next((r for r in self.rows if r.checkpoint == reference and r.task == task), None)
+        if not figures.routes or (ref_row is not None and not ref_row.figures.routes):
+            return None
+        ref_routes = ref_row.figures.routes if ref_row is not None else figures.routes
+        return jensen_shannon(figures.routes, ref_routes)
+
+    def _first_token_jsd(
+        self,
+        checkpoint: str,
+        task: str,
+        reference: str,
+        logprobs: Sequence[Mapping[str, float]] | None,
+    ) -> float | None:
+        """Remember this row's first-token log-probabilities; their JSD against the
+        reference's (None when either has none)."""
+        if not logprobs:
+            return None
+        self._first_token[(checkpoint, task)] = list(logprobs)
+        ref_ft = self._first_token.get((reference, task))
+        return first_token_jsd(logprobs, ref_ft) if ref_ft else None
 
     def _last(self, task: str) -> SupportRow | None:
         return next((r for r in reversed(self.rows) if r.task == task), None)

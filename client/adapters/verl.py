@@ -138,7 +138,6 @@ async def compute_score(
         ``score`` (the reward; 0.0 on an infrastructure failure), ``acc`` (CORRECT or not) and
         the family, question (task digest) and status under the ``forkgate_*`` keys.
     """
-    keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
     conn = Connection.from_env(
         addresses=split_addresses(certd_address) if certd_address else None,
         tls_ca=certd_tls_ca,
@@ -147,14 +146,25 @@ async def compute_score(
         token_file=certd_token_file,
         tls_server_name=certd_tls_server_name,
     )
-    scorer = _scorers.get((conn, keys, certd_linger_s))
+    scorer = _scorer(conn, trusted_keys, certd_linger_s)
+    return _score_dict(await scorer.score_one(ground_truth, solution_str), certd_keep_rollouts)
+
+
+def _scorer(conn: Connection, trusted_keys: Sequence[str] | None, linger_s: float) -> Scorer:
+    """The process's scorer for (connection, keys, linger): one batching client each."""
+    keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
+    scorer = _scorers.get((conn, keys, linger_s))
     if scorer is None:
-        scorer = _scorers[(conn, keys, certd_linger_s)] = Scorer(
+        scorer = _scorers[(conn, keys, linger_s)] = Scorer(
             conn,
             trusted_keys=list(keys) if trusted_keys is not None else None,
-            linger_s=certd_linger_s,
+            linger_s=linger_s,
         )
-    s = await scorer.score_one(ground_truth, solution_str)
+    return scorer
+
+
+def _score_dict(s: Scored, keep_rollout: bool) -> dict[str, Any]:
+    """``compute_score``'s result for one scored response."""
     out: dict[str, Any] = {
         "score": 0.0 if s.reward is None else s.reward,
         "acc": s.status == "CORRECT",
@@ -162,7 +172,7 @@ async def compute_score(
         QUESTION_KEY: s.question,
         STATUS_KEY: s.status,
     }
-    if certd_keep_rollouts:
+    if keep_rollout:
         out[ROLLOUT_KEY] = _rollout_json(s)
     return out
 

@@ -1,0 +1,211 @@
+"""``certd audit``: check a ledger's roots, signatures and consistency against the auditor's
+trusted checkpoint, which persists between runs.
+
+Example::
+
+    certd audit --data-dir certd-data --json
+    certd audit --server 127.0.0.1:50051 --trust certd-data/signing.pub
+    certd audit --ledger redis://127.0.0.1:6379/0 --trust KEY
+
+Exit codes (``certd.exitcodes``): 0 passed; 1 a fault (with a hint when it is against an
+earlier auditor state); 2 usage (no ledger at DATA_DIR, a bad ``--trust``); 3 server or Redis
+unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from certd.clihelp import add_verb, emit
+from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED
+from certd.ledger.audit import AuditReport, audit_remote, audit_store
+from certd.signing.keys import VerifierKey, read_verifier_key
+
+__all__ = ["add_parser"]
+
+
+def _default_state(where: str) -> Path:
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    tag = hashlib.sha256(where.encode()).hexdigest()[:16]
+    return base / "forkgate" / f"audit-{tag}.json"
+
+
+def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
+    from certd.ops_cli import stdin_text
+
+    sources = list(args.trust)
+    if not sources and args.data_dir is not None:
+        sources = [str(args.data_dir / "signing.pub")]
+    if not sources:
+        raise InvalidInputError(
+            "--trust: an auditor of a server must name the log key", field="trust"
+        )
+    keys = []
+    for src in sources:
+        try:
+            keys.append(read_verifier_key(stdin_text() if src == "-" else src))
+        except SigningError as e:  # a usage error: neither a key file nor a vkey
+            raise InvalidInputError(f"--trust: {e}", field="trust") from e
+    return keys
+
+
+def _remote_audit(
+    address: str, keys: list[VerifierKey], state: Path, args: argparse.Namespace
+) -> AuditReport:
+    import grpc
+
+    from certd.ops_cli import log_channel
+    from certd.v1 import ledger_pb2, ledger_pb2_grpc
+
+    channel = log_channel(
+        address, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
+    )
+    stub = ledger_pb2_grpc.LedgerStub(channel)
+
+    def rpc(fn: Callable[..., Any], req: Any) -> Any:
+        try:
+            return fn(req, timeout=60)
+        except grpc.RpcError as e:  # the boundary: transport errors become certd errors
+            message = f"{address}: {e.code().name}: {e.details()}"
+            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise StoreError(message) from e  # certd is down: exit 3
+            raise LedgerError(message) from e  # e.g. PERMISSION_DENIED: an audit fault, exit 1
+
+    def get_checkpoint() -> str:
+        return str(rpc(stub.GetCheckpoint, ledger_pb2.GetCheckpointRequest()).note)
+
+    def get_entries(start: int, end: int) -> list[bytes]:
+        return list(
+            rpc(stub.GetEntries, ledger_pb2.GetEntriesRequest(start=start, end=end)).entries
+        )
+
+    def get_consistency(first: int, second: int) -> list[bytes]:
+        req = ledger_pb2.GetConsistencyProofRequest(first_size=first, second_size=second)
+        return list(rpc(stub.GetConsistencyProof, req).hashes)
+
+    try:
+        try:
+            get_checkpoint()  # unreachable: StoreError, exit 3 (not a failed audit, exit 1)
+        except StoreError:
+            raise
+        except LedgerError:
+            pass  # the audit reports it as a fault
+        return audit_remote(get_checkpoint, get_entries, get_consistency, keys, state)
+    finally:
+        channel.close()
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    keys = _trusted(args)
+    if args.server:
+        state = _audit_state(args, f"server:{args.server}")
+        report = _remote_audit(args.server, keys, state, args)
+    elif args.ledger:
+        from certd.ledger.redis_store import RedisStore
+
+        prefix = args.redis_prefix or "certd"
+        state = _audit_state(args, f"redis:{args.ledger}#{prefix}")
+        redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
+        try:
+            report = audit_store(redis_store, keys, state)
+        finally:
+            redis_store.close()
+    else:
+        from certd.ledger.sqlite import SQLiteStore
+
+        path = args.data_dir / "ledger.sqlite"
+        if not path.is_file():
+            raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
+        state = _audit_state(args, f"dir:{args.data_dir.resolve()}")
+        store = SQLiteStore(path)
+        try:
+            report = audit_store(store, keys, state)
+        finally:
+            store.close()
+    obj = {
+        "ok": report.ok,
+        "origin": report.origin,
+        "size": report.checkpoint_size,
+        "root": report.root_hash.hex() if report.root_hash else None,
+        "entries_checked": report.entries_checked,
+        "faults": [{"kind": f.kind, "index": f.index, "message": f.message} for f in report.faults],
+        "faults_omitted": report.faults_omitted,
+        "state": str(state),
+        "state_updated": report.state_updated,
+        "seconds": round(report.duration_s, 3),
+    }
+    hint = _state_hint(report, state)
+    if hint:
+        obj["hint"] = hint
+    text = report.summary() + f"\n  auditor state: {state}" + (f"\n  hint: {hint}" if hint else "")
+    emit(args, obj, text)
+    return EXIT_OK if report.ok else EXIT_REFUSED
+
+
+def _state_hint(report: AuditReport, state: Path) -> str:
+    """How to reset the auditor's state when a fault is against it (e.g. a recreated data dir)."""
+    if not any(f.kind == "consistency" for f in report.faults):
+        return ""
+    return (
+        f"the fault is against the checkpoint trusted in {state} from an earlier audit; if "
+        "this log was deliberately recreated (a new data dir at the same place), rerun with "
+        "--reset-state (or delete that file, or pass --state NEW_FILE); otherwise the log "
+        "has rolled back or forked and must not be trusted"
+    )
+
+
+def _audit_state(args: argparse.Namespace, where: str) -> Path:
+    """The auditor state file (``--state`` or the default for ``where``); ``--reset-state``
+    removes it first so this audit trusts the log afresh."""
+    state: Path = args.state or _default_state(where)
+    if args.reset_state:
+        state.unlink(missing_ok=True)
+    return state
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add ``audit`` to ``certd``'s parser (``sub``: its subparsers); return it."""
+    a: argparse.ArgumentParser = add_verb(
+        sub,
+        "audit",
+        "audit a ledger: roots, signatures, consistency",
+        "0 passed, 1 a fault (with a hint when it is against an earlier auditor state), "
+        "2 usage (no ledger at DATA_DIR, a bad --trust), 3 server or Redis unreachable",
+        _cmd_audit,
+    )
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data-dir", type=Path, help="audit the SQLite ledger of a data dir")
+    where.add_argument("--server", help="host:port: audit a running certd over gRPC")
+    where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
+    a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
+    a.add_argument("--tls-ca", type=Path, default=None, help="--server: CA of certd's cert")
+    a.add_argument("--tls-cert", type=Path, default=None, help="--server: client cert (mTLS)")
+    a.add_argument("--tls-key", type=Path, default=None, help="--server: client key (mTLS)")
+    a.add_argument("--tls-server-name", default=None, help="--server: name in certd's cert")
+    a.add_argument("--token", default=None, help="--server: bearer token with the audit role")
+    a.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        help="trusted log key: a vkey, a file holding one, or '-' (stdin); repeatable; "
+        "default DATA_DIR/signing.pub",
+    )
+    a.add_argument(
+        "--state",
+        type=Path,
+        default=None,
+        help="the auditor's trusted-checkpoint state file, JSON "
+        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
+    )
+    a.add_argument(
+        "--reset-state",
+        action="store_true",
+        help="forget the trusted checkpoint first (after deliberately recreating a data dir)",
+    )
+    return a
