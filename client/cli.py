@@ -50,9 +50,9 @@ from .cli_io import (
     task_arg,
     trust_arg,
 )
-from .cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .connection import add_connection_flags, client_from_args, connection_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
+from .jobs.cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
@@ -252,7 +252,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from .experiment import KEY_ARMS, ExperimentOptions, run_experiment
+    from .jobs.experiment import KEY_ARMS, ExperimentOptions, run_experiment
 
     opts = ExperimentOptions(
         workdir=Path(args.workdir),
@@ -456,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     xc.set_defaults(fn=_cmd_experiment)
 
     from .cli_certs import add_parsers as add_cert_parsers
-    from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
+    from .jobs.kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
 
     add_kappa_calibrate(sub)
     for cmd in (v, c, k, b, a, mt, g, gd, r, xc, *add_cert_parsers(sub)):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.experiment import ARMS, _grpo_advantages
-from forkgate.experiment.analysis import write_analysis
+from forkgate.jobs.experiment import ARMS, _grpo_advantages
+from forkgate.jobs.experiment.analysis import write_analysis
 
 TINY = [
     "--steps", "1", "--tasks", "4", "--prompts-per-step", "2", "--group-size", "6",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.report import plot_names, write_report
+from forkgate.jobs.report import plot_names, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -11,16 +11,16 @@ import pytest
 import torch
 
 from forkgate.entry import feasible_mass
-from forkgate.experiment.analysis import paired, pareto, verdicts
-from forkgate.experiment.arms import parse_arm
-from forkgate.experiment.losses import grpo_advantages, policy_loss, shuffled_rewards
-from forkgate.experiment.options import ExperimentOptions
-from forkgate.experiment.policyops import entry_prefix, family_logprobs
-from forkgate.experiment.protocol import config_key, done_runs
 from forkgate.forktree import countdown_prompt
-from forkgate.policy.format import THINK
-from forkgate.policy.model import PolicyConfig
-from forkgate.policy.policy import Policy
+from forkgate.jobs.experiment.analysis import paired, pareto, verdicts
+from forkgate.jobs.experiment.arms import parse_arm
+from forkgate.jobs.experiment.losses import grpo_advantages, policy_loss, shuffled_rewards
+from forkgate.jobs.experiment.options import ExperimentOptions
+from forkgate.jobs.experiment.policyops import entry_prefix, family_logprobs
+from forkgate.jobs.experiment.protocol import config_key, done_runs
+from forkgate.jobs.policy.format import THINK
+from forkgate.jobs.policy.model import PolicyConfig
+from forkgate.jobs.policy.policy import Policy
 
 TASK = {"numbers": [3, 4, 5], "target": 12}
 

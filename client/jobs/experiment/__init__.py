@@ -3,7 +3,7 @@
 Every arm starts from the shipped embedded policy and trains with the same tasks, sampling
 seeds and rollout budget; each (arm, seed) run appends one JSON line to
 ``<workdir>/results.jsonl`` and a rerun skips the pairs already there (same configuration),
-so the protocol runs in parts. ``forkgate.experiment.analysis`` turns the file into paired
+so the protocol runs in parts. ``forkgate.jobs.experiment.analysis`` turns the file into paired
 differences with intervals, the pre-registered verdicts and plots. See
 ``docs/experiment-countdown.md``.
 

@@ -5,8 +5,8 @@ Example::
     plot(report, Path("out/kappa/kappa-calibration.png"))
     text = markdown(report)
 
-``report`` is what ``client.kappa_calibrate.calibrate`` returns. matplotlib renders off-screen
-(Agg), imported only here.
+``report`` is what ``forkgate.jobs.kappa_calibrate.calibrate`` returns. matplotlib renders
+off-screen (Agg), imported only here.
 """
 
 from __future__ import annotations

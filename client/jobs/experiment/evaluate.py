@@ -9,13 +9,13 @@ import torch
 
 from certd.v1 import tasks_pb2
 
-from ..client import CertdClient
-from ..entry import feasible_entropy, feasible_mass, reach_at_k
-from ..forktree import countdown_prompt
+from ...client import CertdClient
+from ...entry import feasible_entropy, feasible_mass, reach_at_k
+from ...forktree import countdown_prompt
+from ..embedded import EmbeddedSampler
 from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..run import evaluate_tasks
-from ..samplers import EmbeddedSampler
 from .policyops import entry_prefix, family_logprobs
 
 __all__ = ["Feasible", "evaluate", "exact_family_probs", "feasible_families", "intervention"]

@@ -13,13 +13,13 @@ from typing import Any
 
 import torch
 
-from ..advantages import informed_stratified_advantages
-from ..client import CertdClient
-from ..entry import batch_entry_entropy, entry_kl
-from ..metrics import EntropyMonitor
+from ...advantages import informed_stratified_advantages
+from ...client import CertdClient
+from ...entry import batch_entry_entropy, entry_kl
+from ...metrics import EntropyMonitor
+from ...replay import FamilyReplay, coverage_plan
 from ..policy.policy import Policy
 from ..policy.train import batch, example, sft_step, token_logprobs
-from ..replay import FamilyReplay, coverage_plan
 from ..run import entry_of
 from .arms import ArmSpec
 from .evaluate import Feasible, evaluate, feasible_families, intervention

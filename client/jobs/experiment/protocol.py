@@ -12,9 +12,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..client import CertdClient
-from ..local import LocalCertd
-from ..puzzles import small_countdown_puzzles
+from ...client import CertdClient
+from ...local import LocalCertd
+from ...puzzles import small_countdown_puzzles
 from .arms import parse_arm
 from .evaluate import feasible_families
 from .options import ExperimentOptions

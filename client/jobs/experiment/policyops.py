@@ -8,12 +8,12 @@ from typing import Any
 
 import torch
 
-from ..entry import entry_token_count, unscore_entry
-from ..forktree import countdown_prompt
+from ...entry import entry_token_count, unscore_entry
+from ...forktree import countdown_prompt
+from ...replay import CoveragePlan
 from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..policy.train import batch
-from ..replay import CoveragePlan
 
 __all__ = ["Batch", "entry_prefix", "family_logprobs", "sample_batch"]
 

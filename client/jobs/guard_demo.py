@@ -5,7 +5,7 @@ Example::
     forkgate guard-demo --workdir out/guard --phases 8
 
 It starts ``certd serve`` on a fresh data dir, registers two task sets (3-number and 4-number
-Countdown puzzles) and runs a training loop of a scripted policy (``forkgate.routepolicy``)
+Countdown puzzles) and runs a training loop of a scripted policy (``forkgate.jobs.scripted``)
 that is trained to improve the 3-number band. Each phase the loop
 
 1. measures support on both bands on the trainer side (samples verified by certd through
@@ -35,16 +35,16 @@ from typing import Any
 
 from certd.v1 import tasks_pb2
 
-from ._base import VerifyItem
-from .acceptance import list_acceptances, promote_checkpoint, register_task_set
-from .client import CertdClient
-from .errors import InvalidRequestError, PromotionRefusedError
-from .guard import Mode, RecoveryController, SupportAlarm, SupportMixer
-from .local import LocalCertd
-from .puzzles import countdown_puzzles
-from .ratchet import CheckpointRatchet
-from .routepolicy import PolicyCheckpoint, RoutePolicy, blend
-from .support import SupportRow, SupportTracker, format_table, route_of
+from .._base import VerifyItem
+from ..acceptance import list_acceptances, promote_checkpoint, register_task_set
+from ..client import CertdClient
+from ..errors import InvalidRequestError, PromotionRefusedError
+from ..guard import Mode, RecoveryController, SupportAlarm, SupportMixer
+from ..local import LocalCertd
+from ..puzzles import countdown_puzzles
+from ..ratchet import CheckpointRatchet
+from ..support import SupportRow, SupportTracker, format_table, route_of
+from .scripted import ScriptedCheckpoint, ScriptedModel, blend
 from .support_report import decisions_table, write_support_report
 
 __all__ = [
@@ -91,8 +91,8 @@ class PhaseResult:
 
 def measure(
     client: CertdClient,
-    policy: RoutePolicy,
-    ckpt: PolicyCheckpoint,
+    policy: ScriptedModel,
+    ckpt: ScriptedCheckpoint,
     bands: Mapping[str, Sequence[Mapping[str, Any]]],
     tracker: SupportTracker,
 ) -> dict[str, SupportRow]:
@@ -137,8 +137,8 @@ class _Dynamics:
     skill: dict[str, float] = field(default_factory=lambda: {TARGET: 0.25, OTHER: 0.35})
     drift: float = 0.0  # 0: the other band's routes balanced; 1: all on the shortcut
 
-    def checkpoint(self, phase: int) -> PolicyCheckpoint:
-        return PolicyCheckpoint(
+    def checkpoint(self, phase: int) -> ScriptedCheckpoint:
+        return ScriptedCheckpoint(
             f"step-{100 * phase}",
             {TARGET: BALANCED, OTHER: blend(BALANCED, SHORTCUT, self.drift)},
             dict(self.skill),
@@ -154,7 +154,7 @@ class _Dynamics:
 
 def run_guard_loop(
     client: CertdClient,
-    policy: RoutePolicy,
+    policy: ScriptedModel,
     bands: Mapping[str, Sequence[Mapping[str, Any]]],
     *,
     phases: int,
@@ -267,7 +267,7 @@ def run_guard_demo(
                     route_kappa="countdown.first-op.v1",
                     route_field="operator",
                 )
-            policy = RoutePolicy.from_certd(client, bands, seed=seed)
+            policy = ScriptedModel.from_certd(client, bands, seed=seed)
             controller = RecoveryController(
                 enter_below=0.72, exit_above=0.78, min_dwell_steps=2, max_switches=4
             )

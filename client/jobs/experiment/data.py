@@ -10,12 +10,12 @@ from typing import Any
 
 from certd.v1 import tasks_pb2
 
-from ..client import CertdClient
-from ..forktree import ForkTreeBuilder, countdown_prompt
+from ...client import CertdClient
+from ...forktree import ForkTreeBuilder, countdown_prompt
+from ...ratchet import Ratchet
+from ..embedded import EmbeddedSampler
 from ..policy.format import first_step_label
 from ..policy.policy import Policy
-from ..ratchet import Ratchet
-from ..samplers import EmbeddedSampler
 
 __all__ = ["KAPPA", "admitted_forktrees", "natural_pool"]
 

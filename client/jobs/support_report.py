@@ -29,7 +29,7 @@ from google.protobuf import json_format
 from certd.support import Interval, SupportChange, SupportFigures
 from certd.v1 import authority_pb2
 
-from .support import SupportRow
+from ..support import SupportRow
 
 __all__ = [
     "decisions_json",

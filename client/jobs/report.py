@@ -6,7 +6,7 @@ Example::
 
 ``run_data`` is what ``forkgate run`` measures (``summary``, ``tasks``, ``pass_at_k``, and
 optionally ``experiment`` and ``support``: the support rows of ``forkgate.support`` as
-``forkgate.support_report.write_support_report`` writes them to ``support.json``). Each plot
+``forkgate.jobs.support_report.write_support_report`` writes them to ``support.json``). Each plot
 ``NAME.png`` has ``NAME.json`` next to it with exactly the numbers drawn. matplotlib (the
 ``train`` extra) renders off-screen (Agg backend).
 """

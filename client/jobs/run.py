@@ -38,13 +38,13 @@ from tqdm import tqdm
 
 from certd.v1 import tasks_pb2
 
-from .client import CertdClient
-from .errors import InvalidRequestError
-from .forktree import ForkTreeBuilder, countdown_prompt
-from .local import LocalCertd
-from .metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
-from .puzzles import small_countdown_puzzles
-from .samplers import Sample, Sampler
+from ..client import CertdClient
+from ..errors import InvalidRequestError
+from ..forktree import ForkTreeBuilder, countdown_prompt
+from ..local import LocalCertd
+from ..metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
+from ..puzzles import small_countdown_puzzles
+from ..samplers import Sample, Sampler
 
 __all__ = [
     "RunOptions",
@@ -203,7 +203,7 @@ def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """
     import torch
 
-    from .advantages import StratifiedAdvantages
+    from ..advantages import StratifiedAdvantages
 
     questions, families, rewards = [], [], []
     for n, row in enumerate(rows):
@@ -273,7 +273,7 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
 
 def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -> int:
     """Run the main job; print the summary; return 0 when the ledger audits clean."""
-    from .ratchet import Ratchet
+    from ..ratchet import Ratchet
 
     started = time.perf_counter()
     workdir = opts.workdir

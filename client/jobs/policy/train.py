@@ -1,8 +1,8 @@
 """Training helpers for the embedded policy: padded batches, sequence log-probs, SFT steps.
 
 Example:
-    >>> from forkgate.policy.policy import Policy
-    >>> from forkgate.policy.model import PolicyConfig
+    >>> from forkgate.jobs.policy.policy import Policy
+    >>> from forkgate.jobs.policy.model import PolicyConfig
     >>> p = Policy.new(PolicyConfig(vocab_size=28, d_model=32, n_layer=1, n_head=2))
     >>> ex = example(p, {"numbers": [3, 4], "target": 7}, "3+4")
     >>> loss = sft_step(p, [ex], torch.optim.AdamW(p.model.parameters(), lr=1e-3))

@@ -17,7 +17,7 @@ class ExperimentOptions:
     Attributes:
         workdir: outputs: ``results.jsonl`` (one line per finished (arm, seed)), fork trees,
             certd data, ``analysis.json`` and plots; kept between runs (resumable).
-        arms: arm specs (``forkgate.experiment.arms``).
+        arms: arm specs (``forkgate.jobs.experiment.arms``).
         seeds: paired seeds; every arm runs each seed with the same tasks and sampling seeds.
         steps: GRPO steps per run.
         tasks: training tasks (drawn with ``seed + 5000``).
