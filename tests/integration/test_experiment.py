@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.jobs.experiment import ARMS, _grpo_advantages
+from forkgate.advantages import grpo_advantages
+from forkgate.jobs.experiment import ARMS
 from forkgate.jobs.experiment.analysis import write_analysis
 
 TINY = [
@@ -24,7 +25,7 @@ TINY = [
 
 
 def test_standard_grpo_advantages_normalise_within_each_question() -> None:
-    adv = _grpo_advantages([1.0, 0.0, 1.0, 0.0, 0.0, 0.0], ["a", "a", "b", "b", "c", "c"])
+    adv = grpo_advantages([1.0, 0.0, 1.0, 0.0, 0.0, 0.0], ["a", "a", "b", "b", "c", "c"])
     assert [round(a, 3) for a in adv] == [1.0, -1.0, 1.0, -1.0, 0.0, 0.0]
 
 

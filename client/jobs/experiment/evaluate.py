@@ -17,6 +17,7 @@ from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..run import evaluate_tasks
 from .policyops import entry_prefix, family_logprobs
+from .seeds import forced_pair_seed
 
 __all__ = ["Feasible", "evaluate", "exact_family_probs", "feasible_families", "intervention"]
 
@@ -111,7 +112,7 @@ def intervention(
                 [countdown_prompt(task)],
                 n=forced_n,
                 max_tokens=max_tokens,
-                seed=seed + 31 * i + pairs,
+                seed=forced_pair_seed(seed, i, pairs),
                 prefix=THINK + entry_prefix(label),
             )
             verdicts = client.verify_batch([(task, s.text) for s in group])

@@ -1,4 +1,14 @@
-"""The experiment's options (size, seeds, knobs)."""
+"""The experiment's options: one typed object, one docstring per knob (cleanrl's ``Args``).
+
+Example:
+    >>> opts = ExperimentOptions(steps=2, seeds=(0,))
+    >>> opts.group_size, opts.lr
+    (16, 0.0002)
+
+Every field after ``threads`` changes a run's result and enters the configuration key of
+``results.jsonl`` (``protocol.config_key``); ``workdir``, ``arms``, ``seeds`` and ``threads``
+do not. The seeds a run draws are derived from its seed in ``seeds``, not set here.
+"""
 
 from __future__ import annotations
 
@@ -12,65 +22,63 @@ __all__ = ["ExperimentOptions"]
 
 @dataclass
 class ExperimentOptions:
-    """The protocol's size and settings.
-
-    Attributes:
-        workdir: outputs: ``results.jsonl`` (one line per finished (arm, seed)), fork trees,
-            certd data, ``analysis.json`` and plots; kept between runs (resumable).
-        arms: arm specs (``forkgate.jobs.experiment.arms``).
-        seeds: paired seeds; every arm runs each seed with the same tasks and sampling seeds.
-        steps: GRPO steps per run.
-        tasks: training tasks (drawn with ``seed + 5000``).
-        prompts_per_step: tasks per step.
-        group_size: rollouts per task per step (forced rollouts of fork coverage included).
-        per_family: forced rollouts per covered family (fork coverage).
-        eval_tasks: held-out tasks (drawn with ``seed + 6000``; the same for every seed).
-        eval_n: samples per held-out task.
-        eval_every: steps between evaluations (0: only at the start and the end).
-        lr: AdamW learning rate.
-        minibatches: policy updates per batch (PPO-style; the second is off-policy).
-        clip: the PPO ratio clip.
-        cov_ratio: share of tokens KL-Cov / Clip-Cov select.
-        kl_cov_coef: KL-Cov's penalty coefficient.
-        clip_cov_bounds: Clip-Cov's covariance window.
-        replay_n: replay examples per step.
-        forktree_tasks: training tasks (the first ones) with fork trees.
-        forktree_budget: samples per task when building a fork tree.
-        pool_n: samples per fork-tree task for the unbalanced replay pool.
-        sft_steps: fork-tree SFT steps (``sft+grpo``).
-        sft_lr: SFT learning rate.
-        low_reach: families with exact π_f below this are forced in the intervention.
-        forced_n: forced samples per intervention pair.
-        max_pairs: intervention pairs at most.
-        threads: torch CPU threads.
-        max_tokens: generation length.
-    """
+    """The protocol's size and settings (the ``forkgate experiment countdown`` flags)."""
 
     workdir: Path = Path("out/experiment")
+    """Outputs: ``results.jsonl`` (one line per finished (arm, seed)), fork trees, certd data,
+    ``analysis.json`` and plots; kept between runs (resumable)."""
     arms: tuple[str, ...] = KEY_ARMS
+    """Arm specs (``forkgate.jobs.experiment.arms``)."""
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 80
-    tasks: int = 256
-    prompts_per_step: int = 8
-    group_size: int = 16
-    per_family: int = 2
-    eval_tasks: int = 64
-    eval_n: int = 16
-    eval_every: int = 0
-    lr: float = 2e-4
-    minibatches: int = 2
-    clip: float = 0.2
-    cov_ratio: float = 0.01
-    kl_cov_coef: float = 1.0
-    clip_cov_bounds: tuple[float, float] = field(default=(1.0, 5.0))
-    replay_n: int = 16
-    forktree_tasks: int = 128
-    forktree_budget: int = 32
-    pool_n: int = 8
-    sft_steps: int = 40
-    sft_lr: float = 1e-4
-    low_reach: float = 0.05
-    forced_n: int = 8
-    max_pairs: int = 48
+    """Paired run seeds: every arm runs each seed with the same tasks and sampling seeds."""
     threads: int = 1
+    """torch CPU threads."""
+
+    steps: int = 80
+    """GRPO steps per run."""
+    tasks: int = 256
+    """Training tasks (drawn with ``seeds.TRAIN_TASKS``, the same for every run)."""
+    prompts_per_step: int = 8
+    """Training tasks per GRPO step."""
+    group_size: int = 16
+    """Rollouts per task per step, the forced rollouts of fork coverage included."""
+    per_family: int = 2
+    """Forced rollouts per covered family (fork coverage)."""
+    eval_tasks: int = 64
+    """Held-out tasks (drawn with ``seeds.HELD_OUT_TASKS``, the same for every run)."""
+    eval_n: int = 16
+    """Samples per held-out task at each evaluation."""
+    eval_every: int = 0
+    """GRPO steps between evaluations (0: only at the start and the end)."""
+    lr: float = 2e-4
+    """AdamW learning rate of the GRPO updates."""
+    minibatches: int = 2
+    """Policy updates per batch (PPO-style; the later ones are off-policy)."""
+    clip: float = 0.2
+    """The PPO ratio clip ε: the ratio is clipped to [1 − ε, 1 + ε]."""
+    cov_ratio: float = 0.01
+    """Share of the scored tokens KL-Cov / Clip-Cov select."""
+    kl_cov_coef: float = 1.0
+    """KL-Cov's penalty coefficient on the selected tokens."""
+    clip_cov_bounds: tuple[float, float] = field(default=(1.0, 5.0))
+    """Clip-Cov's covariance window (low, high)."""
+    replay_n: int = 16
+    """Replay examples per step (split over the minibatches)."""
+    forktree_tasks: int = 128
+    """Training tasks (the first ones) that get fork trees."""
+    forktree_budget: int = 32
+    """Samples per task at most when building a fork tree."""
+    pool_n: int = 8
+    """Samples per fork-tree task for the unbalanced replay pool."""
+    sft_steps: int = 40
+    """Fork-tree SFT steps before GRPO (arm ``sft+grpo``)."""
+    sft_lr: float = 1e-4
+    """AdamW learning rate of the fork-tree SFT."""
+    low_reach: float = 0.05
+    """Families whose exact π_f is below this are forced in the intervention."""
+    forced_n: int = 8
+    """Forced samples per intervention pair."""
+    max_pairs: int = 48
+    """Intervention pairs (held-out task, low-reach family) at most."""
     max_tokens: int = 80
+    """Generation length in tokens."""

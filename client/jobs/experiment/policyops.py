@@ -14,6 +14,7 @@ from ...replay import CoveragePlan
 from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..policy.train import batch
+from .seeds import rollout_seed
 
 __all__ = ["Batch", "entry_prefix", "family_logprobs", "sample_batch"]
 
@@ -79,7 +80,7 @@ def sample_batch(
                 [prompt],
                 n=n,
                 max_tokens=max_tokens,
-                seed=seed + 7 * idx + 104723 * j,
+                seed=rollout_seed(seed, idx, j),
                 prefix=prefix,
             )
             for s in group:

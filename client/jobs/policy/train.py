@@ -26,6 +26,7 @@ from .policy import Policy
 
 __all__ = [
     "Example",
+    "MAX_GRAD_NORM",
     "batch",
     "example",
     "sft_step",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 Example = tuple[list[int], list[int]]
+
+MAX_GRAD_NORM = 1.0
+"""The gradient-norm clip of every update of the embedded policy (SFT, GRPO, replay)."""
 
 
 def example(policy: Policy, task: Mapping[str, Any], solution: str) -> Example:
@@ -72,6 +76,6 @@ def sft_step(policy: Policy, examples: Sequence[Example], opt: torch.optim.Optim
     loss = -(lp * mask).sum() / mask.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated in torch
-    torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+    torch.nn.utils.clip_grad_norm_(policy.model.parameters(), MAX_GRAD_NORM)
     opt.step()
     return float(loss.item())
