@@ -153,6 +153,9 @@ def test_forkgate_run_leaves_a_report_that_renders(tmp_path: Path) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    # stderr is a pipe, not a terminal: each step's progress as plain lines (issue 19), no bar
+    assert "evaluate: 1/4 tasks" in run.stderr and "ratchet: 1/4 records" in run.stderr
+    assert "\r" not in run.stderr
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert summary["tasks"] == 4
     assert summary["samples_evaluation"] == 32
