@@ -1,26 +1,24 @@
-"""Support tables and plots: what ``forkgate guard`` prints and the report's support section.
+"""Support tables and plots: what ``forkgate guard`` prints and writes, the run report's support.
 
 Example:
     >>> from forkgate.support import SupportTracker
     >>> t = SupportTracker(k=1, resamples=100)
     >>> _ = t.observe("c0", "a", [[True], [False]], routes=["+", "*"])
     >>> _ = t.observe("c1", "a", [[True], [True]], routes=["+", "+"])
-    >>> svg = support_svg(t.rows)
-    >>> svg.startswith("<svg") and "best@k" in svg and "c1" in svg
-    True
-    >>> "<rect" in routes_svg(t.rows)
-    True
+    >>> fig, drawn = best_at_k_figure([r.to_json() for r in t.rows])
+    >>> drawn["a"]
+    {'best_at_k': [0.5, 1.0], 'pass_at_1': [0.5, 1.0]}
+    >>> routes_figure([r.to_json() for r in t.rows])[1]["a"]["c1"]
+    {'+': 1.0}
 
-Pure: the functions return strings (SVG, text) and JSON-ready objects; ``write_support_report``
-is the one that writes files. The SVGs are self-contained (no scripts, no external assets), so
-an HTML report can inline them.
+The tables and JSON are pure; the plots draw with the jobs' one stack (``plotting``:
+matplotlib, off-screen) and ``write_support_report`` is the one function that writes files.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,107 +28,83 @@ from certd.support import Interval, SupportChange, SupportFigures
 from certd.v1 import authority_pb2
 
 from ..support import SupportRow
+from .plotting import pyplot, save
 
 __all__ = [
+    "SUPPORT_PLOTS",
+    "best_at_k_figure",
     "decisions_json",
     "decisions_table",
-    "routes_svg",
+    "routes_figure",
     "rows_from_decisions",
-    "support_svg",
+    "save_support_plots",
     "write_support_report",
 ]
 
-_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
-_W, _H, _PAD = 640, 280, 48
+SUPPORT_PLOTS = (
+    ("support_best_at_k", "Support: best@k (solid) and pass@1 (dashed) per task and checkpoint"),
+    ("support_routes", "Support: route shares per task and checkpoint"),
+)
+"""The support plots' file stems and titles (``write_support_report``, the run report)."""
 
 
-def _ordered(values: Sequence[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for v in values:
-        seen.setdefault(v, None)
-    return list(seen)
+def best_at_k_figure(rows: Sequence[Mapping[str, Any]]) -> tuple[Any, dict[str, Any]]:
+    """best@k (solid) and pass@1 (dashed) per task over checkpoints: (figure, numbers drawn).
+
+    Args:
+        rows: support rows as JSON (``SupportRow.to_json``).
+    """
+    plt = pyplot()
+    ckpts = list(dict.fromkeys(r["checkpoint"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    payload: dict[str, Any] = {"checkpoints": ckpts}
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = [r for r in rows if r["task"] == task]
+        xs = [ckpts.index(r["checkpoint"]) for r in mine]
+        best = [r["figures"]["best_at_k"] for r in mine]
+        p1 = [r["figures"]["pass_at_1"] for r in mine]
+        (line,) = ax.plot(xs, best, marker="o", label=f"{task} best@k")
+        ax.plot(xs, p1, marker=".", linestyle="--", color=line.get_color(), label=f"{task} pass@1")
+        payload[task] = {"best_at_k": best, "pass_at_1": p1}
+    ax.set_xticks(range(len(ckpts)), ckpts, fontsize=7, rotation=30)
+    ax.set(ylim=(0, 1.02), ylabel="share of prompts / samples", title="Support per checkpoint")
+    ax.legend(fontsize=7)
+    return fig, payload
 
 
-def support_svg(rows: Sequence[SupportRow]) -> str:
-    """best@k (solid) and pass@1 (dashed) per task over checkpoints, as an SVG line chart."""
-    ckpts = _ordered([r.checkpoint for r in rows])
-    tasks = _ordered([r.task for r in rows])
-    step = (_W - 2 * _PAD) / max(1, len(ckpts) - 1)
+def routes_figure(rows: Sequence[Mapping[str, Any]]) -> tuple[Any, dict[str, Any]]:
+    """Route shares per task and checkpoint, stacked bars (a panel per task): (figure, numbers).
 
-    def xy(ckpt: str, value: float) -> str:
-        return f"{_PAD + ckpts.index(ckpt) * step:.1f},{_H - _PAD - value * (_H - 2 * _PAD):.1f}"
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
-        f'viewBox="0 0 {_W} {_H}" font-family="sans-serif" font-size="11">',
-        f'<text x="{_PAD}" y="16">best@k (solid) and pass@1 (dashed) per task</text>',
-        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#888"/>',
-        f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#888"/>',
-    ]
-    for v in (0.0, 0.5, 1.0):
-        y = _H - _PAD - v * (_H - 2 * _PAD)
-        parts.append(f'<text x="{_PAD - 28}" y="{y + 4:.1f}">{v:.1f}</text>')
-    for c in ckpts:
-        x = _PAD + ckpts.index(c) * step
-        parts.append(
-            f'<text x="{x:.1f}" y="{_H - _PAD + 16}" text-anchor="middle">{html.escape(c)}</text>'
-        )
-    for i, task in enumerate(tasks):
-        colour = _COLOURS[i % len(_COLOURS)]
-        mine = [r for r in rows if r.task == task]
-        for metric, dash in (("best_at_k", ""), ("pass_at_1", ' stroke-dasharray="4 3"')):
-            pts = " ".join(xy(r.checkpoint, getattr(r.figures, metric)) for r in mine)
-            parts.append(
-                f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
-            )
-        parts.append(
-            f'<text x="{_W - _PAD + 4}" y="{_PAD + 14 * i}" fill="{colour}">'
-            f"{html.escape(task)}</text>"
-        )
-    parts.append("</svg>")
-    return "\n".join(parts)
+    Args:
+        rows: support rows as JSON (``SupportRow.to_json``).
+    """
+    plt = pyplot()
+    ckpts = list(dict.fromkeys(r["checkpoint"] for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    routes = sorted({k for r in rows for k in r["figures"]["routes"]})
+    height = 1.8 * max(1, len(tasks)) + 0.6
+    fig, axes = plt.subplots(max(1, len(tasks)), 1, figsize=(7, height), squeeze=False)
+    shares: dict[str, Any] = {"checkpoints": ckpts, "routes": routes}
+    for ax, task in zip(axes[:, 0], tasks, strict=False):
+        by_ckpt = {r["checkpoint"]: r["figures"]["routes"] for r in rows if r["task"] == task}
+        bottom = [0.0] * len(ckpts)
+        for route in routes:
+            vals = [by_ckpt.get(c, {}).get(route, 0.0) for c in ckpts]
+            ax.bar(range(len(ckpts)), vals, bottom=bottom, label=route)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.set_xticks(range(len(ckpts)), ckpts, fontsize=7)
+        ax.set(ylim=(0, 1), ylabel=task)
+        shares[task] = {c: by_ckpt.get(c, {}) for c in ckpts}
+    if routes:
+        axes[0, 0].legend(fontsize=7, ncol=len(routes), loc="upper right")
+    axes[0, 0].set_title("Route shares")
+    return fig, shares
 
 
-def routes_svg(rows: Sequence[SupportRow]) -> str:
-    """Route shares per task and checkpoint, as stacked bars (one row of bars per task)."""
-    ckpts = _ordered([r.checkpoint for r in rows])
-    tasks = _ordered([r.task for r in rows])
-    routes = sorted({k for r in rows for k in r.figures.routes})
-    band = (_H - 2 * _PAD) / max(1, len(tasks))
-    width = (_W - 2 * _PAD) / max(1, len(ckpts))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
-        f'viewBox="0 0 {_W} {_H}" font-family="sans-serif" font-size="11">',
-        f'<text x="{_PAD}" y="16">route shares per task and checkpoint</text>',
-    ]
-    for r in rows:
-        x = _PAD + ckpts.index(r.checkpoint) * width
-        top = _PAD + tasks.index(r.task) * band
-        y = top
-        for j, route in enumerate(routes):
-            share = r.figures.routes.get(route, 0.0)
-            h = share * (band - 8)
-            if h > 0:
-                parts.append(
-                    f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{width - 4:.1f}" height="{h:.1f}" '
-                    f'fill="{_COLOURS[j % len(_COLOURS)]}"><title>{html.escape(r.task)} '
-                    f"{html.escape(r.checkpoint)} {html.escape(route)}: {share:.2f}</title></rect>"
-                )
-            y += h
-    for i, task in enumerate(tasks):
-        parts.append(f'<text x="4" y="{_PAD + i * band + band / 2:.1f}">{html.escape(task)}</text>')
-    for c in ckpts:
-        x = _PAD + ckpts.index(c) * width + width / 2
-        parts.append(
-            f'<text x="{x:.1f}" y="{_H - _PAD + 16}" text-anchor="middle">{html.escape(c)}</text>'
-        )
-    for j, route in enumerate(routes):
-        parts.append(
-            f'<text x="{_PAD + 60 * j}" y="{_H - 8}" fill="{_COLOURS[j % len(_COLOURS)]}">'
-            f"■ {html.escape(route)}</text>"
-        )
-    parts.append("</svg>")
-    return "\n".join(parts)
+def save_support_plots(out: Path, rows: Sequence[Mapping[str, Any]]) -> list[Path]:
+    """Both support plots (``SUPPORT_PLOTS``) as PNG with their JSON into ``out``."""
+    figures = (best_at_k_figure(rows), routes_figure(rows))
+    return [save(out, name, *fig) for (name, _), fig in zip(SUPPORT_PLOTS, figures, strict=True)]
 
 
 def decisions_table(decisions: Sequence[authority_pb2.AcceptanceDecision]) -> str:
@@ -215,18 +189,17 @@ def write_support_report(
     rows: Sequence[SupportRow],
     decisions: Sequence[authority_pb2.AcceptanceDecision] = (),
 ) -> list[Path]:
-    """Write ``support.json``, ``support.svg`` and ``routes.svg`` into ``workdir``.
+    """Write ``support.json`` and the support plots (PNG and JSON each) into ``workdir``.
 
     Raises:
         OSError: the files cannot be written.
+        SetupError: matplotlib is not installed.
 
     Returns:
-        The paths written.
+        The paths of ``support.json`` and the PNGs.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     data = {"rows": [r.to_json() for r in rows], "decisions": decisions_json(decisions)}
-    paths = [workdir / "support.json", workdir / "support.svg", workdir / "routes.svg"]
-    paths[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    paths[1].write_text(support_svg(rows) + "\n", encoding="utf-8")
-    paths[2].write_text(routes_svg(rows) + "\n", encoding="utf-8")
-    return paths
+    path = workdir / "support.json"
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return [path, *save_support_plots(workdir, data["rows"])]

@@ -94,7 +94,8 @@ def test_guard_cli_prints_the_support_table(
     assert "step-0: certificate OK" in text
     data = json.loads((out_dir / "support.json").read_text())
     assert {r["task"] for r in data["rows"]} == {OTHER}
-    assert (out_dir / "routes.svg").read_text().startswith("<svg")
+    assert (out_dir / "support_routes.png").read_bytes().startswith(b"\x89PNG")
+    assert set(json.loads((out_dir / "support_routes.json").read_text())["routes"]) <= set("+-*/")
 
     assert main(["guard", "--server", address, "--run", "guard-demo", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)

@@ -180,10 +180,9 @@ def table(
 
 
 def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[str, Any]]) -> None:
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [r for r in tab if r.get("ΔEC@16 vs grpo")]
     fig, ax = plt.subplots(figsize=(7, 3.6))
