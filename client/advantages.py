@@ -49,9 +49,59 @@ from typing import Literal
 
 import torch
 
-__all__ = ["PriorWindow", "Scale", "StratifiedAdvantages", "stratified_advantages"]
+__all__ = [
+    "PriorWindow",
+    "Scale",
+    "StratifiedAdvantages",
+    "TRAINER_SCALE",
+    "grpo_advantages",
+    "stratified_advantages",
+]
 
 Scale = Literal["none", "family", "batch"]
+
+TRAINER_SCALE: Scale = "family"
+"""The scale the TRL and verl adapters default to (the formula's own default is ``"none"``).
+
+A trainer's GRPO loss is tuned for advantages of unit scale, as plain GRPO's
+``(r - mean) / std`` are; ``"family"`` divides by the smoothed deviation of the (question,
+family) group and so keeps that scale, while ``"none"`` gives the raw ``r - b`` of the
+formula (what the tests and the worked example in ``docs/stratified-advantages.md`` show)."""
+
+
+def grpo_advantages(
+    rewards: Sequence[float], questions: Sequence[str], *, eps: float = 1e-6
+) -> list[float]:
+    """Plain GRPO advantages: ``(r - mean) / (std + eps)`` within each question's group.
+
+    The deviation is the population one (divided by n), as in DeepSeekMath's GRPO. A group
+    whose rewards are all equal gets zeros.
+
+    Example:
+        >>> [round(a, 3) for a in grpo_advantages([1.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b"])]
+        [1.0, -1.0, 0.0, 0.0]
+
+    Raises:
+        ValueError: the lengths differ.
+
+    Returns:
+        One advantage per rollout, in the input order.
+    """
+    if len(rewards) != len(questions):
+        raise ValueError(
+            f"expected one question per reward, got {len(questions)} and {len(rewards)}"
+        )
+    groups: dict[str, list[float]] = {}
+    for q, r in zip(questions, rewards, strict=True):
+        groups.setdefault(q, []).append(r)
+    stats = {}
+    for q, rs in groups.items():
+        mean = sum(rs) / len(rs)
+        std = (sum((r - mean) ** 2 for r in rs) / len(rs)) ** 0.5
+        stats[q] = (mean, std)
+    return [
+        (r - stats[q][0]) / (stats[q][1] + eps) for q, r in zip(questions, rewards, strict=True)
+    ]
 
 
 def stratified_advantages(

@@ -50,9 +50,9 @@ from .cli_io import (
     task_arg,
     trust_arg,
 )
-from .cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .connection import add_connection_flags, client_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
+from .jobs.cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
 from .verify_jsonl import dumps_line, verdict_line, verify_lines
 
 __all__ = ["default_ratchet_state", "main", "verdict_line", "verify_lines"]
@@ -188,7 +188,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from .experiment import KEY_ARMS, ExperimentOptions, run_experiment
+    from .jobs.experiment import KEY_ARMS, ExperimentOptions, run_experiment
 
     opts = ExperimentOptions(
         workdir=Path(args.workdir),
@@ -411,7 +411,7 @@ def _add_experiment(sub: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``forkgate``: one ``_add_…`` per verb, in ``--help`` order."""
     from .cli_certs import add_parsers as add_cert_parsers
-    from .kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
+    from .jobs.kappa_calibrate import add_parser as add_kappa_calibrate  # stdlib-only at import
 
     p = argparse.ArgumentParser(prog="forkgate", description="ForkGate trainer-side tools")
     sub = p.add_subparsers(dest="command", required=True)

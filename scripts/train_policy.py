@@ -30,10 +30,10 @@ from typing import Any
 import torch
 
 from certd.domains.countdown import CountdownTask, enumerate_families, verify_countdown
-from forkgate.policy.format import compact_prompt, first_step_label, parse
-from forkgate.policy.model import PolicyConfig
-from forkgate.policy.policy import DEFAULT_WEIGHTS, Policy
-from forkgate.policy.train import Example, example, sft_step
+from forkgate.jobs.policy.format import compact_prompt, first_step_label, parse
+from forkgate.jobs.policy.model import PolicyConfig
+from forkgate.jobs.policy.policy import DEFAULT_WEIGHTS, Policy
+from forkgate.jobs.policy.train import Example, example, sft_step
 from forkgate.puzzles import small_countdown_puzzles
 
 

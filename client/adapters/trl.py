@@ -37,7 +37,7 @@ from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
-from ..advantages import StratifiedAdvantages, informed_stratified_advantages
+from ..advantages import TRAINER_SCALE, StratifiedAdvantages, informed_stratified_advantages
 from ..connection import Connection
 from ..entry import batch_entry_entropy
 from ..metrics import EntropyMonitor
@@ -117,7 +117,8 @@ class StratifiedGRPOTrainer(GRPOTrainer):
     Args:
         *args: passed to ``GRPOTrainer``.
         stratified: the advantage estimator (its prior window persists across steps); default
-            ``StratifiedAdvantages(scale="family")``.
+            ``StratifiedAdvantages(scale=TRAINER_SCALE)`` (``"family"``, as the verl adapter:
+            GRPO's loss expects unit-scale advantages; the formula's own default is ``"none"``).
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
         ratchet: when given, only rollouts in groups it admits are trained on.
@@ -162,7 +163,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
                 f"expected exactly one CertdReward among reward_funcs, got {len(found)}"
             )
         self.certd_reward: CertdReward = certd_reward or found[0]
-        self.stratified = stratified or StratifiedAdvantages(scale="family")
+        self.stratified = stratified or StratifiedAdvantages(scale=TRAINER_SCALE)
         self.ratchet = ratchet
         self.refused: list[Admission] = []
         self._scored: list[Scored] = []

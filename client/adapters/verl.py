@@ -53,7 +53,12 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from certd.statements import task_json
 
-from ..advantages import Scale, StratifiedAdvantages, informed_stratified_advantages
+from ..advantages import (
+    TRAINER_SCALE,
+    Scale,
+    StratifiedAdvantages,
+    informed_stratified_advantages,
+)
 from ..connection import Connection, split_addresses
 from ..entry import batch_entry_entropy
 from ..metrics import EntropyMonitor
@@ -293,7 +298,10 @@ class StratifiedEstimator:
     over its response tokens.
 
     Args:
-        window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``.
+        window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``,
+            except ``scale``, which defaults to ``forkgate.advantages.TRAINER_SCALE``
+            (``"family"``: a trainer's loss expects unit-scale advantages), as in the TRL
+            adapter.
         informed: use the informed stratified advantages v2 (execution term within the family,
             entry term ``V(q, κ) − V(q)``; ``forkgate.advantages``), scaled to unit std over
             the batch, instead of the prior window.
@@ -309,7 +317,7 @@ class StratifiedEstimator:
         alpha: float = 1.0,
         beta: float = 1.0,
         prior_weight: float = 1.0,
-        scale: Scale = "family",
+        scale: Scale = TRAINER_SCALE,
         eps: float = 1e-6,
         informed: bool = False,
         entry_unscored: bool = False,

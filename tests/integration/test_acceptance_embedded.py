@@ -1,6 +1,6 @@
 """Acceptance certificates on the embedded Countdown policy (the real, shipped model).
 
-Three checkpoints of ``forkgate.policy``: the shipped weights (the run's baseline), the same
+Three checkpoints of ``forkgate.jobs.policy``: the shipped weights (the run's baseline), the same
 weights fine-tuned on verified solutions of the 3-number band only (band-3 pass@1 soars while
 the 4-number band's support erodes: refused), and fine-tuned on both bands (support-aware
 mixing: accepted). certd on loopback draws the prompts and verifies every sample.
@@ -25,11 +25,11 @@ from forkgate.acceptance import (  # noqa: E402
     list_acceptances,
     register_task_set,
 )
-from forkgate.guard_demo import distinct_puzzles  # noqa: E402
-from forkgate.policy.format import compact_prompt  # noqa: E402
-from forkgate.policy.policy import Policy  # noqa: E402
-from forkgate.policy.train import example, sft_step  # noqa: E402
-from forkgate.support_report import decisions_table  # noqa: E402
+from forkgate.jobs.guard_demo import distinct_puzzles  # noqa: E402
+from forkgate.jobs.policy.format import compact_prompt  # noqa: E402
+from forkgate.jobs.policy.policy import Policy  # noqa: E402
+from forkgate.jobs.policy.train import example, sft_step  # noqa: E402
+from forkgate.jobs.support_report import decisions_table  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """Acceptance certificates for real: certd on loopback, two Countdown bands, a scripted policy.
 
-The policy is ``forkgate.routepolicy.RoutePolicy``: a callable sampler whose checkpoints differ
+The policy is ``forkgate.jobs.scripted.ScriptedModel``: a callable sampler whose checkpoints differ
 in route shares and skill, so the scenarios are exact and fast; the embedded Countdown policy
 runs the same flow in test_acceptance_embedded.py. certd draws the prompts, verifies every
 sample itself, and decides; nothing in these tests decides correctness on the client side.
@@ -30,23 +30,24 @@ from forkgate.acceptance import (
     register_task_set,
 )
 from forkgate.errors import PromotionRefusedError
+from forkgate.jobs.scripted import ScriptedCheckpoint, ScriptedModel, blend
 from forkgate.puzzles import countdown_puzzles
 from forkgate.ratchet import CheckpointRatchet, Reason
-from forkgate.routepolicy import PolicyCheckpoint, RoutePolicy, blend
 
 U = {"+": 0.3, "-": 0.3, "*": 0.3, "/": 0.1}
 SHORTCUT = {"/": 0.9, "+": 0.04, "-": 0.03, "*": 0.03}
+CUT = {"band-3": U, "band-4": SHORTCUT}
 BANDS = {
     "band-3": countdown_puzzles(32, numbers=3, seed=1, target_range=(10, 200)),
     "band-4": countdown_puzzles(32, numbers=4, seed=2),
 }
 CKPTS = [
-    PolicyCheckpoint("step-0", {"band-3": U, "band-4": U}, {"band-3": 0.25, "band-4": 0.35}),
-    PolicyCheckpoint("step-100", {"band-3": U, "band-4": U}, {"band-3": 0.45, "band-4": 0.35}),
+    ScriptedCheckpoint("step-0", {"band-3": U, "band-4": U}, {"band-3": 0.25, "band-4": 0.35}),
+    ScriptedCheckpoint("step-100", {"band-3": U, "band-4": U}, {"band-3": 0.45, "band-4": 0.35}),
     # trained further on band-3: band-4's openings collapse onto a route few tasks admit
-    PolicyCheckpoint("step-200", {"band-3": U, "band-4": SHORTCUT}, {"band-3": 0.7, "band-4": 0.3}),
+    ScriptedCheckpoint("step-200", CUT, {"band-3": 0.7, "band-4": 0.3}),
     # recovery (band-4 data mixed back in): its routes and skill restored, band-3 keeps its gain
-    PolicyCheckpoint("step-300", {"band-3": U, "band-4": U}, {"band-3": 0.7, "band-4": 0.5}),
+    ScriptedCheckpoint("step-300", {"band-3": U, "band-4": U}, {"band-3": 0.7, "band-4": 0.5}),
 ]  # fmt: skip
 ROUTE = {"route_kappa": "countdown.first-op.v1", "route_field": "operator"}
 
@@ -64,11 +65,13 @@ def client(address: str, vkey: str) -> Any:
 
 
 @pytest.fixture()
-def policy(client: CertdClient) -> RoutePolicy:
-    return RoutePolicy.from_certd(client, BANDS)
+def policy(client: CertdClient) -> ScriptedModel:
+    return ScriptedModel.from_certd(client, BANDS)
 
 
-def _evaluate(client: CertdClient, policy: RoutePolicy, ckpt: PolicyCheckpoint, run: str = "r1"):
+def _evaluate(
+    client: CertdClient, policy: ScriptedModel, ckpt: ScriptedCheckpoint, run: str = "r1"
+):
     return evaluate_checkpoint(
         client,
         policy.sampler(ckpt),
@@ -80,7 +83,7 @@ def _evaluate(client: CertdClient, policy: RoutePolicy, ckpt: PolicyCheckpoint, 
 
 
 def test_a_checkpoint_whose_other_task_eroded_is_refused(
-    client: CertdClient, policy: RoutePolicy, vkey: str
+    client: CertdClient, policy: ScriptedModel, vkey: str
 ) -> None:
     ratchet = CheckpointRatchet(
         [vkey], run="r1", consistency=lambda a, b: client.consistency_proof(a, b).hashes
@@ -146,7 +149,7 @@ def test_a_checkpoint_whose_other_task_eroded_is_refused(
 
 
 def test_the_ratchet_refuses_certificates_that_do_not_fit(
-    client: CertdClient, policy: RoutePolicy, vkey: str
+    client: CertdClient, policy: ScriptedModel, vkey: str
 ) -> None:
     first = _evaluate(client, policy, CKPTS[0])
     second = _evaluate(client, policy, CKPTS[1])
@@ -180,15 +183,15 @@ def test_the_ratchet_refuses_certificates_that_do_not_fit(
     assert chain.promote(CKPTS[1].digest, second.certificate).promoted
 
 
-def test_target_that_did_not_improve_is_refused(client: CertdClient, policy: RoutePolicy) -> None:
+def test_target_that_did_not_improve_is_refused(client: CertdClient, policy: ScriptedModel) -> None:
     assert _evaluate(client, policy, CKPTS[1]).accepted
-    same = PolicyCheckpoint("step-101", CKPTS[0].routes, {"band-3": 0.0, "band-4": 0.35})
+    same = ScriptedCheckpoint("step-101", CKPTS[0].routes, {"band-3": 0.0, "band-4": 0.35})
     reply = _evaluate(client, policy, same)
     assert not reply.accepted and "TARGET_NOT_IMPROVED" in reply.refusal.reason
     assert any(d.metric == "target_pass_at_1" for d in reply.refusal.drops)
 
 
-def test_evaluations_are_checked(client: CertdClient, policy: RoutePolicy) -> None:
+def test_evaluations_are_checked(client: CertdClient, policy: ScriptedModel) -> None:
     ck = CKPTS[0]
     with pytest.raises(InvalidRequestError):
         begin_acceptance(client, "r1", ck.name, ck.digest, "no-such-set")
@@ -252,10 +255,10 @@ def test_the_chain_survives_a_restart(tmp_path: Path) -> None:
     server.start()
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:
-            policy = RoutePolicy.from_certd(c, BANDS)
+            policy = ScriptedModel.from_certd(c, BANDS)
             first = _evaluate(c, policy, CKPTS[0])
             assert first.accepted
-            worse = PolicyCheckpoint("step-1", CKPTS[0].routes, {"band-3": 0.0, "band-4": 0.35})
+            worse = ScriptedCheckpoint("step-1", CKPTS[0].routes, {"band-3": 0.0, "band-4": 0.35})
             assert not _evaluate(c, policy, worse).accepted  # the target fell
     finally:
         server.stop(grace_s=1.0)
@@ -278,10 +281,10 @@ def test_small_falls_cannot_add_up_unseen(address: str, vkey: str) -> None:
     of the run's baseline: the refusal says it fell since the baseline."""
     with CertdClient(address, trusted_keys=[vkey]) as c:
         _register(c, tolerance=0.15)
-        policy = RoutePolicy.from_certd(c, BANDS)
+        policy = ScriptedModel.from_certd(c, BANDS)
         replies = []
         for i, drift in enumerate([0.0, 0.3, 0.6]):
-            ckpt = PolicyCheckpoint(
+            ckpt = ScriptedCheckpoint(
                 f"g-{i}",
                 {"band-3": U, "band-4": blend(U, SHORTCUT, drift)},
                 {"band-3": 0.25 + 0.15 * i, "band-4": 0.35},
@@ -311,11 +314,11 @@ def test_a_fall_within_noise_refuses_only_when_configured(
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:
             _register(c)
-            policy = RoutePolicy.from_certd(c, BANDS)
+            policy = ScriptedModel.from_certd(c, BANDS)
             assert _evaluate(c, policy, CKPTS[0]).accepted
             assert _evaluate(c, policy, CKPTS[1]).accepted
             # band-4's policy is unchanged; its best@k moves by sampling alone
-            same = PolicyCheckpoint("step-300", CKPTS[1].routes, {"band-3": 0.7, "band-4": 0.35})
+            same = ScriptedCheckpoint("step-300", CKPTS[1].routes, {"band-3": 0.7, "band-4": 0.35})
             reply = _evaluate(c, policy, same)
     finally:
         server.stop(grace_s=1.0)
@@ -348,7 +351,7 @@ def test_the_async_client_mirrors_the_flow(address: str, vkey: str) -> None:
     )
 
     sync = CertdClient(address)
-    policy = RoutePolicy.from_certd(sync, BANDS)
+    policy = ScriptedModel.from_certd(sync, BANDS)
 
     async def run() -> tuple[list[Any], str]:
         async with AsyncCertdClient(address, trusted_keys=[vkey]) as c:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.experiment import ARMS, _grpo_advantages
-from forkgate.experiment.analysis import write_analysis
+from forkgate.advantages import grpo_advantages
+from forkgate.jobs.experiment import ARMS
+from forkgate.jobs.experiment.analysis import write_analysis
 
 TINY = [
     "--steps", "1", "--tasks", "4", "--prompts-per-step", "2", "--group-size", "6",
@@ -24,11 +25,11 @@ TINY = [
 
 
 def test_standard_grpo_advantages_normalise_within_each_question() -> None:
-    adv = _grpo_advantages([1.0, 0.0, 1.0, 0.0, 0.0, 0.0], ["a", "a", "b", "b", "c", "c"])
+    adv = grpo_advantages([1.0, 0.0, 1.0, 0.0, 0.0, 0.0], ["a", "a", "b", "b", "c", "c"])
     assert [round(a, 3) for a in adv] == [1.0, -1.0, 1.0, -1.0, 0.0, 0.0]
 
 
-def _run(work: Path, arms: list[str], seeds: list[str]) -> dict[str, object]:
+def _run(work: Path, arms: list[str], seeds: list[str]) -> tuple[dict[str, object], str]:
     argv = [sys.executable, "-m", "forkgate.cli", "experiment", "countdown", "--workdir", str(work)]
     for a in arms:
         argv += ["--arm", a]
@@ -37,7 +38,7 @@ def _run(work: Path, arms: list[str], seeds: list[str]) -> dict[str, object]:
     run = subprocess.run(argv + TINY, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     out: dict[str, object] = json.loads(run.stdout.strip().splitlines()[-1])
-    return out
+    return out, run.stderr
 
 
 @pytest.mark.slow
@@ -45,7 +46,9 @@ def _run(work: Path, arms: list[str], seeds: list[str]) -> dict[str, object]:
 def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) -> None:
     work = tmp_path / "exp"
     arms = list(ARMS)
-    first = _run(work, arms, ["0"])
+    first, log = _run(work, arms, ["0"])
+    # stderr is a pipe, not a terminal: progress comes as plain lines (issue 19), no bar
+    assert "grpo seed 0: 1/1 steps" in log and "\r" not in log, log[-2000:]
     assert first["ran"] == len(arms) + 1 and first["skipped"] == 0  # + the "start" record
     lines = [json.loads(x) for x in (work / "results.jsonl").read_text().splitlines()]
     assert {r["arm"] for r in lines} == {"start", *arms}
@@ -55,7 +58,7 @@ def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) ->
         assert r["intervention"]["forced_samples"] == 2 * r["intervention"]["pairs"]
     # A rerun with one more seed runs only the new pairs, and finds the fork trees the first
     # run left in the workdir (strat-v2 refuses to run without them).
-    again = _run(work, ["strat-v2"], ["0", "1"])
+    again, _ = _run(work, ["strat-v2"], ["0", "1"])
     assert again["skipped"] == 2 and again["ran"] == 2
     doc = write_analysis(work / "results.jsonl", work / "analysis")
     assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}

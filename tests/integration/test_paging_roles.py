@@ -21,8 +21,8 @@ from certd.service.server import CertdServer
 from certd.v1 import authority_pb2, authority_pb2_grpc, info_pb2, ledger_pb2, verifier_pb2
 from forkgate import CertdClient, ForkgateError, as_task, make_task
 from forkgate.acceptance import list_acceptances
+from forkgate.jobs.scripted import ScriptedModel
 from forkgate.puzzles import countdown_puzzles
-from forkgate.routepolicy import RoutePolicy
 
 # The matrix as docs/operating-a-cluster.md states it: method -> roles that may call it.
 MATRIX = {
@@ -122,7 +122,7 @@ def test_fork_tree_pages(address: str, vkey: str) -> None:
 def test_acceptance_pages(address: str, vkey: str) -> None:
     with CertdClient(address, trusted_keys=[vkey]) as c:
         _register(c)
-        policy = RoutePolicy.from_certd(c, BANDS)
+        policy = ScriptedModel.from_certd(c, BANDS)
         for ckpt in CKPTS:
             _evaluate(c, policy, ckpt)
         whole = list_acceptances(c, "r1")

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the tamper table reads best one tamper a line)
 """Promotion through the one trust path, and every docstring/doc example of it run verbatim.
 
-A real certd on loopback decides acceptances for the scripted ``RoutePolicy``; the examples
+A real certd on loopback decides acceptances for the scripted ``ScriptedModel``; the examples
 are cut out of the module docstrings and docs/ratchet.md and executed as written, with the
 names they use (``vkey``, ``address``, ``record``…) bound to real objects.
 """
@@ -27,16 +27,16 @@ from certd.signing.keys import SigningKey
 from certd.v1 import authority_pb2
 from forkgate import CertdClient
 from forkgate.acceptance import evaluate_checkpoint, register_task_set
+from forkgate.jobs.scripted import ScriptedCheckpoint, ScriptedModel
 from forkgate.puzzles import countdown_puzzles
 from forkgate.ratchet import CheckpointRatchet, RatchetState, Reason
-from forkgate.routepolicy import PolicyCheckpoint, RoutePolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 U = {"+": 0.3, "-": 0.3, "*": 0.3, "/": 0.1}
 TASKS3 = countdown_puzzles(32, numbers=3, seed=1, target_range=(10, 200))
 STEPS = {
-    "step-0": PolicyCheckpoint("step-0", {"band-3": U}, {"band-3": 0.25}),
-    "step-100": PolicyCheckpoint("step-100", {"band-3": U}, {"band-3": 0.45}),
+    "step-0": ScriptedCheckpoint("step-0", {"band-3": U}, {"band-3": 0.25}),
+    "step-100": ScriptedCheckpoint("step-100", {"band-3": U}, {"band-3": 0.45}),
 }
 ROUTE = {"route_kappa": "countdown.first-op.v1", "route_field": "operator"}
 
@@ -55,14 +55,14 @@ def example(doc: str) -> str:
 
 
 @pytest.fixture()
-def policy(address: str) -> Iterator[RoutePolicy]:
+def policy(address: str) -> Iterator[ScriptedModel]:
     with CertdClient(address) as c:
         register_task_set(c, "band-3", TASKS3, k=8, **ROUTE)
-        yield RoutePolicy.from_certd(c, {"band-3": TASKS3})
+        yield ScriptedModel.from_certd(c, {"band-3": TASKS3})
 
 
 def _certificate(
-    address: str, policy: RoutePolicy, run: str
+    address: str, policy: ScriptedModel, run: str
 ) -> authority_pb2.AcceptanceCertificate:
     with CertdClient(address) as c:
         ckpt = STEPS["step-0"]
@@ -75,7 +75,7 @@ def _certificate(
 
 
 def test_the_acceptance_example_promotes_two_checkpoints_and_keeps_the_head(
-    address: str, vkey: str, policy: RoutePolicy, tmp_path: Path
+    address: str, vkey: str, policy: ScriptedModel, tmp_path: Path
 ) -> None:
     """Before: the second honest checkpoint was refused UNPROVEN, every later BROKEN_CHAIN."""
     for step in STEPS:
@@ -156,7 +156,7 @@ TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], Reason]] = [
 
 
 def test_every_tamper_of_an_acceptance_certificate_is_refused(
-    address: str, vkey: str, policy: RoutePolicy
+    address: str, vkey: str, policy: ScriptedModel
 ) -> None:
     cert = _certificate(address, policy, "t1")
     digest = STEPS["step-0"].digest
@@ -174,7 +174,9 @@ def test_every_tamper_of_an_acceptance_certificate_is_refused(
     assert {r for r, _ in promotion.reasons} == {Reason.UNKNOWN_KEY}
 
 
-def test_the_checkpoint_ratchet_example_runs(address: str, vkey: str, policy: RoutePolicy) -> None:
+def test_the_checkpoint_ratchet_example_runs(
+    address: str, vkey: str, policy: ScriptedModel
+) -> None:
     cert = _certificate(address, policy, "run-1")
     with CertdClient(address) as client:
         names: dict[str, Any] = {

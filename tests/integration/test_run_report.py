@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forkgate.report import plot_names, write_report
+from forkgate.jobs.report import plot_names, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -86,23 +86,6 @@ def _synthetic_data() -> dict[str, object]:
         "k": 16,
         "tasks": tasks,
         "pass_at_k": {"1": 0.3, "2": 0.45, "4": 0.6, "8": 0.7, "16": 0.75},
-        "experiment": {
-            "arms": {
-                arm: [
-                    {
-                        "step": s,
-                        "pass@1": 0.3,
-                        "pass@16": 0.7,
-                        "EC@16": 0.4,
-                        "entry_entropy": 1.0,
-                        "first_token_entropy": 0.8,
-                    }
-                    for s in (0, 5, 10)
-                ]
-                for arm in ("grpo", "stratified")
-            },
-            "intervention": {"grpo": {"free": 0.2, "forced": 0.5}},
-        },
     }
 
 
@@ -110,7 +93,7 @@ def test_report_renders_every_plot_in_chromium(tmp_path: Path) -> None:
     data = _synthetic_data()
     index = write_report(tmp_path / "report", data)
     names = plot_names(data)
-    assert len(names) == 13
+    assert len(names) == 7
     for name in names:
         assert (index.parent / f"{name}.png").stat().st_size > 1000
         json.loads((index.parent / f"{name}.json").read_text())
@@ -153,6 +136,9 @@ def test_forkgate_run_leaves_a_report_that_renders(tmp_path: Path) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    # stderr is a pipe, not a terminal: each step's progress as plain lines (issue 19), no bar
+    assert "evaluate: 1/4 tasks" in run.stderr and "ratchet: 1/4 records" in run.stderr
+    assert "\r" not in run.stderr
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert summary["tasks"] == 4
     assert summary["samples_evaluation"] == 32

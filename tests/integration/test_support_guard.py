@@ -1,6 +1,6 @@
 """The guard loop and ``forkgate guard`` against a real certd on loopback.
 
-The policy is ``forkgate.routepolicy.RoutePolicy`` (a callable sampler whose checkpoints differ
+The policy is ``forkgate.jobs.scripted.ScriptedModel`` (a callable sampler whose checkpoints differ
 in route shares and skill, so the loop's dynamics are exact and fast; the embedded Countdown
 policy runs the acceptance flow in test_acceptance_embedded.py). certd verifies every sample.
 """
@@ -17,9 +17,9 @@ from forkgate import CertdClient
 from forkgate.acceptance import register_task_set
 from forkgate.cli import main
 from forkgate.guard import Mode, RecoveryController
-from forkgate.guard_demo import OTHER, TARGET, distinct_puzzles, run_guard_loop
+from forkgate.jobs.guard_demo import OTHER, TARGET, distinct_puzzles, run_guard_loop
+from forkgate.jobs.scripted import ScriptedModel
 from forkgate.ratchet import CheckpointRatchet
-from forkgate.routepolicy import RoutePolicy
 
 BANDS = {
     TARGET: distinct_puzzles(32, numbers=3, seed=1, target_range=(10, 200)),
@@ -42,7 +42,7 @@ def _loop(client: CertdClient, vkey: str, controller: RecoveryController, phases
     ratchet = CheckpointRatchet(
         [vkey], run="guard-demo", consistency=lambda a, b: client.consistency_proof(a, b).hashes
     )
-    policy = RoutePolicy.from_certd(client, BANDS)
+    policy = ScriptedModel.from_certd(client, BANDS)
     results, tracker = run_guard_loop(
         client, policy, BANDS, phases=phases, controller=controller, ratchet=ratchet, **kw
     )
@@ -94,7 +94,8 @@ def test_guard_cli_prints_the_support_table(
     assert "step-0: certificate OK" in text
     data = json.loads((out_dir / "support.json").read_text())
     assert {r["task"] for r in data["rows"]} == {OTHER}
-    assert (out_dir / "routes.svg").read_text().startswith("<svg")
+    assert (out_dir / "support_routes.png").read_bytes().startswith(b"\x89PNG")
+    assert set(json.loads((out_dir / "support_routes.json").read_text())["routes"]) <= set("+-*/")
 
     assert main(["guard", "--server", address, "--run", "guard-demo", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
@@ -111,8 +112,8 @@ def test_run_report_gains_support_and_route_plots(
     pytest.importorskip("matplotlib", reason="the report needs the train extra")
     from test_run_report import _synthetic_data, rendered_images
 
-    from forkgate.report import plot_names, write_report
-    from forkgate.support_report import write_support_report
+    from forkgate.jobs.report import plot_names, write_report
+    from forkgate.jobs.support_report import write_support_report
 
     controller = RecoveryController(enter_below=0.72, exit_above=0.78, max_switches=2)
     _, tracker, _ = _loop(client, vkey, controller, 3, erode=1.0, restore=1.0)

@@ -4,25 +4,34 @@ arm specs, losses (PPO-clip, KL-Cov, Clip-Cov, the null), the resumable JSONL, t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from forkgate.advantages import grpo_advantages
 from forkgate.entry import feasible_mass
-from forkgate.experiment.analysis import paired, pareto, verdicts
-from forkgate.experiment.arms import parse_arm
-from forkgate.experiment.losses import grpo_advantages, policy_loss, shuffled_rewards
-from forkgate.experiment.options import ExperimentOptions
-from forkgate.experiment.policyops import entry_prefix, family_logprobs
-from forkgate.experiment.protocol import config_key, done_runs
 from forkgate.forktree import countdown_prompt
-from forkgate.policy.format import THINK
-from forkgate.policy.model import PolicyConfig
-from forkgate.policy.policy import Policy
+from forkgate.jobs.experiment.analysis import paired, pareto, verdicts
+from forkgate.jobs.experiment.arms import parse_arm
+from forkgate.jobs.experiment.losses import policy_loss, shuffled_rewards
+from forkgate.jobs.experiment.options import ExperimentOptions
+from forkgate.jobs.experiment.policyops import entry_prefix, family_logprobs
+from forkgate.jobs.experiment.protocol import config_key, done_runs
+from forkgate.jobs.experiment.seeds import (
+    RunSeeds,
+    forced_pair_seed,
+    pool_sample_seed,
+    rollout_seed,
+)
+from forkgate.jobs.policy.format import THINK
+from forkgate.jobs.policy.model import PolicyConfig
+from forkgate.jobs.policy.policy import Policy
 
 TASK = {"numbers": [3, 4, 5], "target": 12}
+EXP18 = Path(__file__).resolve().parents[2] / "docs" / "results" / "exp18"
 
 
 def _by_hand(policy: Policy, text: str) -> float:
@@ -197,3 +206,42 @@ def test_paired_interval_and_pareto_front() -> None:
     )
     front = {q["arm"]: q["frontier"] for q in pareto(runs)}
     assert front == {"a": True, "b": True}  # neither dominates the other
+
+
+def test_the_committed_results_keep_their_configuration_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/results/exp18 resumes only while the CLI gives run.sh's SIZE the key it ran with."""
+    import forkgate.jobs.experiment as experiment
+    from forkgate.cli import main
+
+    match = re.search(r'^SIZE="([^"]+)"$', (EXP18 / "run.sh").read_text(), re.M)
+    assert match, "run.sh defines SIZE"
+    lines = (EXP18 / "results.jsonl").read_text().splitlines()
+    assert {json.loads(line)["config"] for line in lines} == {"e9b0f70a5565"}
+    seen: list[ExperimentOptions] = []
+
+    def record(opts: ExperimentOptions, *, as_json: bool = False) -> int:
+        seen.append(opts)
+        return 0
+
+    monkeypatch.setattr(experiment, "run_experiment", record)
+    argv = ["experiment", "countdown", "--workdir", str(tmp_path), *match.group(1).split()]
+    assert main([*argv, "--seed", "0", "--arm", "grpo"]) == 0
+    assert [config_key(o) for o in seen] == ["e9b0f70a5565"]
+
+
+@pytest.mark.parametrize("run", [0, 1, 2, 17])
+def test_the_seeding_block_draws_the_seeds_the_results_were_made_with(run: int) -> None:
+    """The arithmetic before the seeds moved into one block (committed results depend on it)."""
+    s = RunSeeds(run)
+    assert (s.torch, s.steps, s.replay, s.intervention) == (run, run, run, run)
+    assert s.evaluation == 104729 + run
+    for step in (1, 2, 60):
+        assert s.rollouts(step) == run * 1_000_003 + 1000 * step
+        assert s.shuffle(step) == run * 977 + step
+        assert [s.token_selection(step, k) for k in (0, 1)] == [run + step * 13 + k for k in (0, 1)]
+        assert [s.coverage(step, i) for i in (0, 5)] == [run * 7919 + step * 31 + i for i in (0, 5)]
+    assert rollout_seed(11, 3, 2) == 11 + 7 * 3 + 104723 * 2
+    assert forced_pair_seed(11, 4, 9) == 11 + 31 * 4 + 9
+    assert pool_sample_seed(0, 5) == 5

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from certd.domains.countdown import CountdownTask, initiated_entry, verify_countdown
-from forkgate.policy.format import (
+from forkgate.jobs.embedded import EmbeddedSampler
+from forkgate.jobs.policy.format import (
     CharTokenizer,
     compact_prompt,
     first_step_label,
@@ -19,10 +20,10 @@ from forkgate.policy.format import (
     solution_text,
     steps,
 )
-from forkgate.policy.model import PolicyConfig, TinyGPT
-from forkgate.policy.policy import DEFAULT_WEIGHTS, Policy
-from forkgate.policy.train import batch, example, sft_step
-from forkgate.samplers import EmbeddedSampler, SamplerError
+from forkgate.jobs.policy.model import PolicyConfig, TinyGPT
+from forkgate.jobs.policy.policy import DEFAULT_WEIGHTS, Policy
+from forkgate.jobs.policy.train import batch, example, sft_step
+from forkgate.samplers import SamplerError
 
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 

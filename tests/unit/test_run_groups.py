@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from forkgate.errors import InvalidRequestError
-from forkgate.run import fresh_workdir, group_stats
+from forkgate.jobs.run import fresh_workdir, group_stats
 
 
 def test_a_flat_grpo_group_still_carries_a_stratified_signal() -> None:

@@ -5,8 +5,8 @@ Example::
     plot(report, Path("out/kappa/kappa-calibration.png"))
     text = markdown(report)
 
-``report`` is what ``client.kappa_calibrate.calibrate`` returns. matplotlib renders off-screen
-(Agg), imported only here.
+``report`` is what ``forkgate.jobs.kappa_calibrate.calibrate`` returns. matplotlib renders
+off-screen (Agg) through ``plotting``, the jobs' one plotting stack.
 """
 
 from __future__ import annotations
@@ -79,10 +79,9 @@ def _math_panel(ax: Any, report: Mapping[str, Any]) -> None:
 def plot(report: Mapping[str, Any], path: Path) -> None:
     """Four panels: ARI and classes against the threshold, the proxy (W/B)/n̄ of gold and
     learned, the ARI histogram at the chosen threshold, and the math κs against the route."""
-    import matplotlib
+    from .plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     chosen = float(report["options"]["threshold"])
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))

@@ -13,19 +13,21 @@ from typing import Any
 
 import torch
 
-from ..advantages import informed_stratified_advantages
-from ..client import CertdClient
-from ..entry import batch_entry_entropy, entry_kl
-from ..metrics import EntropyMonitor
+from ...advantages import grpo_advantages, informed_stratified_advantages
+from ...client import CertdClient
+from ...entry import batch_entry_entropy, entry_kl
+from ...metrics import EntropyMonitor
+from ...progress import Progress
+from ...replay import FamilyReplay, coverage_plan
 from ..policy.policy import Policy
-from ..policy.train import batch, example, sft_step, token_logprobs
-from ..replay import FamilyReplay, coverage_plan
+from ..policy.train import MAX_GRAD_NORM, batch, example, sft_step, token_logprobs
 from ..run import entry_of
 from .arms import ArmSpec
 from .evaluate import Feasible, evaluate, feasible_families, intervention
-from .losses import grpo_advantages, policy_loss, shuffled_rewards
+from .losses import policy_loss, shuffled_rewards
 from .options import ExperimentOptions
-from .policyops import family_logprobs, sample_batch, scored_mask
+from .policyops import Batch, family_logprobs, sample_batch, scored_mask
+from .seeds import RunSeeds
 
 __all__ = ["Context", "run_one"]
 
@@ -53,7 +55,7 @@ def _labels(ctx: Context, i: int) -> list[str]:
 
 
 def _advantages(
-    arm: ArmSpec, rewards: list[float], b: Any, families: list[str], seed: int
+    arm: ArmSpec, rewards: list[float], b: Batch, families: list[str], seed: int
 ) -> torch.Tensor:
     if arm.advantage == "shuffled":
         return torch.tensor(grpo_advantages(shuffled_rewards(rewards, seed), b.questions))
@@ -92,48 +94,55 @@ def _extra_loss(
     return loss
 
 
-def _step(
-    arm: ArmSpec,
-    ctx: Context,
-    policy: Policy,
-    ref: Policy,
-    opt: Any,
-    replay: FamilyReplay | None,
-    step: int,
-    seed: int,
-    rng: random.Random,
-) -> tuple[float, float]:
-    o = ctx.opts
-    chosen = rng.sample(range(len(ctx.train)), min(o.prompts_per_step, len(ctx.train)))
+@dataclass
+class _Run:
+    """What one (arm, seed) run carries from step to step."""
+
+    arm: ArmSpec
+    ctx: Context
+    policy: Policy
+    ref: Policy
+    opt: Any
+    replay: FamilyReplay | None
+    seeds: RunSeeds
+    rng: random.Random
+
+
+def _rollouts(run: _Run, step: int) -> tuple[list[int], Batch]:
+    """The step's tasks and their free and forced rollouts (the arm's fork coverage)."""
+    o, ctx = run.ctx.opts, run.ctx
+    chosen = run.rng.sample(range(len(ctx.train)), min(o.prompts_per_step, len(ctx.train)))
     plans = []
     for i in chosen:
         rec = ctx.by_task.get(json.dumps(dict(ctx.train[i]), sort_keys=True))
         plan = coverage_plan(
             rec,
             group_size=o.group_size,
-            m=arm.coverage_m,
+            m=run.arm.coverage_m,
             per_family=o.per_family,
-            seed=seed * 7919 + step * 31 + i,
+            seed=run.seeds.coverage(step, i),
         )
         plans.append((i, ctx.train[i], plan))
     b = sample_batch(
-        policy,
+        run.policy,
         plans,
         group_size=o.group_size,
         max_tokens=o.max_tokens,
-        seed=seed * 1_000_003 + 1000 * step,
-        unscored_entry=arm.unscored_entry,
+        seed=run.seeds.rollouts(step),
+        unscored_entry=run.arm.unscored_entry,
     )
-    verdicts = ctx.client.verify_batch(b.items)
-    rewards = [float(v.reward) for v in verdicts]
-    families = [entry_of(v) for v in verdicts]
-    adv = _advantages(arm, rewards, b, families, seed * 977 + step)
+    return chosen, b
+
+
+def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor) -> None:
+    """The step's policy updates: one per minibatch, PPO-style (the later ones off-policy)."""
+    o, policy = run.ctx.opts, run.policy
     ids, mask = scored_mask(b, policy.tokenizer.pad)
     policy.model.train()
     with torch.no_grad():
         old_lp = token_logprobs(policy, ids)
     rows = list(range(len(b.examples)))
-    rng.shuffle(rows)
+    run.rng.shuffle(rows)
     mbs = max(1, o.minibatches)
     for k in range(mbs):
         mb = torch.tensor(sorted(rows[k::mbs]))
@@ -143,18 +152,31 @@ def _step(
             old_lp[mb],
             adv[mb].float(),
             mask[mb],
-            kind=arm.loss,
+            kind=run.arm.loss,
             clip=o.clip,
             cov_ratio=o.cov_ratio,
             kl_coef=o.kl_cov_coef,
             cov_bounds=o.clip_cov_bounds,
-            seed=seed + step * 13 + k,
+            seed=run.seeds.token_selection(step, k),
         )
-        loss = loss + _extra_loss(arm, ctx, policy, ref, replay, chosen[k::mbs], o.replay_n // mbs)
-        opt.zero_grad(set_to_none=True)
+        share = o.replay_n // mbs
+        loss = loss + _extra_loss(
+            run.arm, run.ctx, policy, run.ref, run.replay, chosen[k::mbs], share
+        )
+        run.opt.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated in torch
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
-        opt.step()
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), MAX_GRAD_NORM)
+        run.opt.step()
+
+
+def _step(run: _Run, step: int) -> tuple[float, float]:
+    """One GRPO step: rollouts, verdicts, advantages, updates; (mean reward, entry entropy)."""
+    chosen, b = _rollouts(run, step)
+    verdicts = run.ctx.client.verify_batch(b.items)
+    rewards = [float(v.reward) for v in verdicts]
+    families = [entry_of(v) for v in verdicts]
+    adv = _advantages(run.arm, rewards, b, families, run.seeds.shuffle(step))
+    _update(run, step, chosen, b, adv)
     free = [(q, f) for q, f, fo in zip(b.questions, families, b.forced, strict=True) if not fo]
     h = batch_entry_entropy([q for q, _ in free], [f for _, f in free])
     return sum(rewards) / len(rewards), h
@@ -180,7 +202,9 @@ def _sft(ctx: Context, policy: Policy, seed: int) -> float | None:
     return round(sum(losses[-10:]) / len(losses[-10:]), 4) if losses else None
 
 
-def _eval(ctx: Context, policy: Policy, seed: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def _eval(
+    ctx: Context, policy: Policy, seeds: RunSeeds
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
     o = ctx.opts
     return evaluate(
         ctx.client,
@@ -189,12 +213,12 @@ def _eval(ctx: Context, policy: Policy, seed: int) -> tuple[dict[str, float], li
         ctx.held_feasible,
         n=o.eval_n,
         max_tokens=o.max_tokens,
-        seed=104729 + seed,
+        seed=seeds.evaluation,
     )
 
 
 def _intervene(
-    ctx: Context, policy: Policy, rows: list[dict[str, Any]], seed: int
+    ctx: Context, policy: Policy, rows: list[dict[str, Any]], seeds: RunSeeds
 ) -> dict[str, Any]:
     o = ctx.opts
     return intervention(
@@ -207,55 +231,64 @@ def _intervene(
         forced_n=o.forced_n,
         max_pairs=o.max_pairs,
         max_tokens=o.max_tokens,
-        seed=seed,
+        seed=seeds.intervention,
     )
 
 
 def run_start(ctx: Context, seed: int) -> dict[str, Any]:
     """The starting policy's evaluation and intervention for one seed (arm ``start``)."""
     started = time.perf_counter()
+    seeds = RunSeeds(seed)
     policy = Policy.load(None)
-    point, rows = _eval(ctx, policy, seed)
+    point, rows = _eval(ctx, policy, seeds)
     return {
         "arm": "start",
         "seed": seed,
         "end": point,
-        "intervention": _intervene(ctx, policy, rows, seed),
+        "intervention": _intervene(ctx, policy, rows, seeds),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _start_run(arm: ArmSpec, ctx: Context, seeds: RunSeeds, rec: dict[str, Any]) -> _Run:
+    """The run's policy (after the arm's SFT, recorded in ``rec``), reference and optimiser."""
+    if (arm.needs_forktrees and not ctx.forktrees) or (arm.replay == "unbalanced" and not ctx.pool):
+        raise ValueError(f"arm {arm.name} needs certified fork trees / a replay pool; none")
+    torch.manual_seed(seeds.torch)
+    policy = Policy.load(None)
+    ref = copy.deepcopy(policy)
+    ref.model.eval()
+    if arm.sft:
+        rec["sft_loss"] = _sft(ctx, policy, seeds.replay)
+        rec["after_sft"], _ = _eval(ctx, policy, seeds)
+    replay = _replay(arm, ctx, seeds.replay)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=ctx.opts.lr, weight_decay=0.0)
+    return _Run(arm, ctx, policy, ref, opt, replay, seeds, random.Random(seeds.steps))
 
 
 def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     """Train one arm from the shipped weights with one seed; its record for the JSONL."""
     o = ctx.opts
     started = time.perf_counter()
-    torch.manual_seed(seed)
-    policy = Policy.load(None)
-    ref = copy.deepcopy(policy)
-    ref.model.eval()
-    if (arm.needs_forktrees and not ctx.forktrees) or (arm.replay == "unbalanced" and not ctx.pool):
-        raise ValueError(f"arm {arm.name} needs certified fork trees / a replay pool; none")
     rec: dict[str, Any] = {"arm": arm.name, "seed": seed}
-    if arm.sft:
-        rec["sft_loss"] = _sft(ctx, policy, seed)
-        rec["after_sft"], _ = _eval(ctx, policy, seed)
-    replay = _replay(arm, ctx, seed)
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=o.lr, weight_decay=0.0)
+    run = _start_run(arm, ctx, RunSeeds(seed), rec)
     monitor = EntropyMonitor(max_drop=0.5, cooldown_steps=20)
-    rng = random.Random(seed)
     curve, entropies, rewards = [], [], []
-    for step in range(1, o.steps + 1):
-        reward, h = _step(arm, ctx, policy, ref, opt, replay, step, seed, rng)
-        rewards.append(reward)
-        entropies.append(round(h, 4))
-        monitor.observe(step, h)
-        if o.eval_every and step % o.eval_every == 0 and step != o.steps:
-            curve.append({"step": step, **_eval(ctx, policy, seed)[0]})
-    point, rows = _eval(ctx, policy, seed)
+    with Progress(f"{arm.name} seed {seed}", unit="steps", total=o.steps) as progress:
+        for step in range(1, o.steps + 1):
+            reward, h = _step(run, step)
+            rewards.append(reward)
+            entropies.append(round(h, 4))
+            monitor.observe(step, h)
+            if o.eval_every and step % o.eval_every == 0 and step != o.steps:
+                curve.append({"step": step, **_eval(ctx, run.policy, run.seeds)[0]})
+            progress.set_postfix(reward=round(reward, 3), entropy=round(h, 3))
+            progress.update(1)
+    point, rows = _eval(ctx, run.policy, run.seeds)
     rec.update(
         end=point,
         curve=curve,
-        intervention=_intervene(ctx, policy, rows, seed),
+        intervention=_intervene(ctx, run.policy, rows, run.seeds),
         train_reward_last10=round(sum(rewards[-10:]) / max(1, len(rewards[-10:])), 4),
         batch_entry_entropy=entropies[:: max(1, len(entropies) // 20)],
         monitor_alarms=[{"step": a.step, "entropy": round(a.entropy, 4)} for a in monitor.alarms],

@@ -1,4 +1,6 @@
-"""Advantages and policy losses of the arms: GRPO, the shuffled null, PPO-clip, KL-Cov, Clip-Cov.
+"""Policy losses of the arms: the shuffled null, PPO-clip, KL-Cov, Clip-Cov.
+
+Plain GRPO advantages come from ``forkgate.advantages.grpo_advantages``.
 
 KL-Cov and Clip-Cov follow Cui et al. 2025 (arXiv:2505.22617) as verl implements them: the
 token covariance is ``(A_t − mean A)(log π_t − mean log π)`` over the scored tokens; KL-Cov
@@ -15,22 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["grpo_advantages", "policy_loss", "shuffled_rewards"]
-
-
-def grpo_advantages(rewards: Sequence[float], questions: Sequence[str]) -> list[float]:
-    """Standard GRPO: (r - mean) / (std + eps) within each question's group."""
-    groups: dict[str, list[float]] = {}
-    for q, r in zip(questions, rewards, strict=True):
-        groups.setdefault(q, []).append(r)
-    stats = {}
-    for q, rs in groups.items():
-        mean = sum(rs) / len(rs)
-        std = (sum((r - mean) ** 2 for r in rs) / len(rs)) ** 0.5
-        stats[q] = (mean, std)
-    return [
-        (r - stats[q][0]) / (stats[q][1] + 1e-6) for q, r in zip(questions, rewards, strict=True)
-    ]
+__all__ = ["policy_loss", "shuffled_rewards"]
 
 
 def shuffled_rewards(rewards: Sequence[float], seed: int) -> list[float]:

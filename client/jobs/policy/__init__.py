@@ -2,12 +2,12 @@
 
 Example::
 
-    from forkgate.policy import Policy
+    from forkgate.jobs.policy import Policy
     policy = Policy.load()
     [group] = policy.sample(["25 5 4 3>83|"], n=8, max_tokens=80, seed=0)
 
 Importing this package imports torch; ``import forkgate`` never does (use
-``forkgate.samplers.EmbeddedSampler``, which loads it on first use).
+``forkgate.jobs.embedded.EmbeddedSampler``, which loads it on first use).
 """
 
 from .format import CharTokenizer, compact_prompt, solution_text

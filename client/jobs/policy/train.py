@@ -1,8 +1,8 @@
 """Training helpers for the embedded policy: padded batches, sequence log-probs, SFT steps.
 
 Example:
-    >>> from forkgate.policy.policy import Policy
-    >>> from forkgate.policy.model import PolicyConfig
+    >>> from forkgate.jobs.policy.policy import Policy
+    >>> from forkgate.jobs.policy.model import PolicyConfig
     >>> p = Policy.new(PolicyConfig(vocab_size=28, d_model=32, n_layer=1, n_head=2))
     >>> ex = example(p, {"numbers": [3, 4], "target": 7}, "3+4")
     >>> loss = sft_step(p, [ex], torch.optim.AdamW(p.model.parameters(), lr=1e-3))
@@ -26,6 +26,7 @@ from .policy import Policy
 
 __all__ = [
     "Example",
+    "MAX_GRAD_NORM",
     "batch",
     "example",
     "sft_step",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 Example = tuple[list[int], list[int]]
+
+MAX_GRAD_NORM = 1.0
+"""The gradient-norm clip of every update of the embedded policy (SFT, GRPO, replay)."""
 
 
 def example(policy: Policy, task: Mapping[str, Any], solution: str) -> Example:
@@ -72,6 +76,6 @@ def sft_step(policy: Policy, examples: Sequence[Example], opt: torch.optim.Optim
     loss = -(lp * mask).sum() / mask.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated in torch
-    torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+    torch.nn.utils.clip_grad_norm_(policy.model.parameters(), MAX_GRAD_NORM)
     opt.step()
     return float(loss.item())

@@ -3,8 +3,8 @@
 Example::
 
     with CertdClient(address) as client:
-        policy = RoutePolicy.from_certd(client, {"band-3": tasks3, "band-4": tasks4})
-    base = PolicyCheckpoint("step-0", routes={"band-3": UNIFORM, "band-4": UNIFORM},
+        policy = ScriptedModel.from_certd(client, {"band-3": tasks3, "band-4": tasks4})
+    base = ScriptedCheckpoint("step-0", routes={"band-3": UNIFORM, "band-4": UNIFORM},
                             skill={"band-3": 0.3, "band-4": 0.4})
     responses = policy.sampler(base)("band-4", task, 8)   # 8 response texts
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from certd.statements import task_digest
 from certd.v1 import tasks_pb2
 
-from .client import CertdClient
-from .samplers import Sample
-from .tasks import TaskLike, as_task
+from ..client import CertdClient
+from ..samplers import Sample
+from ..tasks import TaskLike, as_task
 
-__all__ = ["OPERATORS", "PolicyCheckpoint", "RoutePolicy", "blend"]
+__all__ = ["OPERATORS", "ScriptedCheckpoint", "ScriptedModel", "blend"]
 
 OPERATORS = ("+", "-", "*", "/")
 
@@ -45,7 +45,7 @@ def blend(a: Mapping[str, float], b: Mapping[str, float], t: float) -> dict[str,
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyCheckpoint:
+class ScriptedCheckpoint:
     """One checkpoint of the scripted policy.
 
     Attributes:
@@ -67,7 +67,7 @@ class PolicyCheckpoint:
 
 
 @dataclass
-class RoutePolicy:
+class ScriptedModel:
     """Per task digest: its numbers and its witnesses by entry operator.
 
     Args:
@@ -84,7 +84,7 @@ class RoutePolicy:
     @classmethod
     def from_certd(
         cls, client: CertdClient, task_sets: Mapping[str, Iterable[TaskLike]], seed: int = 0
-    ) -> RoutePolicy:
+    ) -> ScriptedModel:
         """Enumerate every task's feasible families through certd.
 
         Raises:
@@ -109,7 +109,7 @@ class RoutePolicy:
         return set(self.witnesses.get(task_digest(task), {}))
 
     def generate(
-        self, ckpt: PolicyCheckpoint, task_set: str, task: tasks_pb2.Task, k: int
+        self, ckpt: ScriptedCheckpoint, task_set: str, task: tasks_pb2.Task, k: int
     ) -> list[Sample]:
         """k samples (text and first-token log-probabilities) of one task.
 
@@ -139,15 +139,15 @@ class RoutePolicy:
             out.append(Sample(f"<answer>{text}</answer>", first_token_logprobs=dict(logprobs)))
         return out
 
-    def sampler(self, ckpt: PolicyCheckpoint) -> _Bound:
+    def sampler(self, ckpt: ScriptedCheckpoint) -> _Bound:
         """The checkpoint as an ``EvaluationSampler`` (``(task set, task, k) -> texts``)."""
         return _Bound(self, ckpt)
 
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    policy: RoutePolicy
-    ckpt: PolicyCheckpoint
+    policy: ScriptedModel
+    ckpt: ScriptedCheckpoint
 
     def __call__(self, task_set: str, task: tasks_pb2.Task, k: int) -> Sequence[str]:
         return [s.text for s in self.policy.generate(self.ckpt, task_set, task, k)]

@@ -12,9 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..client import CertdClient
-from ..local import LocalCertd
-from ..puzzles import small_countdown_puzzles
+from ...client import CertdClient
+from ...local import LocalCertd
+from ...puzzles import small_countdown_puzzles
+from . import seeds
 from .arms import parse_arm
 from .evaluate import feasible_families
 from .options import ExperimentOptions
@@ -22,18 +23,13 @@ from .train import Context, run_one, run_start
 
 __all__ = ["config_key", "done_runs", "run_experiment"]
 
-# Options that change a run's result; the rest (workdir, arms, seeds, threads) do not.
-_SIZE = (
-    "steps", "tasks", "prompts_per_step", "group_size", "per_family", "eval_tasks", "eval_n",
-    "eval_every", "lr", "minibatches", "clip", "cov_ratio", "kl_cov_coef", "clip_cov_bounds",
-    "replay_n", "forktree_tasks", "forktree_budget", "pool_n", "sft_steps", "sft_lr",
-    "low_reach", "forced_n", "max_pairs", "max_tokens",
-)  # fmt: skip
+# The options that do not change a run's result; every other one enters the configuration key.
+_NOT_SIZE = ("workdir", "arms", "seeds", "threads")
 
 
 def config_key(opts: ExperimentOptions) -> str:
     """A short hash of the size options: runs of one configuration share it."""
-    size = {k: v for k, v in asdict(opts).items() if k in _SIZE}
+    size = {k: v for k, v in asdict(opts).items() if k not in _NOT_SIZE}
     return hashlib.sha256(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -63,18 +59,18 @@ def _context(client: CertdClient, vkey: str, opts: ExperimentOptions, needs_tree
     from ..policy.policy import Policy
     from .data import admitted_forktrees, natural_pool
 
-    train = small_countdown_puzzles(opts.tasks, seed=5000)
-    held = small_countdown_puzzles(opts.eval_tasks, seed=6000)
+    train = small_countdown_puzzles(opts.tasks, seed=seeds.TRAIN_TASKS)
+    held = small_countdown_puzzles(opts.eval_tasks, seed=seeds.HELD_OUT_TASKS)
     ctx = Context(client, opts, train, held, [feasible_families(client, t) for t in held])
     if needs_trees:
         base = Policy.load(None)
         subset = train[: opts.forktree_tasks]
         ctx.forktrees, counts = admitted_forktrees(
             client, base, subset, opts.workdir / "forktrees.jsonl", vkey=vkey,
-            budget=opts.forktree_budget, max_tokens=opts.max_tokens, seed=0,
+            budget=opts.forktree_budget, max_tokens=opts.max_tokens, seed=seeds.FORKTREES,
         )  # fmt: skip
         ctx.pool, drawn = natural_pool(
-            client, base, subset, n=opts.pool_n, max_tokens=opts.max_tokens, seed=0
+            client, base, subset, n=opts.pool_n, max_tokens=opts.max_tokens, seed=seeds.POOL
         )
         ctx.by_task = {json.dumps(dict(r["task"]), sort_keys=True): r for r in ctx.forktrees}
         print(json.dumps({"forktrees": counts, "pool_samples": drawn}), file=sys.stderr)

@@ -10,12 +10,13 @@ from typing import Any
 
 from certd.v1 import tasks_pb2
 
-from ..client import CertdClient
-from ..forktree import ForkTreeBuilder, countdown_prompt
+from ...client import CertdClient
+from ...forktree import ForkTreeBuilder, countdown_prompt
+from ...ratchet import Ratchet
+from ..embedded import EmbeddedSampler
 from ..policy.format import first_step_label
 from ..policy.policy import Policy
-from ..ratchet import Ratchet
-from ..samplers import EmbeddedSampler
+from .seeds import pool_sample_seed
 
 __all__ = ["KAPPA", "admitted_forktrees", "natural_pool"]
 
@@ -97,7 +98,9 @@ def natural_pool(
     pool = []
     drawn = 0
     for i, task in enumerate(tasks):
-        [group] = policy.sample([countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=seed + i)
+        [group] = policy.sample(
+            [countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=pool_sample_seed(seed, i)
+        )
         drawn += len(group)
         verdicts = client.verify_batch([(task, s.text) for s in group])
         fams = []

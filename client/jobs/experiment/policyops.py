@@ -8,12 +8,13 @@ from typing import Any
 
 import torch
 
-from ..entry import entry_token_count, unscore_entry
-from ..forktree import countdown_prompt
+from ...entry import entry_token_count, unscore_entry
+from ...forktree import countdown_prompt
+from ...replay import CoveragePlan
 from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..policy.train import batch
-from ..replay import CoveragePlan
+from .seeds import rollout_seed
 
 __all__ = ["Batch", "entry_prefix", "family_logprobs", "sample_batch"]
 
@@ -79,7 +80,7 @@ def sample_batch(
                 [prompt],
                 n=n,
                 max_tokens=max_tokens,
-                seed=seed + 7 * idx + 104723 * j,
+                seed=rollout_seed(seed, idx, j),
                 prefix=prefix,
             )
             for s in group:

@@ -2,7 +2,7 @@
 
 Example::
 
-    python -m forkgate.experiment.analysis docs/results/exp18/results.jsonl \
+    python -m forkgate.jobs.experiment.analysis docs/results/exp18/results.jsonl \
         docs/results/exp18/seed*/results.jsonl --out docs/results/exp18
 
 Differences are paired by seed (both arms ran the seed with the same tasks and sampling
@@ -180,10 +180,9 @@ def table(
 
 
 def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[str, Any]]) -> None:
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [r for r in tab if r.get("ΔEC@16 vs grpo")]
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -289,8 +288,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m forkgate.experiment.analysis RESULTS... --out DIR``."""
-    p = argparse.ArgumentParser(prog="forkgate.experiment.analysis")
+    """``python -m forkgate.jobs.experiment.analysis RESULTS... --out DIR``."""
+    p = argparse.ArgumentParser(prog="forkgate.jobs.experiment.analysis")
     p.add_argument("results", type=Path, nargs="+")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)

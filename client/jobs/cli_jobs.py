@@ -16,20 +16,20 @@ from typing import Any
 
 from certd.errors import CertdError
 
-from .cli_io import read_jsonl, trust_arg
-from .connection import client_from_args
-from .errors import InvalidRequestError
+from ..cli_io import read_jsonl, trust_arg
+from ..connection import client_from_args
+from ..errors import InvalidRequestError
 
 __all__ = ["cmd_build_forktrees", "cmd_guard", "cmd_guard_demo", "cmd_run"]
 
 
 def _sampler(args: argparse.Namespace) -> Any:
-    from .samplers import (
-        EmbeddedSampler,
+    from ..samplers import (
         OpenAICompletionsSampler,
         TransformersSampler,
         VLLMSampler,
     )
+    from .embedded import EmbeddedSampler
 
     if args.sampler == "embedded":
         import torch
@@ -69,7 +69,7 @@ def _prefix_template(args: argparse.Namespace) -> str:
 
 
 def cmd_build_forktrees(args: argparse.Namespace) -> int:
-    from .forktree import ForkTreeBuilder
+    from ..forktree import ForkTreeBuilder
 
     tasks = read_jsonl(args.tasks)
     with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_guard(args: argparse.Namespace) -> int:
     from certd.statements import verify_acceptance
 
-    from .acceptance import list_acceptances
+    from ..acceptance import list_acceptances
     from .support_report import (
         decisions_json,
         decisions_table,

@@ -3,25 +3,23 @@
 Every arm starts from the shipped embedded policy and trains with the same tasks, sampling
 seeds and rollout budget; each (arm, seed) run appends one JSON line to
 ``<workdir>/results.jsonl`` and a rerun skips the pairs already there (same configuration),
-so the protocol runs in parts. ``forkgate.experiment.analysis`` turns the file into paired
+so the protocol runs in parts. ``forkgate.jobs.experiment.analysis`` turns the file into paired
 differences with intervals, the pre-registered verdicts and plots. See
 ``docs/experiment-countdown.md``.
 
-Modules: ``arms`` (what each arm changes), ``options``, ``policyops`` (rollouts, masks,
-teacher-forced family log-probs), ``losses`` (GRPO, the null, PPO-clip, KL-Cov, Clip-Cov),
-``data`` (fork trees through the ratchet, replay pools), ``evaluate`` (sampled and exact
-metrics, the intervention), ``train`` (one run), ``protocol`` (the resumable runner),
-``analysis``.
+Modules: ``options`` (the knobs, one docstring each), ``seeds`` (every RNG seed, derived from
+the run seed in one place), ``arms`` (what each arm changes), ``policyops`` (rollouts, masks,
+teacher-forced family log-probs), ``losses`` (the null, PPO-clip, KL-Cov, Clip-Cov; plain GRPO
+advantages are ``forkgate.advantages.grpo_advantages``), ``data`` (fork trees through the
+ratchet, replay pools), ``evaluate`` (sampled and exact metrics, the intervention), ``train``
+(one run), ``protocol`` (the resumable runner), ``analysis``.
 """
 
 from __future__ import annotations
 
 from .arms import ARMS, KEY_ARMS, ArmSpec, parse_arm
-from .losses import grpo_advantages
 from .options import ExperimentOptions
 from .protocol import run_experiment
-
-_grpo_advantages = grpo_advantages  # the name the earlier single-module version exported
 
 __all__ = [
     "ARMS",

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..samplers import Sample, SamplerError
+from ...samplers import Sample, SamplerError
 from .format import THINK, CharTokenizer, compact_prompt, prompt_task
 from .model import PolicyConfig, TinyGPT
 

@@ -5,7 +5,7 @@ Example::
     forkgate run                                   # embedded certd and the embedded policy
     forkgate run --sampler vllm --model Qwen/Qwen2.5-3B-Instruct --tasks 256   # on a GPU
 
-Steps, each with a progress bar:
+Steps, each with its progress (a bar on a terminal, a log line every few seconds otherwise):
 
 1. Start ``certd serve`` on a fresh data dir in the work dir (or use ``--server``).
 2. Generate Countdown tasks (``--tasks`` of them with ``--seed``) or load ``--tasks-file``.
@@ -34,17 +34,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from certd.v1 import tasks_pb2
 
-from .client import CertdClient
-from .errors import InvalidRequestError
-from .forktree import ForkTreeBuilder, countdown_prompt
-from .local import LocalCertd
-from .metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
-from .puzzles import small_countdown_puzzles
-from .samplers import Sample, Sampler
+from ..client import CertdClient
+from ..errors import InvalidRequestError
+from ..forktree import ForkTreeBuilder, countdown_prompt
+from ..local import LocalCertd
+from ..metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
+from ..progress import Progress
+from ..puzzles import small_countdown_puzzles
+from ..samplers import Sample, Sampler
+from .run_summary import Measured, report_data, screen
 
 __all__ = [
     "RunOptions",
@@ -77,7 +77,8 @@ class RunOptions:
         temperature: sampling temperature.
         top_p: nucleus sampling.
         prefix_template: the forced entry for uncovered families.
-        progress: show progress bars (None: only on a terminal).
+        progress: False shows no progress (None or True: a bar on a terminal, periodic
+            log lines otherwise).
     """
 
     workdir: Path = Path("out/run")
@@ -112,7 +113,7 @@ def evaluate_tasks(
 ) -> list[dict[str, Any]]:
     """K samples per task, verified; one row of coverage figures per task.
 
-    ``progress`` shows a bar (None: only on a terminal).
+    ``progress``: False shows none; otherwise a bar on a terminal, log lines off one.
 
     Returns:
         Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``, ``ec_at_k``,
@@ -122,23 +123,17 @@ def evaluate_tasks(
         ``rollouts`` (``[family, reward]`` per sample).
     """
     rows = []
-    for i, task in enumerate(tqdm(tasks, desc="evaluate", unit="task", disable=_bars(progress))):
-        enum = client.enumerate_families(task)
-        family_of = {
-            enum.labels[i].label.value: f
-            for f, fam in enumerate(enum.families)
-            for i in fam.label_indexes
-        }
-        [group] = sampler.sample(
-            [countdown_prompt(task)],
-            n=k,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed + 7919 * i,
-        )
-        verdicts = client.verify_batch([(task, s.text) for s in group])
-        rows.append(_task_row(task, family_of, len(enum.families), group, verdicts))
+    with Progress("evaluate", unit="tasks", total=len(tasks), enabled=progress is not False) as bar:
+        for i, task in enumerate(bar.track(tasks)):
+            [group] = sampler.sample(
+                [countdown_prompt(task)],
+                n=k,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed + 7919 * i,
+            )
+            rows.append(_task_row(client, task, group))
     return rows
 
 
@@ -154,12 +149,17 @@ def entry_of(v: Any) -> str:
 
 
 def _task_row(
-    task: Mapping[str, Any],
-    family_of: Mapping[str, int],
-    feasible: int,
-    group: Sequence[Sample],
-    verdicts: Sequence[Any],
+    client: CertdClient, task: Mapping[str, Any], group: Sequence[Sample]
 ) -> dict[str, Any]:
+    """One task's samples verified, against its feasible families (certd's enumerator)."""
+    enum = client.enumerate_families(task)
+    family_of = {
+        enum.labels[i].label.value: f
+        for f, fam in enumerate(enum.families)
+        for i in fam.label_indexes
+    }
+    feasible = len(enum.families)
+    verdicts = client.verify_batch([(task, s.text) for s in group])
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
     entries = [entry_of(v) for v in verdicts]
     completion: dict[str, dict[str, int]] = {}
@@ -203,7 +203,7 @@ def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """
     import torch
 
-    from .advantages import StratifiedAdvantages
+    from ..advantages import StratifiedAdvantages
 
     questions, families, rewards = [], [], []
     for n, row in enumerate(rows):
@@ -250,11 +250,6 @@ def fresh_workdir(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-def _bars(progress: bool | None) -> bool | None:
-    """tqdm's ``disable`` for a progress setting (None: bars only on a terminal)."""
-    return None if progress is None else not progress
-
-
 def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
     if not opts.tasks_file:
         return small_countdown_puzzles(opts.tasks, seed=opts.seed)
@@ -273,8 +268,6 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
 
 def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -> int:
     """Run the main job; print the summary; return 0 when the ledger audits clean."""
-    from .ratchet import Ratchet
-
     started = time.perf_counter()
     workdir = opts.workdir
     fresh_workdir(workdir)
@@ -287,61 +280,10 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
         tasks = _load_tasks(opts)
         (workdir / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
         with CertdClient(address, trusted_keys=trust) as client:
-            t0 = time.perf_counter()
-            rows = evaluate_tasks(
-                client,
-                sampler,
-                tasks,
-                k=opts.k,
-                max_tokens=opts.max_tokens,
-                temperature=opts.temperature,
-                top_p=opts.top_p,
-                seed=opts.seed,
-                progress=opts.progress,
-            )
-            eval_s = time.perf_counter() - t0
-            builder = ForkTreeBuilder(
-                client,
-                sampler,
-                m=opts.m,
-                budget=opts.budget,
-                round_size=opts.round_size,
-                max_tokens=opts.max_tokens,
-                temperature=opts.temperature,
-                force_prefix=True,
-                prefix_template=opts.prefix_template,
-                seed=opts.seed,
-            )
-            records = builder.run(tasks, workdir / "forktrees.jsonl")
-            groups = group_stats(rows)
-            ratchet = Ratchet(
-                trust,
-                kappas={KAPPA},
-                consistency=lambda a, b: client.consistency_proof(a, b).hashes,
-            )
-            admitted = 0
-            refused: list[dict[str, Any]] = []
-            with (workdir / "admitted.jsonl").open("w", encoding="utf-8") as sink:
-                for n, rec in enumerate(
-                    tqdm(records, desc="ratchet", disable=_bars(opts.progress))
-                ):
-                    if not rec["families"]:
-                        continue
-                    adm = ratchet.admit(rec)
-                    if adm.admitted:
-                        admitted += 1
-                        sink.write(json.dumps(rec, sort_keys=True) + "\n")
-                    else:
-                        refused.append(
-                            {"record": n, "reasons": [[r.value, d] for r, d in adm.reasons]}
-                        )
-            size = client.checkpoint().size
+            measured = _measure(opts, client, sampler, tasks, trust)
         state = ["--state", str(workdir / "auditor-state.json")]
-        audit = {
-            "grpc": _audit(
-                ["--server", address, *[a for t in trust for a in ("--trust", t)], *state]
-            )
-        }
+        keys = [a for t in trust for a in ("--trust", t)]
+        audit = {"grpc": _audit(["--server", address, *keys, *state])}
     finally:
         if local is not None:
             local.stop()
@@ -349,116 +291,89 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
         audit["files"] = _audit(
             ["--data-dir", str(local.data_dir), "--state", str(workdir / "offline-state.json")]
         )
-    ok = all(a["ok"] for a in audit.values())
-    data = _report_data(opts, tasks, rows, records, groups, admitted, refused, size, audit)
-    data["summary"]["seconds_evaluation"] = round(eval_s, 1)
+    data = report_data(opts, measured, audit)
     data["summary"]["seconds"] = round(time.perf_counter() - started, 1)
     from .report import write_report
 
     index = write_report(workdir / "report", data)
     data["summary"]["report"] = str(index)
     (workdir / "summary.json").write_text(json.dumps(data["summary"], indent=1) + "\n")
-    print(json.dumps(data["summary"]) if as_json else _screen(data["summary"], address))
-    return 0 if ok and not refused else 1
+    print(json.dumps(data["summary"]) if as_json else screen(data["summary"], address))
+    ok = all(a["ok"] for a in audit.values())
+    return 0 if ok and not measured.refused else 1
 
 
-def _report_data(
+def _measure(
     opts: RunOptions,
-    tasks: Sequence[Mapping[str, Any]],
-    rows: list[dict[str, Any]],
+    client: CertdClient,
+    sampler: Sampler,
+    tasks: list[dict[str, Any]],
+    trust: Sequence[str],
+) -> Measured:
+    """Evaluation sampling, fork trees, stratified groups and the ratchet, against one certd."""
+    t0 = time.perf_counter()
+    rows = evaluate_tasks(
+        client,
+        sampler,
+        tasks,
+        k=opts.k,
+        max_tokens=opts.max_tokens,
+        temperature=opts.temperature,
+        top_p=opts.top_p,
+        seed=opts.seed,
+        progress=opts.progress,
+    )
+    eval_s = time.perf_counter() - t0
+    builder = ForkTreeBuilder(
+        client,
+        sampler,
+        m=opts.m,
+        budget=opts.budget,
+        round_size=opts.round_size,
+        max_tokens=opts.max_tokens,
+        temperature=opts.temperature,
+        force_prefix=True,
+        prefix_template=opts.prefix_template,
+        seed=opts.seed,
+    )
+    records = builder.run(tasks, opts.workdir / "forktrees.jsonl")
+    groups = group_stats(rows)
+    admitted, refused = _admit(opts, client, trust, records)
+    size = client.checkpoint().size
+    return Measured(tasks, rows, records, groups, admitted, refused, size, eval_s)
+
+
+def _admit(
+    opts: RunOptions,
+    client: CertdClient,
+    trust: Sequence[str],
     records: Sequence[Mapping[str, Any]],
-    groups: Mapping[str, Any],
-    admitted: int,
-    refused: list[dict[str, Any]],
-    ledger_size: int,
-    audit: Mapping[str, Any],
-) -> dict[str, Any]:
-    by_digest = {json.dumps(r["task"], sort_keys=True): r for r in records}
-    for row in rows:
-        rec = by_digest.get(json.dumps(row["task"], sort_keys=True), {})
-        row["certified"] = len(rec.get("families", []))
-        row["certified_forced"] = sum(bool(f.get("forced")) for f in rec.get("families", []))
-    samples = sum(r["samples"] for r in rows)
-    correct = sum(r["correct"] for r in rows)
-    curve = (
-        {k: sum(r["pass_at_k"][k] for r in rows) / len(rows) for k in rows[0]["pass_at_k"]}
-        if rows
-        else {}
+) -> tuple[int, list[dict[str, Any]]]:
+    """The ratchet over the fork-tree records: admitted ones to ``admitted.jsonl``; refusals."""
+    from ..ratchet import Ratchet
+
+    ratchet = Ratchet(
+        list(trust),
+        kappas={KAPPA},
+        consistency=lambda a, b: client.consistency_proof(a, b).hashes,
     )
-    fte = [r["first_token_entropy"] for r in rows if r["first_token_entropy"] is not None]
-    fork_samples = sum(int(r.get("samples", 0)) for r in records)
-    summary: dict[str, Any] = {
-        "sampler": opts.sampler_name,
-        "tasks": len(tasks),
-        "samples": samples + fork_samples,
-        "samples_evaluation": samples,
-        "samples_fork_trees": fork_samples,
-        "correct_evaluation": correct,
-        "pass@1": round(correct / samples, 4) if samples else 0.0,
-        f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
-        f"EC@{opts.k}": round(sum(r["ec_at_k"] for r in rows) / max(1, len(rows)), 4),
-        "entry_entropy": round(sum(r["entry_entropy"] for r in rows) / max(1, len(rows)), 4),
-        "first_token_entropy": round(sum(fte) / len(fte), 4) if fte else None,
-        "families_feasible": sum(r["feasible"] for r in rows),
-        "families_certified": sum(r["certified"] for r in rows),
-        "families_certified_forced": sum(r["certified_forced"] for r in rows),
-        "fork_trees_full": sum(r["certified"] >= min(opts.m, r["feasible"]) for r in rows),
-        "stratified_groups": groups.get("stratified_groups", 0),
-        "grpo_groups_without_signal": groups.get("grpo_groups_without_signal", 0),
-        "signal_in_flat_grpo_groups": groups.get("signal_in_flat_grpo_groups", 0),
-        "records_admitted": admitted,
-        "records_refused": len(refused),
-        "ledger_size": ledger_size,
-        "audit": {k: "OK" if v["ok"] else f"FAILED {v['faults']}" for k, v in audit.items()},
-    }
-    # The first-sample pass@1 is the mean over samples; log-scale k for the curve.
-    return {
-        "summary": summary,
-        "k": opts.k,
-        "tasks": rows,
-        "pass_at_k": curve,
-        "groups": dict(groups),
-        "refused": refused,
-        "options": {k: str(v) for k, v in vars(opts).items()},
-        "notes": [
-            f"Evaluation: {opts.k} samples per task at temperature {opts.temperature}. "
-            f"Fork trees: up to {opts.m} families per task within {opts.budget} samples, "
-            f"forcing '{opts.prefix_template}' for uncovered families with half the budget.",
-        ],
-    }
-
-
-def _screen(s: Mapping[str, Any], address: str) -> str:
-    k = next(x for x in s if x.startswith("EC@"))[3:]
-    fte = s["first_token_entropy"]
-    return "\n".join(
-        [
-            f"ForkGate run — sampler {s['sampler']}, certd on {address}",
-            f"  tasks                {s['tasks']} Countdown puzzles",
-            f"  samples              {s['samples']} ({s['samples_evaluation']} evaluation, "
-            f"{s['samples_fork_trees']} for fork trees)",
-            f"  verified correct     {s['correct_evaluation']} of {s['samples_evaluation']} "
-            f"evaluation samples",
-            f"  {f'pass@1 / pass@{k}':21}{s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
-            f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks)",
-            f"  entry entropy        {s['entry_entropy']:.3f} nats"
-            + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
-            f"  families certified   {s['families_certified']} of {s['families_feasible']} "
-            f"feasible ({s['families_certified_forced']} through a forced entry)",
-            f"  fork trees full      {s['fork_trees_full']} of {s['tasks']} tasks have min(m, "
-            "feasible) families certified",
-            f"  stratified groups    {s['stratified_groups']} (task, κ) groups; "
-            f"{s['grpo_groups_without_signal']} plain GRPO groups had no signal",
-            f"  ratchet              {s['records_admitted']} records admitted, "
-            f"{s['records_refused']} refused",
-            f"  ledger audit         {_fmt_audit(s['audit'])} ({s['ledger_size']} entries)",
-            f"  report               {s['report']} ({s['seconds']} s)",
-        ]
-    )
-
-
-def _fmt_audit(a: Mapping[str, str]) -> str:
-    return ", ".join(f"{'over gRPC' if k == 'grpc' else 'of the files'} {v}" for k, v in a.items())
+    admitted = 0
+    refused: list[dict[str, Any]] = []
+    shown = opts.progress is not False
+    with (
+        (opts.workdir / "admitted.jsonl").open("w", encoding="utf-8") as sink,
+        Progress("ratchet", unit="records", total=len(records), enabled=shown) as bar,
+    ):
+        for n, rec in enumerate(bar.track(records)):
+            if not rec["families"]:
+                continue
+            adm = ratchet.admit(rec)
+            if adm.admitted:
+                admitted += 1
+                sink.write(json.dumps(rec, sort_keys=True) + "\n")
+            else:
+                refused.append({"record": n, "reasons": [[r.value, d] for r, d in adm.reasons]})
+    return admitted, refused
 
 
 def _audit(args: list[str]) -> dict[str, Any]:

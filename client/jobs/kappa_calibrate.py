@@ -131,9 +131,9 @@ def _countdown_rollouts(opts: CalibrationOptions) -> list[tuple[str, str, str, s
     """(task, response, gold initiated label, gold answer label, success) per rollout."""
     from certd.domains import countdown as cd
 
+    from ..puzzles import small_countdown_puzzles
     from .policy import Policy
     from .policy.format import compact_prompt
-    from .puzzles import small_countdown_puzzles
 
     policy = Policy.load()
     dist = policy.meta.get("puzzle_distribution", {})

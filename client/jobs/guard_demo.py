@@ -5,7 +5,7 @@ Example::
     forkgate guard-demo --workdir out/guard --phases 8
 
 It starts ``certd serve`` on a fresh data dir, registers two task sets (3-number and 4-number
-Countdown puzzles) and runs a training loop of a scripted policy (``forkgate.routepolicy``)
+Countdown puzzles) and runs a training loop of a scripted policy (``forkgate.jobs.scripted``)
 that is trained to improve the 3-number band. Each phase the loop
 
 1. measures support on both bands on the trainer side (samples verified by certd through
@@ -35,16 +35,16 @@ from typing import Any
 
 from certd.v1 import tasks_pb2
 
-from ._base import VerifyItem
-from .acceptance import list_acceptances, promote_checkpoint, register_task_set
-from .client import CertdClient
-from .errors import InvalidRequestError, PromotionRefusedError
-from .guard import Mode, RecoveryController, SupportAlarm, SupportMixer
-from .local import LocalCertd
-from .puzzles import countdown_puzzles
-from .ratchet import CheckpointRatchet
-from .routepolicy import PolicyCheckpoint, RoutePolicy, blend
-from .support import SupportRow, SupportTracker, format_table, route_of
+from .._base import VerifyItem
+from ..acceptance import list_acceptances, promote_checkpoint, register_task_set
+from ..client import CertdClient
+from ..errors import InvalidRequestError, PromotionRefusedError
+from ..guard import Mode, RecoveryController, SupportAlarm, SupportMixer
+from ..local import LocalCertd
+from ..puzzles import countdown_puzzles
+from ..ratchet import CheckpointRatchet
+from ..support import SupportRow, SupportTracker, format_table, route_of
+from .scripted import ScriptedCheckpoint, ScriptedModel, blend
 from .support_report import decisions_table, write_support_report
 
 __all__ = [
@@ -91,8 +91,8 @@ class PhaseResult:
 
 def measure(
     client: CertdClient,
-    policy: RoutePolicy,
-    ckpt: PolicyCheckpoint,
+    policy: ScriptedModel,
+    ckpt: ScriptedCheckpoint,
     bands: Mapping[str, Sequence[Mapping[str, Any]]],
     tracker: SupportTracker,
 ) -> dict[str, SupportRow]:
@@ -137,8 +137,8 @@ class _Dynamics:
     skill: dict[str, float] = field(default_factory=lambda: {TARGET: 0.25, OTHER: 0.35})
     drift: float = 0.0  # 0: the other band's routes balanced; 1: all on the shortcut
 
-    def checkpoint(self, phase: int) -> PolicyCheckpoint:
-        return PolicyCheckpoint(
+    def checkpoint(self, phase: int) -> ScriptedCheckpoint:
+        return ScriptedCheckpoint(
             f"step-{100 * phase}",
             {TARGET: BALANCED, OTHER: blend(BALANCED, SHORTCUT, self.drift)},
             dict(self.skill),
@@ -154,7 +154,7 @@ class _Dynamics:
 
 def run_guard_loop(
     client: CertdClient,
-    policy: RoutePolicy,
+    policy: ScriptedModel,
     bands: Mapping[str, Sequence[Mapping[str, Any]]],
     *,
     phases: int,
@@ -194,36 +194,51 @@ def run_guard_loop(
     for phase in range(phases):
         ckpt = dyn.checkpoint(phase)
         rows = measure(client, policy, ckpt, bands, tracker)
-        # per task, and across tasks: mean pass@1 against the worst task's best@k
-        watched = {b: (r.figures.pass_at_1, r.figures.best_at_k) for b, r in rows.items()}
-        watched["all"] = (
-            sum(p for p, _ in watched.values()) / len(watched),
-            min(b for _, b in watched.values()),
-        )
-        alarms = [
-            a.reason
-            for name, (p1, bk) in watched.items()
-            if (a := alarm(phase, name, pass_at_1=p1, best_at_k=bk))
-        ]
+        alarms = _alarms(alarm, phase, rows)
         mode = controller(phase, rows[OTHER].figures.best_at_k)
         ser = {b: r.ser.estimate for b, r in rows.items() if r.ser is not None}
         mix = mixer(ser) if mode is Mode.RECOVERY else {TARGET: 0.5, OTHER: 0.5}
-        accepted, refusal = True, ""
-        try:
-            promote_checkpoint(
-                client,
-                ratchet,
-                policy.sampler(ckpt),
-                run=run,
-                checkpoint=ckpt.name,
-                checkpoint_digest=ckpt.digest,
-                target=TARGET,
-            )
-        except PromotionRefusedError as e:
-            accepted, refusal = False, f"{e.reason}: {e}"
-        out.append(PhaseResult(phase, ckpt.name, mode, rows, mix, accepted, refusal, tuple(alarms)))
+        accepted, refusal = _promote(client, ratchet, policy, ckpt, run)
+        out.append(PhaseResult(phase, ckpt.name, mode, rows, mix, accepted, refusal, alarms))
         dyn.train(mode, mix, erode, restore)
     return out, tracker
+
+
+def _alarms(alarm: SupportAlarm, phase: int, rows: Mapping[str, SupportRow]) -> tuple[str, ...]:
+    """The alarms per task, and across tasks: mean pass@1 against the worst task's best@k."""
+    watched = {b: (r.figures.pass_at_1, r.figures.best_at_k) for b, r in rows.items()}
+    watched["all"] = (
+        sum(p for p, _ in watched.values()) / len(watched),
+        min(b for _, b in watched.values()),
+    )
+    return tuple(
+        a.reason
+        for name, (p1, bk) in watched.items()
+        if (a := alarm(phase, name, pass_at_1=p1, best_at_k=bk))
+    )
+
+
+def _promote(
+    client: CertdClient,
+    ratchet: CheckpointRatchet,
+    model: ScriptedModel,
+    ckpt: ScriptedCheckpoint,
+    run: str,
+) -> tuple[bool, str]:
+    """Ask certd to accept the checkpoint against the target band: (accepted, refusal)."""
+    try:
+        promote_checkpoint(
+            client,
+            ratchet,
+            model.sampler(ckpt),
+            run=run,
+            checkpoint=ckpt.name,
+            checkpoint_digest=ckpt.digest,
+            target=TARGET,
+        )
+    except PromotionRefusedError as e:
+        return False, f"{e.reason}: {e}"
+    return True, ""
 
 
 def run_guard_demo(
@@ -256,18 +271,8 @@ def run_guard_demo(
         address = certd.address if certd is not None else server
         vkey = certd.vkey if certd is not None else trust
         with CertdClient(address, trusted_keys=[vkey]) as client:
-            for name, ts in bands.items():
-                register_task_set(
-                    client,
-                    name,
-                    ts,
-                    k=8,
-                    tolerance_best_at_k=0.10,
-                    tolerance_pass_at_1=0.10,
-                    route_kappa="countdown.first-op.v1",
-                    route_field="operator",
-                )
-            policy = RoutePolicy.from_certd(client, bands, seed=seed)
+            _register(client, bands)
+            policy = ScriptedModel.from_certd(client, bands, seed=seed)
             controller = RecoveryController(
                 enter_below=0.72, exit_above=0.78, min_dwell_steps=2, max_switches=4
             )
@@ -281,9 +286,25 @@ def run_guard_demo(
             )
             decisions = list_acceptances(client, "guard-demo")
     files = write_support_report(workdir, tracker.rows, decisions)
+    summary = _summary(workdir, results, controller, ratchet, files)
+    if as_json:
+        print(json.dumps(summary))
+    else:
+        _print_report(summary, results, tracker, decisions, controller)
+    sys.stdout.flush()
+    return 0 if summary["erosion_caught"] else 1
+
+
+def _summary(
+    workdir: Path,
+    results: Sequence[PhaseResult],
+    controller: RecoveryController,
+    ratchet: CheckpointRatchet,
+    files: Sequence[Path],
+) -> dict[str, Any]:
+    """The demo's JSON summary: phases, switches, promotions, whether erosion was caught."""
     caught = any(not r.accepted and "CAPABILITY_FELL" in r.refusal for r in results)
-    switches = [(s.step, s.to.value) for s in controller.switches]
-    summary: dict[str, Any] = {
+    return {
         "workdir": str(workdir),
         "phases": [
             {
@@ -296,33 +317,55 @@ def run_guard_demo(
             }
             for r in results
         ],
-        "switches": switches,
+        "switches": [(s.step, s.to.value) for s in controller.switches],
         "promoted": [c.checkpoint for c in ratchet.promoted],
         "erosion_caught": caught,
         "files": [str(f) for f in files],
     }
-    if as_json:
-        print(json.dumps(summary))
-    else:
-        print("== trainer-side support (forkgate.support; samples verified by certd) ==")
-        print(format_table(tracker.rows))
-        print()
-        print("== certd acceptance decisions (what `forkgate guard` prints) ==")
-        print(decisions_table(decisions))
-        print()
-        print("== guard loop ==")
-        for r in results:
-            verdict = "ACCEPTED" if r.accepted else "REFUSED "
-            mix = " ".join(f"{b}:{w:.2f}" for b, w in r.mix.items())
-            print(f"{r.checkpoint:<9} mode={r.mode.value:<8} {verdict} next-mix {mix}")
-            for a in r.alarms:
-                print(f"          ALARM {a}")
-            if r.refusal:
-                print(f"          {r.refusal}")
-        print(
-            f"switches {switches} (max {controller.max_switches}, "
-            f"exhausted={controller.exhausted}); promoted {summary['promoted']}"
+
+
+def _register(client: CertdClient, bands: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Register each band as a task set of the acceptance policy (k 8, tolerances 0.10)."""
+    for name, ts in bands.items():
+        register_task_set(
+            client,
+            name,
+            ts,
+            k=8,
+            tolerance_best_at_k=0.10,
+            tolerance_pass_at_1=0.10,
+            route_kappa="countdown.first-op.v1",
+            route_field="operator",
         )
-        print(f"erosion caught: {caught}; report files: {', '.join(summary['files'])}")
-    sys.stdout.flush()
-    return 0 if caught else 1
+
+
+def _print_report(
+    summary: Mapping[str, Any],
+    results: Sequence[PhaseResult],
+    tracker: SupportTracker,
+    decisions: Sequence[Any],
+    controller: RecoveryController,
+) -> None:
+    """The demo's screen: the trainer-side table, certd's decisions, the guard loop."""
+    print("== trainer-side support (forkgate.support; samples verified by certd) ==")
+    print(format_table(tracker.rows))
+    print()
+    print("== certd acceptance decisions (what `forkgate guard` prints) ==")
+    print(decisions_table(decisions))
+    print()
+    print("== guard loop ==")
+    for r in results:
+        verdict = "ACCEPTED" if r.accepted else "REFUSED "
+        mix = " ".join(f"{b}:{w:.2f}" for b, w in r.mix.items())
+        print(f"{r.checkpoint:<9} mode={r.mode.value:<8} {verdict} next-mix {mix}")
+        for a in r.alarms:
+            print(f"          ALARM {a}")
+        if r.refusal:
+            print(f"          {r.refusal}")
+    print(
+        f"switches {summary['switches']} (max {controller.max_switches}, "
+        f"exhausted={controller.exhausted}); promoted {summary['promoted']}"
+    )
+    print(
+        f"erosion caught: {summary['erosion_caught']}; report files: {', '.join(summary['files'])}"
+    )

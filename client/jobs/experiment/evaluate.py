@@ -9,14 +9,15 @@ import torch
 
 from certd.v1 import tasks_pb2
 
-from ..client import CertdClient
-from ..entry import feasible_entropy, feasible_mass, reach_at_k
-from ..forktree import countdown_prompt
+from ...client import CertdClient
+from ...entry import feasible_entropy, feasible_mass, reach_at_k
+from ...forktree import countdown_prompt
+from ..embedded import EmbeddedSampler
 from ..policy.format import THINK
 from ..policy.policy import Policy
 from ..run import evaluate_tasks
-from ..samplers import EmbeddedSampler
 from .policyops import entry_prefix, family_logprobs
+from .seeds import forced_pair_seed
 
 __all__ = ["Feasible", "evaluate", "exact_family_probs", "feasible_families", "intervention"]
 
@@ -111,7 +112,7 @@ def intervention(
                 [countdown_prompt(task)],
                 n=forced_n,
                 max_tokens=max_tokens,
-                seed=seed + 31 * i + pairs,
+                seed=forced_pair_seed(seed, i, pairs),
                 prefix=THINK + entry_prefix(label),
             )
             verdicts = client.verify_batch([(task, s.text) for s in group])
