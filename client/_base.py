@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-import random
+import uuid
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from certd.statements import (
 )
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
+from ._retry import MAX_ATTEMPTS, service_config
 from .errors import (
     CertdUnavailableError,
     CertificationRefusedError,
@@ -64,38 +66,67 @@ class VerifyItem:
 class ClientSettings:
     """Client behaviour. Units are in the names.
 
+    Retries are gRPC's own (the channel's service config, ``forkgate._retry``): per method,
+    by whether it is safe to repeat.
+
     Attributes:
-        timeout_s: deadline of each RPC attempt.
-        max_retries: retries on UNAVAILABLE only (other errors are never retried).
-        backoff_s: first backoff; doubles each retry, with full jitter, capped at backoff_max_s.
+        timeout_s: deadline of each call: every attempt, backoff and any wait for certd.
+        max_retries: retries after a failed attempt (UNAVAILABLE; with an idempotency key
+            also ABORTED), at most 4 (gRPC's cap of 5 attempts); 0 turns retries off. A
+            larger value is deprecated: it is lowered to 4 and turns on ``wait_for_ready``.
+        backoff_s: the first retry's backoff ceiling; doubles each retry (gRPC draws the
+            delay uniformly below it), capped at ``backoff_max_s``. Also the channel's
+            reconnect backoff.
+        backoff_max_s: the largest backoff.
+        wait_for_ready: when certd cannot be reached, wait for it (up to ``timeout_s``)
+            instead of failing at once: the way to ride out a restart or a failover.
         batch_size: items per VerifyBatch / CertifyBatch call.
-        max_message_bytes: gRPC send/receive limit.
+        max_message_bytes: gRPC send/receive limit, and the retry buffer of each call (a
+            request up to this size is still retried).
     """
 
     timeout_s: float = 60.0
     max_retries: int = 4
     backoff_s: float = 0.1
     backoff_max_s: float = 5.0
+    wait_for_ready: bool = False
     batch_size: int = 1000
     max_message_bytes: int = 64 << 20
 
-    def channel_options(self) -> list[tuple[str, int]]:
-        """gRPC channel options for these settings."""
-        # The channel's own reconnect backoff (1 s and growing by default) would make our
-        # retries fail fast while certd restarts; keep it in step with ours.
+    def __post_init__(self) -> None:
+        if self.max_retries >= MAX_ATTEMPTS:
+            warnings.warn(
+                f"ClientSettings(max_retries={self.max_retries}): gRPC makes at most "
+                f"{MAX_ATTEMPTS} attempts; using max_retries={MAX_ATTEMPTS - 1} and "
+                "wait_for_ready=True (waits for certd up to timeout_s)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "max_retries", MAX_ATTEMPTS - 1)
+            object.__setattr__(self, "wait_for_ready", True)
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries: expected 0 or more, got {self.max_retries}")
+
+    def channel_options(self) -> list[tuple[str, int | str]]:
+        """gRPC channel options for these settings (limits, retry policy, reconnects)."""
+        # The channel's own reconnect backoff (1 s and growing by default) would keep a call
+        # waiting for certd long after it is back; keep it in step with the retry backoff.
         reconnect_ms = max(1, int(self.backoff_s * 1000))
+        config = service_config(
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            backoff_max_s=self.backoff_max_s,
+        )
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
+            ("grpc.service_config", config),
+            ("grpc.enable_retries", 1),
+            ("grpc.per_rpc_retry_buffer_size", self.max_message_bytes),
             ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
             ("grpc.min_reconnect_backoff_ms", reconnect_ms),
             ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, int(self.backoff_max_s * 1000))),
         ]
-
-    def backoffs(self) -> Iterator[float]:
-        """Sleep times before each retry (full jitter)."""
-        for attempt in range(self.max_retries):
-            yield random.uniform(0, min(self.backoff_max_s, self.backoff_s * 2**attempt))
 
 
 VerifyLike = (
@@ -240,16 +271,13 @@ def channel_credentials(
     return grpc.composite_channel_credentials(ssl, grpc.access_token_call_credentials(token))
 
 
-def is_retryable(error: grpc.RpcError) -> bool:
-    """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
-    return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
+def call_metadata(idempotent: bool) -> tuple[tuple[str, str], ...] | None:
+    """A call's metadata: a fresh ``idempotency-key`` (gRPC sends it with every attempt).
 
-
-def is_retryable_with_key(error: grpc.RpcError) -> bool:
-    """With an idempotency key, ABORTED (a twin still running) is retried too."""
-    return is_retryable(error) or (
-        hasattr(error, "code") and error.code() == grpc.StatusCode.ABORTED
-    )
+    Every method the service config lets retry ABORTED (``forkgate._retry.KEYED``) is
+    called with one, so a retry is never a second run of the request in a certd cluster.
+    """
+    return (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
 
 
 def verify_requests(items: Iterable[VerifyLike]) -> list[verifier_pb2.VerifyRequest]:
