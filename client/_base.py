@@ -11,9 +11,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import grpc
+from google.rpc.error_details_pb2 import BadRequest, ErrorInfo, RequestInfo
+from grpc_status import rpc_status
 
 from certd.errors import CertdError
 from certd.signing.dsse import KeyRing
@@ -42,6 +44,9 @@ from .errors import (
     VerificationError,
 )
 from .tasks import TaskLike, as_task
+
+ERROR_DOMAIN = "certd"
+"""``ErrorInfo.domain`` of certd's refusals (``certd.service.interceptors.ERROR_DOMAIN``)."""
 
 __all__ = [
     "ClientSettings",
@@ -154,27 +159,46 @@ def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> K
     return KeyRing(parsed)
 
 
-def _metadata(error: grpc.RpcError) -> dict[str, str]:
-    trailing: Any = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
-    return {str(item[0]): str(item[1]) for item in (trailing or ())}
+@dataclass(frozen=True, slots=True)
+class _Details:
+    """What a failed call's ``google.rpc.Status`` details say (AIP-193)."""
+
+    request_id: str = ""
+    field: str = ""
+    reason: str = ""  # an ErrorInfo reason of certd's domain: a refusal code
+
+
+def _details(error: grpc.RpcError) -> _Details:
+    # A sync call's error is a grpc.Call; an aio one (AioRpcError) has the same sync getters.
+    call = cast(grpc.Call, error)
+    try:
+        status = rpc_status.from_call(call) if hasattr(error, "trailing_metadata") else None
+    except ValueError:  # code or message differ from the details: trust none of them
+        status = None
+    found: dict[str, str] = {}
+    for detail in status.details if status is not None else ():
+        info, bad, request = ErrorInfo(), BadRequest(), RequestInfo()
+        if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+            found["reason"] = info.reason
+        elif detail.Unpack(bad) and bad.field_violations:
+            found["field"] = bad.field_violations[0].field
+        elif detail.Unpack(request):
+            found["request_id"] = request.request_id
+    return _Details(**found)
 
 
 def map_rpc_error(error: grpc.RpcError) -> ForkgateError:
     """Translate a gRPC error into the client's typed error (the one place that does)."""
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = (error.details() if hasattr(error, "details") else "") or str(code)
-    meta = _metadata(error)
-    rid = meta.get("certd-request-id", "")
+    got = _details(error)
+    rid = got.request_id
     if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidRequestError(details, field=meta.get("certd-error-field", ""), request_id=rid)
+        return InvalidRequestError(details, field=got.field, request_id=rid)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return ResourceExhaustedError(
-            details, field=meta.get("certd-error-field", ""), request_id=rid
-        )
-    if code == grpc.StatusCode.FAILED_PRECONDITION and "certd-refusal-reason" in meta:
-        return CertificationRefusedError(
-            details, reason=meta["certd-refusal-reason"], request_id=rid
-        )
+        return ResourceExhaustedError(details, field=got.field, request_id=rid)
+    if code == grpc.StatusCode.FAILED_PRECONDITION and got.reason:
+        return CertificationRefusedError(details, reason=got.reason, request_id=rid)
     if code == grpc.StatusCode.NOT_FOUND:
         return NotFoundError(details, request_id=rid)
     if code == grpc.StatusCode.UNIMPLEMENTED:
