@@ -15,7 +15,7 @@ running it twice is safe:
   and replays its reply; UNAVAILABLE (not reached, or a replica died) and ABORTED (a twin
   with the same key still runs) are retried. Without a cluster a repeat is harmless too: a
   verdict is recomputed, a Certify of a certified label returns the same certificate.
-- **reads and other idempotent calls** (``READS``): UNAVAILABLE only.
+- **reads and other idempotent calls** (``IDEMPOTENT``): UNAVAILABLE only.
 - **not idempotent** (BeginAcceptance draws a fresh challenge, Accept records a decision;
   VerifyStream is a stream): no policy. gRPC still retries an attempt that never reached
   certd (a transparent retry), which is safe by construction.
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["KEYED", "MAX_ATTEMPTS", "NOT_RETRIED", "READS", "service_config"]
+__all__ = ["IDEMPOTENT", "KEYED", "MAX_ATTEMPTS", "NOT_RETRIED", "service_config"]
 
 MAX_ATTEMPTS = 5
 """gRPC's cap on ``retryPolicy.maxAttempts`` (larger values are silently lowered to it)."""
@@ -44,7 +44,7 @@ KEYED: tuple[tuple[str, str], ...] = (
 )
 """Methods the client always calls with an idempotency key: UNAVAILABLE and ABORTED retried."""
 
-READS: tuple[tuple[str, str], ...] = (
+IDEMPOTENT: tuple[tuple[str, str], ...] = (
     ("certd.v1.Verifier", "Verify"),
     ("certd.v1.Authority", "GetCertificate"),
     ("certd.v1.Authority", "GetForkTree"),
@@ -90,7 +90,7 @@ def service_config(*, max_retries: int, backoff_s: float, backoff_max_s: float) 
     """
     if not 0 <= max_retries < MAX_ATTEMPTS:
         raise ValueError(f"max_retries: expected 0 to {MAX_ATTEMPTS - 1}, got {max_retries}")
-    groups = ((KEYED, ["UNAVAILABLE", "ABORTED"]), (READS, ["UNAVAILABLE"]))
+    groups = ((KEYED, ["UNAVAILABLE", "ABORTED"]), (IDEMPOTENT, ["UNAVAILABLE"]))
     configs: list[dict[str, object]] = []
     for methods, codes in groups:
         config: dict[str, object] = {"name": _names(methods)}
