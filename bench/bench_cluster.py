@@ -141,7 +141,7 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
             save_signing_key(data / "signing.key", key)
             procs.append(start_certd(data, redis.url if redis else None))
         addresses = [a for _, a in procs]
-        settings = ClientSettings(timeout_s=300, batch_size=BATCH, max_retries=8)
+        settings = ClientSettings(timeout_s=300, batch_size=BATCH, wait_for_ready=True)
         work = [reqs[i::CLIENTS] for i in range(CLIENTS)]
         errors: list[BaseException] = []
         done = [0] * CLIENTS

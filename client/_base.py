@@ -5,14 +5,17 @@
 
 from __future__ import annotations
 
-import random
+import uuid
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import grpc
+from google.rpc.error_details_pb2 import BadRequest, ErrorInfo, RequestInfo
+from grpc_status import rpc_status
 
 from certd.errors import CertdError
 from certd.signing.dsse import KeyRing
@@ -27,6 +30,7 @@ from certd.statements import (
 )
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
+from ._retry import MAX_ATTEMPTS, service_config
 from .errors import (
     CertdUnavailableError,
     CertificationRefusedError,
@@ -40,6 +44,9 @@ from .errors import (
     VerificationError,
 )
 from .tasks import TaskLike, as_task
+
+ERROR_DOMAIN = "certd"
+"""``ErrorInfo.domain`` of certd's refusals (``certd.service.interceptors.ERROR_DOMAIN``)."""
 
 __all__ = [
     "ClientSettings",
@@ -64,38 +71,67 @@ class VerifyItem:
 class ClientSettings:
     """Client behaviour. Units are in the names.
 
+    Retries are gRPC's own (the channel's service config, ``forkgate._retry``): per method,
+    by whether it is safe to repeat.
+
     Attributes:
-        timeout_s: deadline of each RPC attempt.
-        max_retries: retries on UNAVAILABLE only (other errors are never retried).
-        backoff_s: first backoff; doubles each retry, with full jitter, capped at backoff_max_s.
+        timeout_s: deadline of each call: every attempt, backoff and any wait for certd.
+        max_retries: retries after a failed attempt (UNAVAILABLE; with an idempotency key
+            also ABORTED), at most 4 (gRPC's cap of 5 attempts); 0 turns retries off. A
+            larger value is deprecated: it is lowered to 4 and turns on ``wait_for_ready``.
+        backoff_s: the first retry's backoff ceiling; doubles each retry (gRPC draws the
+            delay uniformly below it), capped at ``backoff_max_s``. Also the channel's
+            reconnect backoff.
+        backoff_max_s: the largest backoff.
+        wait_for_ready: when certd cannot be reached, wait for it (up to ``timeout_s``)
+            instead of failing at once: the way to ride out a restart or a failover.
         batch_size: items per VerifyBatch / CertifyBatch call.
-        max_message_bytes: gRPC send/receive limit.
+        max_message_bytes: gRPC send/receive limit, and the retry buffer of each call (a
+            request up to this size is still retried).
     """
 
     timeout_s: float = 60.0
     max_retries: int = 4
     backoff_s: float = 0.1
     backoff_max_s: float = 5.0
+    wait_for_ready: bool = False
     batch_size: int = 1000
     max_message_bytes: int = 64 << 20
 
-    def channel_options(self) -> list[tuple[str, int]]:
-        """gRPC channel options for these settings."""
-        # The channel's own reconnect backoff (1 s and growing by default) would make our
-        # retries fail fast while certd restarts; keep it in step with ours.
+    def __post_init__(self) -> None:
+        if self.max_retries >= MAX_ATTEMPTS:
+            warnings.warn(
+                f"ClientSettings(max_retries={self.max_retries}): gRPC makes at most "
+                f"{MAX_ATTEMPTS} attempts; using max_retries={MAX_ATTEMPTS - 1} and "
+                "wait_for_ready=True (waits for certd up to timeout_s)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "max_retries", MAX_ATTEMPTS - 1)
+            object.__setattr__(self, "wait_for_ready", True)
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries: expected 0 or more, got {self.max_retries}")
+
+    def channel_options(self) -> list[tuple[str, int | str]]:
+        """gRPC channel options for these settings (limits, retry policy, reconnects)."""
+        # The channel's own reconnect backoff (1 s and growing by default) would keep a call
+        # waiting for certd long after it is back; keep it in step with the retry backoff.
         reconnect_ms = max(1, int(self.backoff_s * 1000))
+        config = service_config(
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            backoff_max_s=self.backoff_max_s,
+        )
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
+            ("grpc.service_config", config),
+            ("grpc.enable_retries", 1),
+            ("grpc.per_rpc_retry_buffer_size", self.max_message_bytes),
             ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
             ("grpc.min_reconnect_backoff_ms", reconnect_ms),
             ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, int(self.backoff_max_s * 1000))),
         ]
-
-    def backoffs(self) -> Iterator[float]:
-        """Sleep times before each retry (full jitter)."""
-        for attempt in range(self.max_retries):
-            yield random.uniform(0, min(self.backoff_max_s, self.backoff_s * 2**attempt))
 
 
 VerifyLike = (
@@ -123,27 +159,46 @@ def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> K
     return KeyRing(parsed)
 
 
-def _metadata(error: grpc.RpcError) -> dict[str, str]:
-    trailing: Any = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
-    return {str(item[0]): str(item[1]) for item in (trailing or ())}
+@dataclass(frozen=True, slots=True)
+class _Details:
+    """What a failed call's ``google.rpc.Status`` details say (AIP-193)."""
+
+    request_id: str = ""
+    field: str = ""
+    reason: str = ""  # an ErrorInfo reason of certd's domain: a refusal code
+
+
+def _details(error: grpc.RpcError) -> _Details:
+    # A sync call's error is a grpc.Call; an aio one (AioRpcError) has the same sync getters.
+    call = cast(grpc.Call, error)
+    try:
+        status = rpc_status.from_call(call) if hasattr(error, "trailing_metadata") else None
+    except ValueError:  # code or message differ from the details: trust none of them
+        status = None
+    found: dict[str, str] = {}
+    for detail in status.details if status is not None else ():
+        info, bad, request = ErrorInfo(), BadRequest(), RequestInfo()
+        if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+            found["reason"] = info.reason
+        elif detail.Unpack(bad) and bad.field_violations:
+            found["field"] = bad.field_violations[0].field
+        elif detail.Unpack(request):
+            found["request_id"] = request.request_id
+    return _Details(**found)
 
 
 def map_rpc_error(error: grpc.RpcError) -> ForkgateError:
     """Translate a gRPC error into the client's typed error (the one place that does)."""
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = (error.details() if hasattr(error, "details") else "") or str(code)
-    meta = _metadata(error)
-    rid = meta.get("certd-request-id", "")
+    got = _details(error)
+    rid = got.request_id
     if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidRequestError(details, field=meta.get("certd-error-field", ""), request_id=rid)
+        return InvalidRequestError(details, field=got.field, request_id=rid)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return ResourceExhaustedError(
-            details, field=meta.get("certd-error-field", ""), request_id=rid
-        )
-    if code == grpc.StatusCode.FAILED_PRECONDITION and "certd-refusal-reason" in meta:
-        return CertificationRefusedError(
-            details, reason=meta["certd-refusal-reason"], request_id=rid
-        )
+        return ResourceExhaustedError(details, field=got.field, request_id=rid)
+    if code == grpc.StatusCode.FAILED_PRECONDITION and got.reason:
+        return CertificationRefusedError(details, reason=got.reason, request_id=rid)
     if code == grpc.StatusCode.NOT_FOUND:
         return NotFoundError(details, request_id=rid)
     if code == grpc.StatusCode.UNIMPLEMENTED:
@@ -240,16 +295,13 @@ def channel_credentials(
     return grpc.composite_channel_credentials(ssl, grpc.access_token_call_credentials(token))
 
 
-def is_retryable(error: grpc.RpcError) -> bool:
-    """Only UNAVAILABLE is retried: the call did not reach a handler, or certd restarted."""
-    return hasattr(error, "code") and error.code() == grpc.StatusCode.UNAVAILABLE
+def call_metadata(idempotent: bool) -> tuple[tuple[str, str], ...] | None:
+    """A call's metadata: a fresh ``idempotency-key`` (gRPC sends it with every attempt).
 
-
-def is_retryable_with_key(error: grpc.RpcError) -> bool:
-    """With an idempotency key, ABORTED (a twin still running) is retried too."""
-    return is_retryable(error) or (
-        hasattr(error, "code") and error.code() == grpc.StatusCode.ABORTED
-    )
+    Every method the service config lets retry ABORTED (``forkgate._retry.KEYED``) is
+    called with one, so a retry is never a second run of the request in a certd cluster.
+    """
+    return (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
 
 
 def verify_requests(items: Iterable[VerifyLike]) -> list[verifier_pb2.VerifyRequest]:

@@ -8,8 +8,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,14 +33,13 @@ from ._base import (
     StreamChecker,
     VerifyItem,
     VerifyLike,
+    call_metadata,
     certify_request,
     channel_credentials,
     channel_target,
     check_batch,
     check_certificate,
     chunks,
-    is_retryable,
-    is_retryable_with_key,
     load_keyring,
     map_rpc_error,
     server_name_options,
@@ -99,17 +96,16 @@ class AsyncCertdClient:
     async def _call(
         self, fn: Callable[..., Awaitable[T]], request: Any, idempotent: bool = False
     ) -> T:
-        backoffs = self.settings.backoffs()
-        metadata = (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
-        retryable = is_retryable_with_key if idempotent else is_retryable
-        while True:
-            try:
-                return await fn(request, timeout=self.settings.timeout_s, metadata=metadata)
-            except grpc.RpcError as e:
-                delay = next(backoffs, None) if retryable(e) else None
-                if delay is None:
-                    raise map_rpc_error(e) from e
-                await asyncio.sleep(delay)
+        """One call, retried by gRPC; see ``CertdClient._call``."""
+        try:
+            return await fn(
+                request,
+                timeout=self.settings.timeout_s,
+                metadata=call_metadata(idempotent),
+                wait_for_ready=self.settings.wait_for_ready,
+            )
+        except grpc.RpcError as e:
+            raise map_rpc_error(e) from e
 
     async def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
         """Check one response; see ``CertdClient.verify``."""
@@ -142,7 +138,9 @@ class AsyncCertdClient:
         requests = (checker.sent(verify_requests([item])[0]) for item in items)
         try:
             async for reply in self._verifier.VerifyStream(
-                requests, timeout=self.settings.timeout_s
+                requests,
+                timeout=self.settings.timeout_s,
+                wait_for_ready=self.settings.wait_for_ready,
             ):
                 for verdict in checker.received(reply):
                     yield verdict
@@ -160,7 +158,7 @@ class AsyncCertdClient:
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate; see ``CertdClient.certify``."""
         req = certify_request(task, label, witness, kappa, fields)
-        reply = await self._call(self._authority.Certify, req)
+        reply = await self._call(self._authority.Certify, req, idempotent=True)
         return check_certificate(reply.certificate, self.keys, req.task)
 
     async def certify_batch(

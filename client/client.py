@@ -14,8 +14,6 @@ returned; a mismatch raises ``VerificationError``.
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -40,14 +38,13 @@ from ._base import (
     StreamChecker,
     VerifyItem,
     VerifyLike,
+    call_metadata,
     certify_request,
     channel_credentials,
     channel_target,
     check_batch,
     check_certificate,
     chunks,
-    is_retryable,
-    is_retryable_with_key,
     load_keyring,
     map_rpc_error,
     server_name_options,
@@ -116,18 +113,17 @@ class CertdClient:
         self._channel.close()
 
     def _call(self, fn: Callable[..., T], request: object, idempotent: bool = False) -> T:
-        """Call with retries; ``idempotent`` sends one idempotency key for every attempt."""
-        backoffs = self.settings.backoffs()
-        metadata = (("idempotency-key", uuid.uuid4().hex),) if idempotent else None
-        retryable = is_retryable_with_key if idempotent else is_retryable
-        while True:
-            try:
-                return fn(request, timeout=self.settings.timeout_s, metadata=metadata)
-            except grpc.RpcError as e:
-                delay = next(backoffs, None) if retryable(e) else None
-                if delay is None:
-                    raise map_rpc_error(e) from e
-                time.sleep(delay)
+        """One call; gRPC retries its attempts as the channel's service config says
+        (``forkgate._retry``). ``idempotent`` sends an idempotency key with every attempt."""
+        try:
+            return fn(
+                request,
+                timeout=self.settings.timeout_s,
+                metadata=call_metadata(idempotent),
+                wait_for_ready=self.settings.wait_for_ready,
+            )
+        except grpc.RpcError as e:
+            raise map_rpc_error(e) from e
 
     # Verifier
 
@@ -186,7 +182,12 @@ class CertdClient:
         checker = StreamChecker(self.keys)
         requests = (checker.sent(r) for r in _requests_one_by_one(items))
         try:
-            for reply in self._verifier.VerifyStream(requests, timeout=self.settings.timeout_s):
+            replies = self._verifier.VerifyStream(
+                requests,
+                timeout=self.settings.timeout_s,
+                wait_for_ready=self.settings.wait_for_ready,
+            )
+            for reply in replies:
                 yield from checker.received(reply)
         except grpc.RpcError as e:
             raise map_rpc_error(e) from e
@@ -217,7 +218,7 @@ class CertdClient:
             The certificate (the existing one when (task, label) was certified before).
         """
         req = certify_request(task, label, witness, kappa, fields)
-        reply = self._call(self._authority.Certify, req)
+        reply = self._call(self._authority.Certify, req, idempotent=True)
         return check_certificate(reply.certificate, self.keys, req.task)
 
     def certify_batch(

@@ -28,7 +28,8 @@ any problem (one math worker of two dead, until its replacement is ready).
 ``domain`` is the task domain of the request (``countdown``, ``math``, ``code``; ``mixed`` for
 a batch of several; ``none`` for ledger reads). Every RPC gets a request id (the client's
 ``x-request-id`` metadata, else a fresh one), returned as ``certd-request-id`` initial
-metadata and attached to every log record written while the RPC runs; ``JsonFormatter``
+metadata (with the reply: an error is trailers-only, so a client may retry it, and carries the
+id in its trailers) and attached to every log record written while the RPC runs; ``JsonFormatter``
 writes one JSON object per line.
 """
 
@@ -227,12 +228,17 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
     def _begin(self, context: grpc.ServicerContext) -> contextvars.Token[str | None]:
         rid = dict(context.invocation_metadata()).get("x-request-id")
-        rid = str(rid)[:64] if rid else uuid.uuid4().hex[:16]
+        return _request_id.set(str(rid)[:64] if rid else uuid.uuid4().hex[:16])
+
+    @staticmethod
+    def _send_request_id(context: grpc.ServicerContext) -> None:
+        # Sent with the reply, never before: a client's gRPC retries an attempt only while no
+        # response headers came (gRFC A6), so an error must leave as a trailers-only response
+        # (its request id is in the trailers, certd.service.interceptors).
         try:
-            context.send_initial_metadata((("certd-request-id", rid),))
+            context.send_initial_metadata((("certd-request-id", _request_id.get() or ""),))
         except ValueError:  # already sent
             pass
-        return _request_id.set(rid)
 
     def _end(self, method: str, domain: str, context: grpc.ServicerContext, t0: float) -> None:
         code = context.code()  # type: ignore[attr-defined]  # present at runtime
@@ -258,7 +264,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
                 token = self._begin(context)
                 m.in_flight.labels(method).inc()
                 try:
-                    return fn(request, context)
+                    reply = fn(request, context)
+                    self._send_request_id(context)
+                    return reply
                 finally:
                     m.in_flight.labels(method).dec()
                     self._end(method, domain, context, t0)
@@ -271,6 +279,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
                 t0 = time.perf_counter()
                 domain = "stream" if streamed else domain_of(request)
                 self._begin(context)
+                self._send_request_id(context)  # a stream is not retried: headers at once
                 m.in_flight.labels(method).inc()
                 try:
                     yield from fn(request, context)

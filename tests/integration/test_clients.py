@@ -1,4 +1,7 @@
-"""The sync and async clients: mirrored results, retries on UNAVAILABLE only, key checks."""
+"""The sync and async clients: mirrored results, riding out a restart, key checks.
+
+Which calls are retried, and on what, is in ``test_client_retries.py``.
+"""
 
 from __future__ import annotations
 
@@ -95,11 +98,40 @@ def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
     t = threading.Thread(target=start_later)
     t.start()
     try:
-        settings = ClientSettings(max_retries=40, backoff_s=0.1, backoff_max_s=0.3, timeout_s=5)
+        settings = ClientSettings(
+            wait_for_ready=True, backoff_s=0.1, backoff_max_s=0.3, timeout_s=60
+        )
         with CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
             assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
     finally:
         t.join()
+        for s in holder:
+            s.stop(grace_s=1)
+
+
+def test_rides_out_a_restart_of_certd(tmp_path: Path) -> None:
+    port = _free_port()
+    cfg = CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
+    first = CertdServer(cfg)
+    first.start()
+    holder = [first]
+
+    def restart() -> None:
+        first.stop(grace_s=1)
+        time.sleep(0.8)
+        holder.append(CertdServer(cfg))
+        holder[-1].start()
+
+    settings = ClientSettings(wait_for_ready=True, backoff_s=0.1, backoff_max_s=0.3, timeout_s=60)
+    try:
+        with CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
+            assert c.checkpoint().size == 0
+            t = threading.Thread(target=restart)
+            t.start()
+            time.sleep(0.3)  # certd is stopping or down: the call waits for it
+            assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
+            t.join()
+    finally:
         for s in holder:
             s.stop(grace_s=1)
 

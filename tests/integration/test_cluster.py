@@ -31,7 +31,7 @@ from forkgate.puzzles import countdown_puzzles
 pytest.importorskip("redis")
 pytestmark = pytest.mark.slow
 
-SETTINGS = ClientSettings(timeout_s=60, max_retries=12, backoff_s=0.05, batch_size=16)
+SETTINGS = ClientSettings(timeout_s=60, wait_for_ready=True, backoff_s=0.05, batch_size=16)
 
 
 @pytest.fixture()

@@ -35,7 +35,7 @@ pytest.importorskip("redis")
 pytestmark = pytest.mark.slow
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
-SETTINGS = ClientSettings(timeout_s=30, max_retries=8, backoff_s=0.05)
+SETTINGS = ClientSettings(timeout_s=30, wait_for_ready=True, backoff_s=0.05)
 
 
 @pytest.fixture(scope="module")

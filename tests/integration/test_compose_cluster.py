@@ -121,7 +121,7 @@ def witnessed_size(port: int) -> int:
 
 
 def certify(address: str, vkey: str, items: list[tuple[dict[str, object], str, str]]) -> int:
-    settings = ClientSettings(timeout_s=60, max_retries=12, backoff_s=0.2)
+    settings = ClientSettings(timeout_s=60, wait_for_ready=True, backoff_s=0.2)
     with CertdClient(address, trusted_keys=[vkey], settings=settings) as c:
         results = c.certify_batch(items)
     return sum(1 for r in results if not isinstance(r, CertificationRefusedError))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from certd.config import CertdConfig, MathConfig
 from certd.errors import ProofError
@@ -120,7 +122,10 @@ def test_bad_requests_get_typed_errors_and_server_keeps_serving(address: str) ->
     with grpc.insecure_channel(address) as ch, pytest.raises(grpc.RpcError) as raw:
         verifier_pb2_grpc.VerifierStub(ch).VerifyBatch(verifier_pb2.VerifyBatchRequest(), timeout=9)
     assert raw.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert dict(raw.value.trailing_metadata())["certd-error-field"] == "items"
+    assert dict(raw.value.trailing_metadata())["certd-error-field"] == "items"  # one release
+    bad = error_details_pb2.BadRequest()
+    assert any(d.Unpack(bad) for d in rpc_status.from_call(raw.value).details)
+    assert [v.field for v in bad.field_violations] == ["items"]
     with CertdClient(address) as c:
         assert c.verify_batch([]) == []
         with pytest.raises(InvalidRequestError) as e:
