@@ -9,6 +9,11 @@ APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-s
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 CERTD_IMAGE ?= forkgate/certd:dev
 SINGLE_IMAGE ?= forkgate/certd-single:dev
+# What the certd images are built from (the tracked sources and packaging, as in the working
+# tree): an image whose forkgate.src label differs is rebuilt, so a test never runs an image
+# of older code or older dependencies.
+SRC_KEY := $(shell cat $$(git ls-files certd client sandboxes proto pyproject.toml setup.py deploy 2>/dev/null) /dev/null | sha256sum | cut -c1-16)
+image_is_current = [ "$$(docker image inspect -f '{{index .Config.Labels "forkgate.src"}}' $(1) 2>/dev/null)" = "$(SRC_KEY)" ]
 
 .PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image single-image math-verify-cases
 
@@ -66,15 +71,15 @@ sandbox-image: docker-engine
 	@docker image inspect $(SANDBOX_IMAGE) >/dev/null 2>&1 || deploy/sandbox-image/build.sh $(SANDBOX_IMAGE)
 
 # The certd cluster image (debootstrap + a wheelhouse + docker import) the compose test runs,
-# built only when missing; `docker rmi $(CERTD_IMAGE)` first to rebuild it from the tree.
+# built when missing or built from other sources (its forkgate.src label, SRC_KEY above).
 cluster-image: docker-engine setup
-	@docker image inspect $(CERTD_IMAGE) >/dev/null 2>&1 || TAG=$(CERTD_IMAGE) deploy/cluster/build-image.sh
+	@$(call image_is_current,$(CERTD_IMAGE)) || SRC_KEY=$(SRC_KEY) TAG=$(CERTD_IMAGE) deploy/cluster/build-image.sh
 
 # The single-node image (`certd serve` on the host's loopback, SQLite in /data): the cluster
-# image plus this tree's forkgate wheel, built only when missing; `docker rmi $(SINGLE_IMAGE)`
-# first to rebuild it from the tree. Run: docker run --rm --network host -v certd-data:/data $(SINGLE_IMAGE)
-single-image: docker-engine setup
-	@docker image inspect $(SINGLE_IMAGE) >/dev/null 2>&1 || TAG=$(SINGLE_IMAGE) BASE=$(CERTD_IMAGE) deploy/single/build-image.sh
+# image plus this tree's forkgate wheel, built when missing or built from other sources.
+# Run: docker run --rm --network host -v certd-data:/data $(SINGLE_IMAGE)
+single-image: docker-engine setup cluster-image
+	@$(call image_is_current,$(SINGLE_IMAGE)) || SRC_KEY=$(SRC_KEY) TAG=$(SINGLE_IMAGE) BASE=$(CERTD_IMAGE) deploy/single/build-image.sh
 
 test: lint typecheck sandbox-image cluster-image single-image unit
 

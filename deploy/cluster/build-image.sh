@@ -63,7 +63,9 @@ tar -C "$ROOT" -c . | docker import \
   --change 'USER 10001' \
   --change 'WORKDIR /data' \
   --change 'ENTRYPOINT ["certd"]' \
+  --change "LABEL forkgate.src=${SRC_KEY:-unknown}" \
   - "$TAG"
 rm -rf "$WORK"
 docker run --rm --network none "$TAG" --help >/dev/null
 echo "built $TAG"
+docker image prune -f --filter label=forkgate.src >/dev/null  # the images this one replaced

@@ -58,8 +58,10 @@ docker commit \
   --change 'USER 10001' \
   --change 'WORKDIR /data' \
   --change 'ENTRYPOINT ["certd"]' \
+  --change "LABEL forkgate.src=${SRC_KEY:-unknown}" \
   --change 'CMD ["serve", "--data-dir", "/data", "--config", "/etc/certd/certd.json", "--listen", "127.0.0.1:50051"]' \
   --message "forkgate single-node certd ($WHEEL on $BASE)" \
   "$CID" "$TAG" >/dev/null
 docker run --rm --network none "$TAG" config --check /etc/certd/certd.json
 echo "built $TAG"
+docker image prune -f --filter label=forkgate.src >/dev/null  # the images this one replaced
