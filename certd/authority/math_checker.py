@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from certd.authority.components import ComponentHealth
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
@@ -38,7 +39,6 @@ from certd.authority.jobs import current_job
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError, preload_forkserver
 from certd.config import MathConfig
 from certd.domains import math as dm
-from certd.domains.countdown import Enumeration
 from certd.domains.math.first_step import (
     first_step_family,
     first_step_text,
@@ -317,7 +317,7 @@ class MathChecker:
             why = f"math checker unavailable: {e}"
             return [Verdict(Status.INFRA_ERROR, 0.0, self.verifier, detail=why) for _ in pairs]
 
-    def enumerate(self, task: dm.MathTask) -> Enumeration:
+    def enumerate(self, task: dm.MathTask) -> NoReturn:
         """Math families are not enumerable: they become feasible when a witness is certified.
 
         Raises:

@@ -137,6 +137,20 @@ def redis_url_ok(url: str) -> bool:
     return urlsplit(url).scheme in ("redis", "rediss", "unix")
 
 
+def _check_settings(url: str, prefix: str, appendfsync: str) -> None:
+    """Refuse a store's settings before connecting.
+
+    Raises:
+        ConfigError: the AOF policy, the URL or the prefix is not valid.
+    """
+    if appendfsync not in APPENDFSYNC_POLICIES:
+        raise ConfigError(f"expected appendfsync in {APPENDFSYNC_POLICIES}, got {appendfsync!r}")
+    if not redis_url_ok(url):
+        raise ConfigError(f"expected a redis:// URL, got {url!r}")
+    if not prefix or any(c in prefix for c in "{}: \n"):
+        raise ConfigError(f"expected a prefix without braces, colons or spaces, got {prefix!r}")
+
+
 class RedisStore(LedgerStore):
     """A ``LedgerStore`` in Redis, shared by any number of certd processes."""
 
@@ -168,25 +182,11 @@ class RedisStore(LedgerStore):
             StoreError: Redis cannot be reached, or holds another schema under ``prefix``.
         """
         super().__init__(limits)
-        if appendfsync not in APPENDFSYNC_POLICIES:
-            raise ConfigError(
-                f"expected appendfsync in {APPENDFSYNC_POLICIES}, got {appendfsync!r}"
-            )
-        if not redis_url_ok(url):
-            raise ConfigError(f"expected a redis:// URL, got {url!r}")
-        if not prefix or any(c in prefix for c in "{}: \n"):
-            raise ConfigError(f"expected a prefix without braces, colons or spaces, got {prefix!r}")
+        _check_settings(url, prefix, appendfsync)
         self.url = url
         self.prefix = prefix
         p = "{" + prefix + "}"
-        self._k_meta = f"{p}:meta"
-        self._k_size = f"{p}:size"
-        self._k_entries = f"{p}:entries"
-        self._k_keys = f"{p}:keys"
-        self._k_nodes = [f"{p}:nodes:{level}" for level in range(_NODE_LEVELS)]
-        self._k_checkpoints = f"{p}:checkpoints"
-        self._k_latest = f"{p}:checkpoint:latest"
-        self._k_lock = f"{p}:writer"
+        self._name_keys(p)
         self._closed = False
         self._lock = threading.Lock()
         try:
@@ -204,6 +204,17 @@ class RedisStore(LedgerStore):
             raise StoreError(f"cannot open the Redis ledger at {url}: {e}") from e
         if version is None or int(version) != SCHEMA_VERSION:
             raise StoreError(f"expected schema version {SCHEMA_VERSION} under {p}, got {version!r}")
+
+    def _name_keys(self, p: str) -> None:
+        """Name the ledger's Redis keys under the hash-tagged prefix ``p`` (``{certd}``)."""
+        self._k_meta = f"{p}:meta"
+        self._k_size = f"{p}:size"
+        self._k_entries = f"{p}:entries"
+        self._k_keys = f"{p}:keys"
+        self._k_nodes = [f"{p}:nodes:{level}" for level in range(_NODE_LEVELS)]
+        self._k_checkpoints = f"{p}:checkpoints"
+        self._k_latest = f"{p}:checkpoint:latest"
+        self._k_lock = f"{p}:writer"
 
     def _check_policy(self, appendfsync: str) -> None:
         if appendfsync == "any":
@@ -225,7 +236,7 @@ class RedisStore(LedgerStore):
 
     @property
     def client(self) -> redis.Redis:
-        """The Redis client (shared with idempotency records and rate limits)."""
+        """The raw Redis client, for tests and tools that inspect the keys (certd uses none)."""
         return self._r
 
     @property

@@ -46,7 +46,7 @@ from certd.errors import (
 )
 from certd.service.access import client_of
 
-__all__ = ["ClusterInterceptor", "client_of"]
+__all__ = ["ClusterInterceptor", "ClusterState", "client_of"]
 
 log = logging.getLogger("certd.cluster")
 
@@ -97,13 +97,76 @@ return {ok, wait_ms}
 """
 
 
+class ClusterState:
+    """The cluster's shared request state in Redis: rate buckets and idempotency records.
+
+    The interceptor's only I/O goes through these four calls; each raises ``StoreError`` when
+    Redis fails.
+    """
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        """Set up.
+
+        Args:
+            client: a Redis client of its own (not the ledger store's).
+            prefix: the hash-tagged key prefix, e.g. ``{certd}``.
+        """
+        self._r = client
+        self._prefix = prefix
+        self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
+        self._take = client.register_script(_TAKE)
+
+    def take(self, client: str, rate_per_s: float, burst: int) -> int | None:
+        """Take one token from ``client``'s bucket; None when taken, else the ms until one is."""
+        bucket = f"{self._prefix}:rate:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
+        try:
+            ok, wait_ms = self._take(keys=[bucket], args=[rate_per_s, burst])
+        except RedisError as e:
+            raise StoreError(f"rate limiter: {e}") from e
+        return None if int(ok) else int(wait_ms)
+
+    def record(self, client: str, method: str, key: str) -> str:
+        """The idempotency record of (client, method, key)."""
+        name = hashlib.sha256(f"{client}\n{method}\n{key}".encode()).hexdigest()
+        return f"{self._prefix}:idem:{name}"
+
+    def claim(self, record: str, digest: str, owner: str, claim_ms: int) -> tuple[str, str, bytes]:
+        """Claim ``record`` for ``owner`` unless it exists.
+
+        Returns:
+            ``("NEW", "", b"")`` when claimed, else the record's state (``pending`` or
+            ``done``), the digest of its request and its stored reply.
+        """
+        try:
+            got = self._claim(keys=[record], args=[digest, owner, claim_ms])
+        except RedisError as e:
+            raise StoreError(f"idempotency record: {e}") from e
+        if _text(got[0]) == "NEW":
+            return "NEW", "", b""
+        return _text(got[0]), _text(got[1]), bytes(got[2])
+
+    def renew(self, record: str, claim_ms: int) -> None:
+        """Extend the claim on ``record`` by ``claim_ms``."""
+        try:
+            self._r.pexpire(record, claim_ms)
+        except RedisError as e:
+            raise StoreError(f"idempotency record: {e}") from e
+
+    def settle(self, record: str, owner: str, reply: bytes, ttl_ms: int) -> None:
+        """Store ``owner``'s reply for ``ttl_ms``, or drop the record when ``reply`` is empty."""
+        try:
+            self._finish(keys=[record], args=[owner, reply, ttl_ms])
+        except RedisError as e:
+            raise StoreError(f"idempotency record: {e}") from e
+
+
 class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
     """Idempotency keys and per-client rate limits for every unary RPC, state in Redis."""
 
     def __init__(
         self,
-        client: redis.Redis,
-        prefix: str,
+        state: ClusterState,
         cfg: ClusterConfig,
         *,
         principal: Callable[[grpc.ServicerContext], str] = client_of,
@@ -111,18 +174,13 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         """Set up.
 
         Args:
-            client: a Redis client (``from_config`` opens one).
-            prefix: the hash-tagged key prefix, e.g. ``{certd}``.
+            state: the shared request state (``from_config`` opens it).
             cfg: the cluster settings.
             principal: maps a request to its client identifier.
         """
-        self._r = client
-        self._prefix = prefix
+        self._state = state
         self._cfg = cfg
         self._principal = principal
-        self._claim = client.register_script(_CLAIM)
-        self._finish = client.register_script(_FINISH)
-        self._take = client.register_script(_TAKE)
 
     @classmethod
     def from_config(cls, cluster: ClusterConfig) -> ClusterInterceptor:
@@ -141,7 +199,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             socket_timeout=cluster.redis_timeout_s,
             socket_connect_timeout=cluster.redis_timeout_s,
         )
-        return cls(client, "{" + cluster.redis_prefix + "}", cluster)
+        return cls(ClusterState(client, "{" + cluster.redis_prefix + "}"), cluster)
 
     def intercept_service(
         self,
@@ -186,16 +244,12 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         rate = self._cfg.rate_limit_per_s
         if rate <= 0:
             return
-        bucket = f"{self._prefix}:rate:{hashlib.sha256(client.encode()).hexdigest()[:32]}"
-        try:
-            ok, wait_ms = self._take(keys=[bucket], args=[rate, self._cfg.rate_limit_burst])
-        except RedisError as e:
-            raise StoreError(f"rate limiter: {e}") from e
-        if not int(ok):
+        wait_ms = self._state.take(client, rate, self._cfg.rate_limit_burst)
+        if wait_ms is not None:
             raise RateLimitedError(
                 f"rate limit: at most {rate:g} requests/s (burst {self._cfg.rate_limit_burst}) "
-                f"per client; retry in {int(wait_ms)} ms",
-                retry_after_s=int(wait_ms) / 1e3,
+                f"per client; retry in {wait_ms} ms",
+                retry_after_s=wait_ms / 1e3,
             )
 
     def _once(
@@ -208,45 +262,67 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         inner: Callable[[Any, grpc.ServicerContext], Any],
         serialize: Callable[[Any], bytes],
     ) -> Any:
+        """Run the request once per (client, method, key), or replay the stored reply."""
         if not key or len(key) > _MAX_KEY_CHARS:
             raise InvalidInputError(
                 f"{IDEMPOTENCY_HEADER}: expected 1 to {_MAX_KEY_CHARS} characters, got {len(key)}",
                 field=IDEMPOTENCY_HEADER,
             )
-        name = hashlib.sha256(f"{client}\n{method}\n{key}".encode()).hexdigest()
-        record = f"{self._prefix}:idem:{name}"
+        record = self._state.record(client, method, key)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         owner = uuid.uuid4().hex
+        replay = self._claim(record, key, digest, owner)
+        if replay is not None:
+            context.set_trailing_metadata((("certd-idempotent-replay", "1"),))
+            return replay
+        return self._run_claimed(record, owner, request, context, inner, serialize)
+
+    def _claim(self, record: str, key: str, digest: str, owner: str) -> bytes | None:
+        """Claim the record (None), or the reply stored under it by an earlier run.
+
+        Raises:
+            InvalidInputError: the key was used for a different request.
+            InProgressError: another run still holds the claim after ``idempotency_wait_s``.
+            StoreError: Redis failed.
+        """
         claim_ms = int(self._cfg.idempotency_claim_s * 1000)
         deadline = time.monotonic() + self._cfg.idempotency_wait_s
         while True:
-            try:
-                got = self._claim(keys=[record], args=[digest, owner, claim_ms])
-            except RedisError as e:
-                raise StoreError(f"idempotency record: {e}") from e
-            state = _text(got[0])
+            state, requested, reply = self._state.claim(record, digest, owner, claim_ms)
             if state == "NEW":
-                break
-            if _text(got[1]) != digest:
+                return None
+            if requested != digest:
                 raise InvalidInputError(
                     f"{IDEMPOTENCY_HEADER} {key!r} was used for a different request",
                     field=IDEMPOTENCY_HEADER,
                 )
             if state == "done":
-                context.set_trailing_metadata((("certd-idempotent-replay", "1"),))
-                return bytes(got[2])
+                return reply
             if time.monotonic() >= deadline:
                 raise InProgressError(
                     f"a request with {IDEMPOTENCY_HEADER} {key!r} is still running; retry later"
                 )
             time.sleep(0.02)
+
+    def _run_claimed(
+        self,
+        record: str,
+        owner: str,
+        request: Any,
+        context: grpc.ServicerContext,
+        inner: Callable[[Any, grpc.ServicerContext], Any],
+        serialize: Callable[[Any], bytes],
+    ) -> Any:
+        """Run the claimed request, renewing the claim meanwhile; store its reply."""
+        claim_ms = int(self._cfg.idempotency_claim_s * 1000)
+        ttl_ms = int(self._cfg.idempotency_ttl_s * 1000)
         done = threading.Event()
 
         def renew() -> None:
             while not done.wait(self._cfg.idempotency_claim_s / 3):
                 try:
-                    self._r.pexpire(record, claim_ms)
-                except RedisError:
+                    self._state.renew(record, claim_ms)
+                except StoreError:
                     log.warning("cannot renew the idempotency claim %s", record)
 
         renewer = threading.Thread(target=renew, name="idempotency-renew", daemon=True)
@@ -255,19 +331,11 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             response = inner(request, context)
         except BaseException:
             done.set()
-            self._settle(record, owner, b"")
+            self._state.settle(record, owner, b"", ttl_ms)
             raise
         done.set()
-        self._settle(record, owner, serialize(response))
+        self._state.settle(record, owner, serialize(response), ttl_ms)
         return response
-
-    def _settle(self, record: str, owner: str, reply: bytes) -> None:
-        try:
-            self._finish(
-                keys=[record], args=[owner, reply, int(self._cfg.idempotency_ttl_s * 1000)]
-            )
-        except RedisError as e:
-            raise StoreError(f"idempotency record: {e}") from e
 
 
 def _text(value: object) -> str:

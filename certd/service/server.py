@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import grpc
@@ -133,6 +133,35 @@ def open_store(cfg: CertdConfig) -> LedgerStore:
     return SQLiteStore(cfg.ledger_path, synchronous=cfg.ledger.sqlite_synchronous, limits=limits)
 
 
+def _open_ledger(
+    cfg: CertdConfig, store: LedgerStore, key: SigningKey, previous_keys: list[VerifierKey]
+) -> Ledger:
+    """The ledger over ``store``; the store is closed when the ledger cannot be opened.
+
+    A replica of a shared (Redis) ledger remembers the last checkpoint it saw in the data
+    dir, so a store that no longer extends it is refused at the next start.
+    """
+    remembered = None
+    if store.shared:
+        remembered = cfg.data_dir / f"checkpoint-{cfg.cluster.redis_prefix}.note"
+    try:
+        return Ledger(
+            store,
+            key,
+            cfg.ledger.origin,
+            config=GroupCommitConfig(
+                max_batch_entries=cfg.ledger.group_commit_max_entries,
+                max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
+            ),
+            checkpoint_file=remembered,
+            previous_keys=previous_keys,
+            refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
+        )
+    except BaseException:
+        store.close()
+        raise
+
+
 class CertdServer:
     """A running certd: the embedded SQLite ledger, or one replica of a Redis-backed cluster."""
 
@@ -142,25 +171,7 @@ class CertdServer:
         self.key = ensure_key(cfg.key_path, cfg.key_name)
         previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
         self.store = open_store(cfg)
-        remembered = None
-        if self.store.shared:
-            remembered = cfg.data_dir / f"checkpoint-{cfg.cluster.redis_prefix}.note"
-        try:
-            self.ledger = Ledger(
-                self.store,
-                self.key,
-                cfg.ledger.origin,
-                config=GroupCommitConfig(
-                    max_batch_entries=cfg.ledger.group_commit_max_entries,
-                    max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
-                ),
-                checkpoint_file=remembered,
-                previous_keys=previous_keys,
-                refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
-            )
-        except BaseException:
-            self.store.close()
-            raise
+        self.ledger = _open_ledger(cfg, self.store, self.key, previous_keys)
         self.checkers = Checkers(cfg)
         learned = None
         if cfg.learned_kappa.task_sets:  # the learned κ loads numpy/sympy only when chosen
@@ -198,28 +209,42 @@ class CertdServer:
         )
         self.metrics_port = 0
         self._stop_metrics: Callable[[], None] | None = None
-        self._server = grpc.server(
-            AdmissionExecutor(
-                self.admission,
-                cfg.limits.max_workers,
-                self._access.authenticate if self._access is not None else None,
-            ),
+        self._server = self._grpc_server()
+        learned_names = learned.names if learned is not None else ()
+        self._add_servicers(receipts, previous_keys, learned_names)
+        self.port = 0
+        self._stopped = threading.Event()
+
+    def _grpc_server(self) -> grpc.Server:
+        """The gRPC server: admission-bounded executor, the interceptor chain, message caps."""
+        authenticate = self._access.authenticate if self._access is not None else None
+        return grpc.server(
+            AdmissionExecutor(self.admission, self.cfg.limits.max_workers, authenticate),
             interceptors=self._interceptors(),
             options=[
-                ("grpc.max_receive_message_length", cfg.limits.max_message_bytes),
-                ("grpc.max_send_message_length", cfg.limits.max_message_bytes),
+                ("grpc.max_receive_message_length", self.cfg.limits.max_message_bytes),
+                ("grpc.max_send_message_length", self.cfg.limits.max_message_bytes),
                 ("grpc.so_reuseport", 0),
             ],
         )
+
+    def _add_servicers(
+        self,
+        receipts: ReceiptIssuer,
+        previous_keys: Sequence[VerifierKey],
+        learned_names: Sequence[str],
+    ) -> None:
+        """Register the four services, health and reflection on the gRPC server."""
+        cfg, server = self.cfg, self._server
         verifier_pb2_grpc.add_VerifierServicer_to_server(
             VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), self.ledger, receipts),
-            self._server,
+            server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
             AuthorityServicer(cfg, self.checkers, self.authority, self.ledger, self.acceptances),
-            self._server,
+            server,
         )
-        ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), self._server)
+        ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)
         info = InfoServicer(
             cfg,
             self.checkers,
@@ -227,16 +252,14 @@ class CertdServer:
             self.ledger,
             services=SERVICE_NAMES,
             previous_keys=previous_keys,
-            learned_names=learned.names if learned is not None else (),
+            learned_names=learned_names,
             shared=self.store.shared,
         )
-        info_pb2_grpc.add_InfoServicer_to_server(info, self._server)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        info_pb2_grpc.add_InfoServicer_to_server(info, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        self.port = 0
-        self._stopped = threading.Event()
 
     def _interceptors(self) -> list[grpc.ServerInterceptor]:  # type: ignore[type-arg]  # stubs
         chain: list[grpc.ServerInterceptor] = [  # type: ignore[type-arg]  # generic in stubs

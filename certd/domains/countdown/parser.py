@@ -18,6 +18,8 @@ microseconds and no input can exhaust the Python stack.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from certd.errors import LimitExceededError
 
 from .errors import CountdownRuleError, CountdownSyntaxError
@@ -49,8 +51,6 @@ def parse_expression(text: str, limits: CountdownLimits = DEFAULT_LIMITS) -> Exp
         The expression tree.
     """
     tokens = tokenize(text, limits)
-    if not tokens:
-        raise CountdownSyntaxError("empty expression", field=_FIELD)
     max_depth = limits.max_depth
     operands: list[Expr] = []
     ops: list[str] = []
@@ -60,25 +60,15 @@ def parse_expression(text: str, limits: CountdownLimits = DEFAULT_LIMITS) -> Exp
     for tok in tokens:
         if type(tok) is int:
             if not expect_operand:
-                if prev == ")":
-                    raise CountdownRuleError(
-                        f"implicit multiplication before {tok} is not allowed", field=_FIELD
-                    )
-                raise CountdownSyntaxError(
-                    f"missing operator before {tok} (two numbers in a row)", field=_FIELD
-                )
+                _raise_missing_operator(tok, prev)
             operands.append(Num(tok))
             expect_operand = False
         elif tok == "(":
             if not expect_operand:
-                raise CountdownRuleError(
-                    "implicit multiplication before '(' is not allowed", field=_FIELD
-                )
+                _raise_missing_operator(tok, prev)
             depth += 1
             if depth > max_depth:
-                raise LimitExceededError(
-                    f"parentheses nest deeper than max_depth={max_depth}", field=_FIELD
-                )
+                raise _too_deep(max_depth)
             ops.append("(")
         elif tok == ")":
             if expect_operand:
@@ -92,17 +82,46 @@ def parse_expression(text: str, limits: CountdownLimits = DEFAULT_LIMITS) -> Exp
         else:
             assert type(tok) is str
             if expect_operand:
-                if tok in ("-", "+"):
-                    raise CountdownRuleError(f"unary '{tok}' is not allowed", field=_FIELD)
-                raise CountdownSyntaxError(f"missing operand before '{tok}'", field=_FIELD)
+                _raise_missing_operand(tok)
             p = _PREC[tok]
             while ops and _PREC[ops[-1]] >= p:
                 _reduce(operands, ops.pop())
             ops.append(tok)
             expect_operand = True
         prev = tok
-    if expect_operand:
-        raise CountdownSyntaxError("expression ends with an operator", field=_FIELD)
+    if expect_operand:  # no tokens at all, or an operator last
+        message = "expression ends with an operator" if tokens else "empty expression"
+        raise CountdownSyntaxError(message, field=_FIELD)
+    return _drain(operands, ops)
+
+
+def _raise_missing_operator(tok: int | str, prev: int | str) -> NoReturn:
+    """Raise the error for an operand (a literal or ``(``) where an operator was due."""
+    if tok == "(":
+        raise CountdownRuleError("implicit multiplication before '(' is not allowed", field=_FIELD)
+    if prev == ")":
+        raise CountdownRuleError(
+            f"implicit multiplication before {tok} is not allowed", field=_FIELD
+        )
+    raise CountdownSyntaxError(
+        f"missing operator before {tok} (two numbers in a row)", field=_FIELD
+    )
+
+
+def _too_deep(max_depth: int) -> LimitExceededError:
+    """The error for a parenthesis opened past ``max_depth`` (raised by the caller)."""
+    return LimitExceededError(f"parentheses nest deeper than max_depth={max_depth}", field=_FIELD)
+
+
+def _raise_missing_operand(op: str) -> NoReturn:
+    """Raise the error for the operator ``op`` where an operand was due."""
+    if op in ("-", "+"):
+        raise CountdownRuleError(f"unary '{op}' is not allowed", field=_FIELD)
+    raise CountdownSyntaxError(f"missing operand before '{op}'", field=_FIELD)
+
+
+def _drain(operands: list[Expr], ops: list[str]) -> Expr:
+    """Reduce the operators left at the end of the tokens; return the one expression."""
     while ops:
         op = ops.pop()
         if op == "(":

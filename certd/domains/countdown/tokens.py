@@ -76,9 +76,8 @@ def tokenize(text: str, limits: CountdownLimits = DEFAULT_LIMITS) -> list[Token]
     """
     n = len(text)
     if n > limits.max_expression_chars:
-        raise LimitExceededError(
-            f"expression is {n} chars, over max_expression_chars={limits.max_expression_chars}",
-            field="countdown.expression",
+        raise _over_limit(
+            f"expression is {n} chars, over max_expression_chars={limits.max_expression_chars}"
         )
     max_digits = limits.max_literal_digits
     max_tokens = limits.max_tokens
@@ -94,47 +93,59 @@ def tokenize(text: str, limits: CountdownLimits = DEFAULT_LIMITS) -> list[Token]
             while j < n and text[j] in _DIGITS:
                 j += 1
             if j - i > max_digits:
-                raise LimitExceededError(
+                raise _over_limit(
                     f"literal at offset {i} has {j - i} digits, "
-                    f"over max_literal_digits={max_digits}",
-                    field="countdown.expression",
+                    f"over max_literal_digits={max_digits}"
                 )
             out.append(int(text[i:j]))
             i = j
         elif ch in ALIASES:
             op = ALIASES[ch]
             nxt = text[i + 1] if i + 1 < n else ""
-            if op == "*" and nxt in ("*", "×"):
-                raise CountdownRuleError(
-                    f"power operator '**' is not allowed at offset {i}",
-                    field="countdown.expression",
-                )
-            if op == "/" and nxt in ("/", "÷"):
-                raise CountdownRuleError(
-                    f"floor division '//' is not allowed at offset {i}",
-                    field="countdown.expression",
-                )
+            if (op == "*" and nxt in ("*", "×")) or (op == "/" and nxt in ("/", "÷")):
+                _raise_doubled(op, i)
             out.append(op)
             i += 1
         elif ch == "(" or ch == ")":
             out.append(ch)
             i += 1
-        elif ch.isalpha() or ch == "_":
-            _raise_identifier(text, i)
-        elif ch in _FORBIDDEN:
-            raise CountdownRuleError(
-                f"{_FORBIDDEN[ch]} is not allowed at offset {i}", field="countdown.expression"
-            )
         else:
-            raise CountdownSyntaxError(
-                f"unexpected character {ch!r} at offset {i}", field="countdown.expression"
-            )
+            _raise_outside(text, i)
         if len(out) > max_tokens:
-            raise LimitExceededError(
-                f"expression has more than {max_tokens} tokens, over max_tokens={max_tokens}",
-                field="countdown.expression",
+            raise _over_limit(
+                f"expression has more than {max_tokens} tokens, over max_tokens={max_tokens}"
             )
     return out
+
+
+def _over_limit(message: str) -> LimitExceededError:
+    """The limit error for the expression field (raised by the caller)."""
+    return LimitExceededError(message, field="countdown.expression")
+
+
+def _raise_doubled(op: str, i: int) -> NoReturn:
+    """Raise the rule error for ``**`` (``op`` is ``*``) or ``//`` (``op`` is ``/``) at ``i``."""
+    if op == "*":
+        raise CountdownRuleError(
+            f"power operator '**' is not allowed at offset {i}", field="countdown.expression"
+        )
+    raise CountdownRuleError(
+        f"floor division '//' is not allowed at offset {i}", field="countdown.expression"
+    )
+
+
+def _raise_outside(text: str, i: int) -> NoReturn:
+    """Raise the error for the character at ``i``, which starts no token of the grammar."""
+    ch = text[i]
+    if ch.isalpha() or ch == "_":
+        _raise_identifier(text, i)
+    if ch in _FORBIDDEN:
+        raise CountdownRuleError(
+            f"{_FORBIDDEN[ch]} is not allowed at offset {i}", field="countdown.expression"
+        )
+    raise CountdownSyntaxError(
+        f"unexpected character {ch!r} at offset {i}", field="countdown.expression"
+    )
 
 
 def _raise_identifier(text: str, i: int) -> NoReturn:

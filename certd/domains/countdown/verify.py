@@ -31,7 +31,7 @@ from certd.errors import ConfigError, LimitExceededError
 
 from .canonical import canonical_form
 from .errors import CountdownRuleError, CountdownSyntaxError
-from .expr import first_op, leaves, value_of
+from .expr import Expr, first_op, leaves, value_of
 from .extract import locate_answer
 from .kappa import family, scan_initiated
 from .limits import DEFAULT_LIMITS, CountdownLimits
@@ -116,6 +116,18 @@ def verify_countdown(
         return _verdict(Status.INVALID_FORMAT, shaping, str(e), initiated, answer=shown)
     except CountdownRuleError as e:
         return _verdict(Status.RULE_VIOLATION, shaping, str(e), initiated, answer=shown)
+    return _judge(task, expr, shaping, initiated, answer, with_canonical)
+
+
+def _judge(
+    task: CountdownTask,
+    expr: Expr,
+    shaping: RewardShaping,
+    initiated: Family | None,
+    answer: str,
+    with_canonical: bool,
+) -> Verdict:
+    """The verdict on a parsed answer: number rules, then its value against the target."""
     operand, operator = first_op(expr)
     fam = family(operand, operator)
     canonical = canonical_form(expr) if with_canonical else ""

@@ -245,6 +245,38 @@ def _choice(candidate: str | None, text: str) -> str | None:
     return found
 
 
+_UNANCHORED = ("display", "inline", "plain")
+
+
+def _look(
+    text: str, cfg: ExtractConfig, lim: MathLimits, i: int
+) -> tuple[tuple[str, int] | None, str]:
+    """What the ``i``-th source of ``cfg.priority`` finds, and the source that found it.
+
+    ``boxed`` yields to a ``phrase`` later in the text when ``phrase`` comes after it in the
+    priority; a run of unanchored sources is searched together and the latest match wins.
+    """
+    source = cfg.priority[i]
+    if source == "boxed":
+        box = _boxed(text, cfg, lim)
+        phrase = _phrase(text) if "phrase" in cfg.priority[i:] else None
+        if box is not None and phrase is not None and phrase[1] > box[1]:
+            return phrase, "phrase"  # "the final answer is …" after the box
+        return box, source
+    if source == "phrase":
+        return _phrase(text), source
+    group = []
+    for s in cfg.priority[i:]:
+        if s not in _UNANCHORED:
+            break
+        group.append(s)
+    candidates = [(_find(s, text), s) for s in group]
+    present = [(c, s) for c, s in candidates if c is not None]
+    if present:  # the latest in the text wins among unanchored sources
+        return max(present, key=lambda cs: cs[0][1])
+    return None, source
+
+
 def extract_answer(
     text: str,
     config: ExtractConfig | None = None,
@@ -273,33 +305,10 @@ def extract_answer(
         raise MathLimitError(
             f"response is {len(text)} chars, over max_response_chars={lim.max_response_chars}"
         )
-    found: tuple[str, int] | None = None
-    source = ""
-    unanchored = ("display", "inline", "plain")
-    for i, source in enumerate(cfg.priority):
-        if source == "boxed":
-            box = _boxed(text, cfg, lim)
-            phrase = _phrase(text) if "phrase" in cfg.priority[i:] else None
-            if box is not None and phrase is not None and phrase[1] > box[1]:
-                found, source = phrase, "phrase"  # "the final answer is …" after the box
-            else:
-                found = box
-        elif source == "phrase":
-            found = _phrase(text)
-        elif i > 0 and cfg.priority[i - 1] in unanchored:
+    for i, name in enumerate(cfg.priority):
+        if name not in ("boxed", "phrase") and i > 0 and cfg.priority[i - 1] in _UNANCHORED:
             continue  # handled with the first of its group
-        else:
-            group = []
-            for s in cfg.priority[i:]:
-                if s not in unanchored:
-                    break
-                group.append(s)
-            candidates = [(_find(s, text), s) for s in group]
-            present = [(c, s) for c, s in candidates if c is not None]
-            if present:  # the latest in the text wins among unanchored sources
-                found, source = max(present, key=lambda cs: cs[0][1])
-            else:
-                found = None
+        found, source = _look(text, cfg, lim, i)
         if choices:
             letter = _choice(found[0] if found else None, text)
             if letter is not None:

@@ -124,6 +124,24 @@ def check_text_caps(text: str, limits: MathLimits) -> None:
         )
 
 
+def _nodes(expr: Any, max_tree_nodes: int) -> list[Any]:
+    """The SymPy nodes of ``expr``, each before its arguments (an iterative walk).
+
+    Raises:
+        MathLimitError: there are more than ``max_tree_nodes``.
+    """
+    order: list[Any] = []
+    stack: list[Any] = [expr]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if len(order) > max_tree_nodes:
+            raise MathLimitError(f"answer tree over max_tree_nodes={max_tree_nodes}")
+        kids = list(node) if isinstance(node, sympy.MatrixBase) else getattr(node, "args", ())
+        stack.extend(a for a in kids if isinstance(a, sympy.Basic | sympy.MatrixBase))
+    return order
+
+
 def check_tree_caps(expr: Any, limits: MathLimits) -> None:
     """Refuse an unevaluated tree that is too big or whose powers would be too large.
 
@@ -142,15 +160,7 @@ def check_tree_caps(expr: Any, limits: MathLimits) -> None:
     """
     if not isinstance(expr, sympy.Basic | sympy.MatrixBase):
         return
-    order: list[Any] = []
-    stack: list[Any] = [expr]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        if len(order) > limits.max_tree_nodes:
-            raise MathLimitError(f"answer tree over max_tree_nodes={limits.max_tree_nodes}")
-        kids = list(node) if isinstance(node, sympy.MatrixBase) else getattr(node, "args", ())
-        stack.extend(a for a in kids if isinstance(a, sympy.Basic | sympy.MatrixBase))
+    order = _nodes(expr, limits.max_tree_nodes)
     cap = float(limits.max_power_digits)
     size: dict[int, float] = {}
     mag: dict[int, float] = {}

@@ -135,6 +135,28 @@ def _pred_text(response: str, gold: Parsed, cfg: ExtractConfig, limits: MathLimi
     return extract_answer(response, cfg, limits)
 
 
+def _prediction(
+    response: str, gold: Parsed, extract: ExtractConfig | None, lim: MathLimits
+) -> tuple[Extracted, Parsed]:
+    """The extracted answer and its parsed form, read the way the gold answer asks.
+
+    Raises:
+        MathUnparsedError: no answer is found, or it does not parse.
+    """
+    choices = isinstance(gold.value, str) and gold.text == gold.value and len(gold.value) == 1
+    if choices:
+        found = extract_answer(response, extract, lim, choices=True)
+        return found, Parsed(found.text, found.text)
+    found = _pred_text(response, gold, extract or ExtractConfig(), lim)
+    if isinstance(gold.value, str):  # a text answer: compared as text
+        return found, Parsed(found.text, found.text)
+    numbers = not isinstance(gold.value, sympy.Set | sympy.Tuple)
+    if len(found.text) <= lim.max_answer_chars:
+        if normalized(found.text, numbers=numbers) == (gold.text, gold.percent):
+            return found, gold  # the same normalised text: the same answer, nothing to parse
+    return found, parse_answer(found.text, lim, numbers=numbers)
+
+
 def verify_math(
     task: MathTask,
     response: str,
@@ -168,24 +190,8 @@ def verify_math(
         return Verdict(
             Status.INFRA_ERROR, 0.0, VERIFIER, family=family, detail=f"gold does not parse: {e}"
         )
-    choices = isinstance(gold.value, str) and gold.text == gold.value and len(gold.value) == 1
-    numbers = not isinstance(gold.value, sympy.Set | sympy.Tuple)
-    answer = ""
     try:
-        if choices:
-            found = extract_answer(response, extract, lim, choices=True)
-            pred = Parsed(found.text, found.text)
-        else:
-            found = _pred_text(response, gold, extract or ExtractConfig(), lim)
-            if isinstance(gold.value, str):  # a text answer: compared as text
-                pred = Parsed(found.text, found.text)
-            elif len(found.text) <= lim.max_answer_chars and normalized(
-                found.text, numbers=numbers
-            ) == (gold.text, gold.percent):
-                pred = gold  # the same normalised text: the same answer, nothing to parse
-            else:
-                pred = parse_answer(found.text, lim, numbers=numbers)
-        answer = found.text
+        found, pred = _prediction(response, gold, extract, lim)
     except MathUnparsedError as e:
         return Verdict(
             Status.UNPARSED,
@@ -193,8 +199,9 @@ def verify_math(
             VERIFIER,
             family=family,
             detail=f"gold {_form(gold)}; pred unparsed: {e}",
-            answer=answer[:1024],
+            answer="",
         )
+    answer = found.text
     test = IdentityTest(seed=seed if seed is not None else secrets.token_bytes(16))
     same = equivalent(gold, pred, precision_digits=task.precision_digits, test=test)
     detail = f"gold {_form(gold)} [{gold.text[:200]}]; pred {_form(pred)} [{pred.text[:200]}]"

@@ -49,12 +49,7 @@ class _AtomReader(_ExprReader):
         if k == "bar":
             return self._abs()
         if k == "greek":
-            name = self.take("greek")
-            if self.kind == "_":
-                raise _Decline("a Greek letter with a subscript")
-            if self._is_call():
-                raise _Decline("a Greek letter applied to an atom")
-            return self._symbol(name, "")
+            return self._greek()
         if k == "pi":
             self.i += 1
             if self._is_call():
@@ -76,18 +71,7 @@ class _AtomReader(_ExprReader):
             bottom = self._braced()
             return _divide(top, bottom)
         if k == "sqrt":
-            self.i += 1
-            root = None
-            if self.kind == "[":
-                self.i += 1
-                root = self.expr()
-                self.take("]")
-                _no_matrix(root)
-            base = self._braced()
-            _no_matrix(base)
-            if root is None:
-                return sympy.Pow(base, sympy.S.Half, evaluate=False)
-            return sympy.Pow(base, 1 / root, evaluate=False)
+            return self._sqrt()
         if k == "begin":
             return self.matrix()
         if k == "func":
@@ -95,6 +79,30 @@ class _AtomReader(_ExprReader):
         if k == "sum":
             return self.sum()
         raise _Decline(f"unexpected {k}")
+
+    def _greek(self) -> Any:
+        """A Greek letter: a symbol, never subscripted or applied to an atom."""
+        name = self.take("greek")
+        if self.kind == "_":
+            raise _Decline("a Greek letter with a subscript")
+        if self._is_call():
+            raise _Decline("a Greek letter applied to an atom")
+        return self._symbol(name, "")
+
+    def _sqrt(self) -> Any:
+        """``\\sqrt{x}`` or ``\\sqrt[n]{x}``, unevaluated."""
+        self.i += 1
+        root = None
+        if self.kind == "[":
+            self.i += 1
+            root = self.expr()
+            self.take("]")
+            _no_matrix(root)
+        base = self._braced()
+        _no_matrix(base)
+        if root is None:
+            return sympy.Pow(base, sympy.S.Half, evaluate=False)
+        return sympy.Pow(base, 1 / root, evaluate=False)
 
     def _subscript(self) -> str:
         if self.kind != "_":
