@@ -264,6 +264,7 @@ class Authority:
             canonical=verdict.canonical,
             verifier=verdict.verifier,
             issued_at=int(self._clock()),
+            task_sha256=task.digest,
         )
         statement = make_statement(
             [("task", task.digest), ("witness", str(predicate["witness_digest"]))],
