@@ -10,10 +10,16 @@ is a child process whose ``PYTHONPATH`` points at its tree's ``certd``, ``forkga
 * ``head-ready``: timing begins once the server reports every health service SERVING (the
   math domain's warm-up, which loads the first-step embedding model in the server process, is
   over);
-* ``head-no-math``: the math domain disabled in the server's config.
+* ``head-no-math``: the math domain disabled in the server's config (what ``bench_certify.py``
+  runs); ``base-no-math`` the same for the base tree.
+
+Besides certificates per second, each measurement reads the CPU time of the server process and
+its children from ``/proc`` (utime + stime) and of the client process over the timed batches:
+CPU-seconds per 1,000 certificates, which load on a shared machine inflates far less than the
+rate. The load average is recorded at each measurement.
 
 Run: ``.venv/bin/python bench/compare_certify.py --base 86c1122 --rounds 3``
-→ ``bench/results/certify_regression.json``.
+→ ``bench/results/certify_regression.json`` (``--out NAME`` for another file name).
 """
 
 from __future__ import annotations
@@ -77,6 +83,28 @@ def _wait_ready(address: str, timeout_s: float = 300.0) -> float:
     return time.perf_counter() - t0
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live children, from ``/proc``."""
+    pids = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            pids += [int(c) for c in f.read().split()]
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # a child that ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def child(wait_ready: bool, no_math: bool) -> None:
     """Measure in this process's tree; print one JSON line."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -97,7 +125,10 @@ def child(wait_ready: bool, no_math: bool) -> None:
         with LocalCertd(Path(tmp) / "d", **extra) as certd:
             if wait_ready:
                 waited = _wait_ready(certd.address)
+            pid = certd.process.pid
             with CertdClient(certd.address) as client:
+                load = [_loadavg()]
+                server0, client0 = _cpu_s(pid), time.process_time()
                 for start in range(0, len(reqs) - BATCH + 1, BATCH):
                     chunk = reqs[start : start + BATCH]
                     t0 = time.perf_counter()
@@ -105,7 +136,20 @@ def child(wait_ready: bool, no_math: bool) -> None:
                     rates.append(BATCH / (time.perf_counter() - t0))
                     refused = [r for r in results if isinstance(r, CertificationRefusedError)]
                     assert not refused, refused[:3]
-    print(json.dumps({"rates": rates, "waited_s": waited}))
+                server_cpu, client_cpu = _cpu_s(pid) - server0, time.process_time() - client0
+                load.append(_loadavg())
+    n = BATCH * len(rates)
+    print(
+        json.dumps(
+            {
+                "rates": rates,
+                "waited_s": waited,
+                "server_cpu_s_per_1000": 1000 * server_cpu / n,
+                "client_cpu_s_per_1000": 1000 * client_cpu / n,
+                "loadavg": load,
+            }
+        )
+    )
 
 
 def _measure(path: Path, flags: list[str]) -> dict[str, object]:
@@ -129,8 +173,9 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default="base,head,head-ready,head-no-math",
-        help="comma-separated subset of base, head, head-ready, head-no-math",
+        help="comma-separated subset of base, base-no-math, head, head-ready, head-no-math",
     )
+    parser.add_argument("--out", default="certify_regression", help="bench/results/OUT.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--wait-ready", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-math", action="store_true", help=argparse.SUPPRESS)
@@ -149,19 +194,32 @@ def main() -> None:
             "head": [],
             "head-ready": ["--wait-ready"],
             "head-no-math": ["--no-math"],
+            "base-no-math": ["--no-math"],
         }
         rates: dict[str, list[float]] = {v: [] for v in variants}
         waited: dict[str, list[float]] = {v: [] for v in variants}
+        cpu: dict[str, dict[str, list[float]]] = {v: {"server": [], "client": []} for v in variants}
+        load: dict[str, list[list[float]]] = {v: [] for v in variants}
         for r in range(args.rounds):
             for v in variants:
-                got = _measure(paths["base" if v == "base" else "head"], flags[v])
+                got = _measure(paths["base" if v.startswith("base") else "head"], flags[v])
                 rates[v] += [float(x) for x in got["rates"]]  # type: ignore[attr-defined]
                 waited[v].append(float(got["waited_s"]))  # type: ignore[arg-type]
-                print(f"round {r} {v}: {[round(x) for x in got['rates']]}", file=sys.stderr)  # type: ignore[attr-defined]
+                for side in ("server", "client"):
+                    cpu[v][side].append(float(got.get(f"{side}_cpu_s_per_1000", "nan")))  # type: ignore[arg-type]
+                load[v].append([round(x, 2) for x in got.get("loadavg", [])])  # type: ignore[attr-defined]
+                print(
+                    f"round {r} {v}: {[round(x) for x in got['rates']]}"  # type: ignore[attr-defined]
+                    f" server {cpu[v]['server'][-1]:.3f} CPU-s/1000, load {load[v][-1]}",
+                    file=sys.stderr,
+                )
     medians = {v: statistics.median(rs) for v, rs in rates.items()}
-    base = medians.get("base")
+    cpu_medians = {v: statistics.median(c["server"]) for v, c in cpu.items()}
+    base_variant = "base-no-math" if "base-no-math" in variants else "base"
+    base = medians.get(base_variant)
+    base_cpu = cpu_medians.get(base_variant)
     write(
-        "certify_regression",
+        args.out,
         {
             "base_commit": args.base,
             "head_commit": subprocess.run(
@@ -177,6 +235,19 @@ def main() -> None:
             "ready_wait_s": {v: [round(x, 1) for x in w] for v, w in waited.items()},
             "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
             "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
+            "ratio_to": base_variant,
+            "server_cpu_s_per_1000": {
+                v: [round(x, 3) for x in c["server"]] for v, c in cpu.items()
+            },
+            "client_cpu_s_per_1000": {
+                v: [round(x, 3) for x in c["client"]] for v, c in cpu.items()
+            },
+            "median_server_cpu_s_per_1000": {v: round(m, 3) for v, m in cpu_medians.items()},
+            "base_server_cpu_over_variant": (
+                {v: round(base_cpu / m, 3) for v, m in cpu_medians.items()} if base_cpu else {}
+            ),
+            "loadavg_before_after": load,
+            "command": " ".join(["bench/compare_certify.py", *sys.argv[1:]]),
         },
     )
 
