@@ -58,7 +58,7 @@ __all__ = [
     "refuse",
 ]
 
-RECORD_CHUNK = 64
+RECORD_CHUNK = 128
 """CertifyBatch hands decided certificates to the ledger this many at a time."""
 
 
