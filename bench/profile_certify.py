@@ -8,13 +8,21 @@ proof, and the reply serialized. Each stage is timed by the CPU clock of the thr
 it (``time.thread_time``), so other work on the machine does not inflate it; the committer
 thread's CPU (appends, hashing, checkpoints) is read from its own thread clock.
 
-Run: ``.venv/bin/python bench/profile_certify.py`` → ``bench/results/certify_path.json``.
+Each round runs in a fresh process; with ``--base COMMIT`` the same rounds run for that commit
+too (``git archive``'d, as ``compare_certify.py`` does), interleaved round by round.
+
+Run: ``.venv/bin/python bench/profile_certify.py --base f93f6b0`` →
+``bench/results/certify_path.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import certify_requests, write
+from compare_certify import ROOT, _archive, _layout
 
 import certd.authority.policy as policy
 import certd.service.authority as service
@@ -122,25 +131,75 @@ def run(batches: int, rounds: int) -> dict[str, Any]:
                     "wall_s_per_1000": round(wall / n * 1000, 4),
                 }
             )
-    return {"certificates_per_round": len(reqs), "rounds": per_round}
+    return {"rounds": per_round}
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
+def _child(batches: int) -> None:
+    """One round in this process's tree; print its figures as one JSON line."""
+    instrument()
+    print(json.dumps(run(batches, 1)["rounds"][0]))
+
+
+def _round(tree: Path | None, batches: int) -> dict[str, Any]:
+    """One round in a fresh process, in ``tree``'s packages (None: this checkout)."""
+    env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", "--batches", str(batches)],
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(tree or ROOT),
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--base", help="also profile this commit, rounds interleaved")
     parser.add_argument("--out", default="certify_path")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    instrument()
-    result = run(args.batches, args.rounds)
-    stages = result["rounds"][0]["cpu_s_per_1000"].keys()
+    if args.child:
+        _child(args.batches)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        trees: dict[str, Path | None] = {"head": None}
+        if args.base:
+            base = _archive(args.base, Path(tmp) / "base")
+            trees = {"base": _layout(base, Path(tmp) / "base-path"), **trees}
+        rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        loads = []
+        for _ in range(args.rounds):
+            for name, tree in trees.items():
+                rounds[name].append(_round(tree, args.batches))
+                with open("/proc/loadavg") as f:
+                    loads.append(float(f.read().split()[0]))
     medians = {
-        s: sorted(r["cpu_s_per_1000"][s] for r in result["rounds"])[len(result["rounds"]) // 2]
-        for s in stages
+        name: {
+            stage: round(_median([r["cpu_s_per_1000"].get(stage, 0.0) for r in rs]), 4)
+            for stage in rs[0]["cpu_s_per_1000"]
+        }
+        for name, rs in rounds.items()
     }
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    write(args.out, {**result, "median_cpu_s_per_1000": medians, "loadavg": load})
+    write(
+        args.out,
+        {
+            "base_commit": args.base,
+            "head": "the working tree",
+            "certificates_per_round": BATCH * args.batches,
+            "rounds": rounds,
+            "median_cpu_s_per_1000": medians,
+            "loadavg_after_each_round": loads,
+            "command": " ".join(["bench/profile_certify.py", *sys.argv[1:]]),
+        },
+    )
 
 
 if __name__ == "__main__":
