@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import write
 
@@ -165,6 +166,70 @@ def _measure(path: Path, flags: list[str]) -> dict[str, object]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+FLAGS = {
+    "base": [],
+    "head": [],
+    "head-ready": ["--wait-ready"],
+    "head-no-math": ["--no-math"],
+    "base-no-math": ["--no-math"],
+}
+"""The child's flags for each variant; variants named base* run the base tree."""
+
+
+def _rounds(base: str, head: str, variants: list[str], rounds: int) -> dict[str, list[Any]]:
+    """Every variant's measurements (the child's JSON), ``rounds`` interleaved rounds."""
+    runs: dict[str, list[Any]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {
+            "base": _layout(_archive(base, Path(tmp) / "base"), Path(tmp) / "base-path"),
+            "head": _layout(_archive(head, Path(tmp) / "head"), Path(tmp) / "head-path"),
+        }
+        for r in range(rounds):
+            for v in variants:
+                got = _measure(paths["base" if v.startswith("base") else "head"], FLAGS[v])
+                runs[v].append(got)
+                print(
+                    f"round {r} {v}: {[round(x) for x in got['rates']]} server "
+                    f"{got.get('server_cpu_s_per_1000', float('nan')):.3f} CPU-s/1000, "
+                    f"load {got.get('loadavg')}",
+                    file=sys.stderr,
+                )
+    return runs
+
+
+def _summary(runs: dict[str, list[Any]]) -> dict[str, Any]:
+    """Rates, CPU per 1,000 certificates and load of every variant, with ratios to the base."""
+    rates = {v: [float(x) for got in gs for x in got["rates"]] for v, gs in runs.items()}
+    nan = float("nan")
+    cpu = {
+        side: {
+            v: [float(got.get(f"{side}_cpu_s_per_1000", nan)) for got in gs]
+            for v, gs in runs.items()
+        }
+        for side in ("server", "client")
+    }
+    medians = {v: statistics.median(rs) for v, rs in rates.items()}
+    cpu_medians = {v: statistics.median(c) for v, c in cpu["server"].items()}
+    base_variant = "base-no-math" if "base-no-math" in runs else "base"
+    base, base_cpu = medians.get(base_variant), cpu_medians.get(base_variant)
+    return {
+        "per_batch_rates": {v: sorted(round(x, 1) for x in rs) for v, rs in rates.items()},
+        "ready_wait_s": {v: [round(float(g["waited_s"]), 1) for g in gs] for v, gs in runs.items()},
+        "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
+        "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
+        "ratio_to": base_variant,
+        "server_cpu_s_per_1000": {v: [round(x, 3) for x in c] for v, c in cpu["server"].items()},
+        "client_cpu_s_per_1000": {v: [round(x, 3) for x in c] for v, c in cpu["client"].items()},
+        "median_server_cpu_s_per_1000": {v: round(m, 3) for v, m in cpu_medians.items()},
+        "base_server_cpu_over_variant": (
+            {v: round(base_cpu / m, 3) for v, m in cpu_medians.items()} if base_cpu else {}
+        ),
+        "loadavg_before_after": {
+            v: [[round(x, 2) for x in g.get("loadavg", [])] for g in gs] for v, gs in runs.items()
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="86c1122", help="the commit to compare against")
@@ -183,70 +248,22 @@ def main() -> None:
     if args.child:
         child(args.wait_ready, args.no_math)
         return
-    variants = args.variants.split(",")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {
-            "base": _layout(_archive(args.base, Path(tmp) / "base"), Path(tmp) / "base-path"),
-            "head": _layout(_archive(args.head, Path(tmp) / "head"), Path(tmp) / "head-path"),
-        }
-        flags = {
-            "base": [],
-            "head": [],
-            "head-ready": ["--wait-ready"],
-            "head-no-math": ["--no-math"],
-            "base-no-math": ["--no-math"],
-        }
-        rates: dict[str, list[float]] = {v: [] for v in variants}
-        waited: dict[str, list[float]] = {v: [] for v in variants}
-        cpu: dict[str, dict[str, list[float]]] = {v: {"server": [], "client": []} for v in variants}
-        load: dict[str, list[list[float]]] = {v: [] for v in variants}
-        for r in range(args.rounds):
-            for v in variants:
-                got = _measure(paths["base" if v.startswith("base") else "head"], flags[v])
-                rates[v] += [float(x) for x in got["rates"]]  # type: ignore[attr-defined]
-                waited[v].append(float(got["waited_s"]))  # type: ignore[arg-type]
-                for side in ("server", "client"):
-                    cpu[v][side].append(float(got.get(f"{side}_cpu_s_per_1000", "nan")))  # type: ignore[arg-type]
-                load[v].append([round(x, 2) for x in got.get("loadavg", [])])  # type: ignore[attr-defined]
-                print(
-                    f"round {r} {v}: {[round(x) for x in got['rates']]}"  # type: ignore[attr-defined]
-                    f" server {cpu[v]['server'][-1]:.3f} CPU-s/1000, load {load[v][-1]}",
-                    file=sys.stderr,
-                )
-    medians = {v: statistics.median(rs) for v, rs in rates.items()}
-    cpu_medians = {v: statistics.median(c["server"]) for v, c in cpu.items()}
-    base_variant = "base-no-math" if "base-no-math" in variants else "base"
-    base = medians.get(base_variant)
-    base_cpu = cpu_medians.get(base_variant)
+    runs = _rounds(args.base, args.head, args.variants.split(","), args.rounds)
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     write(
         args.out,
         {
             "base_commit": args.base,
-            "head_commit": subprocess.run(
-                ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.strip(),
+            "head_commit": head,
             "batch": BATCH,
             "rounds": args.rounds,
             "shared_machine": True,
-            "per_batch_rates": {v: sorted(round(x, 1) for x in rs) for v, rs in rates.items()},
-            "ready_wait_s": {v: [round(x, 1) for x in w] for v, w in waited.items()},
-            "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
-            "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
-            "ratio_to": base_variant,
-            "server_cpu_s_per_1000": {
-                v: [round(x, 3) for x in c["server"]] for v, c in cpu.items()
-            },
-            "client_cpu_s_per_1000": {
-                v: [round(x, 3) for x in c["client"]] for v, c in cpu.items()
-            },
-            "median_server_cpu_s_per_1000": {v: round(m, 3) for v, m in cpu_medians.items()},
-            "base_server_cpu_over_variant": (
-                {v: round(base_cpu / m, 3) for v, m in cpu_medians.items()} if base_cpu else {}
-            ),
-            "loadavg_before_after": load,
+            **_summary(runs),
             "command": " ".join(["bench/compare_certify.py", *sys.argv[1:]]),
         },
     )

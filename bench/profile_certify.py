@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from forkgate._base import certify_request
 
 BATCH = 1000
 KEY = "forkgate.bench/certify-path"
-CPU: Counter[str] = Counter()
+CPU: defaultdict[str, float] = defaultdict(float)
 
 
 def timed(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
