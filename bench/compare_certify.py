@@ -10,10 +10,16 @@ is a child process whose ``PYTHONPATH`` points at its tree's ``certd``, ``forkga
 * ``head-ready``: timing begins once the server reports every health service SERVING (the
   math domain's warm-up, which loads the first-step embedding model in the server process, is
   over);
-* ``head-no-math``: the math domain disabled in the server's config.
+* ``head-no-math``: the math domain disabled in the server's config (what ``bench_certify.py``
+  runs); ``base-no-math`` the same for the base tree.
+
+Besides certificates per second, each measurement reads the CPU time of the server process and
+its children from ``/proc`` (utime + stime) and of the client process over the timed batches:
+CPU-seconds per 1,000 certificates, which load on a shared machine inflates far less than the
+rate. The load average is recorded at each measurement.
 
 Run: ``.venv/bin/python bench/compare_certify.py --base 86c1122 --rounds 3``
-→ ``bench/results/certify_regression.json``.
+→ ``bench/results/certify_regression.json`` (``--out NAME`` for another file name).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import write
 
@@ -77,6 +84,28 @@ def _wait_ready(address: str, timeout_s: float = 300.0) -> float:
     return time.perf_counter() - t0
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live children, from ``/proc``."""
+    pids = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            pids += [int(c) for c in f.read().split()]
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # a child that ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def child(wait_ready: bool, no_math: bool) -> None:
     """Measure in this process's tree; print one JSON line."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -97,7 +126,10 @@ def child(wait_ready: bool, no_math: bool) -> None:
         with LocalCertd(Path(tmp) / "d", **extra) as certd:
             if wait_ready:
                 waited = _wait_ready(certd.address)
+            pid = certd.process.pid
             with CertdClient(certd.address) as client:
+                load = [_loadavg()]
+                server0, client0 = _cpu_s(pid), time.process_time()
                 for start in range(0, len(reqs) - BATCH + 1, BATCH):
                     chunk = reqs[start : start + BATCH]
                     t0 = time.perf_counter()
@@ -105,7 +137,20 @@ def child(wait_ready: bool, no_math: bool) -> None:
                     rates.append(BATCH / (time.perf_counter() - t0))
                     refused = [r for r in results if isinstance(r, CertificationRefusedError)]
                     assert not refused, refused[:3]
-    print(json.dumps({"rates": rates, "waited_s": waited}))
+                server_cpu, client_cpu = _cpu_s(pid) - server0, time.process_time() - client0
+                load.append(_loadavg())
+    n = BATCH * len(rates)
+    print(
+        json.dumps(
+            {
+                "rates": rates,
+                "waited_s": waited,
+                "server_cpu_s_per_1000": 1000 * server_cpu / n,
+                "client_cpu_s_per_1000": 1000 * client_cpu / n,
+                "loadavg": load,
+            }
+        )
+    )
 
 
 def _measure(path: Path, flags: list[str]) -> dict[str, object]:
@@ -121,6 +166,70 @@ def _measure(path: Path, flags: list[str]) -> dict[str, object]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+FLAGS = {
+    "base": [],
+    "head": [],
+    "head-ready": ["--wait-ready"],
+    "head-no-math": ["--no-math"],
+    "base-no-math": ["--no-math"],
+}
+"""The child's flags for each variant; variants named base* run the base tree."""
+
+
+def _rounds(base: str, head: str, variants: list[str], rounds: int) -> dict[str, list[Any]]:
+    """Every variant's measurements (the child's JSON), ``rounds`` interleaved rounds."""
+    runs: dict[str, list[Any]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {
+            "base": _layout(_archive(base, Path(tmp) / "base"), Path(tmp) / "base-path"),
+            "head": _layout(_archive(head, Path(tmp) / "head"), Path(tmp) / "head-path"),
+        }
+        for r in range(rounds):
+            for v in variants:
+                got = _measure(paths["base" if v.startswith("base") else "head"], FLAGS[v])
+                runs[v].append(got)
+                print(
+                    f"round {r} {v}: {[round(x) for x in got['rates']]} server "
+                    f"{got.get('server_cpu_s_per_1000', float('nan')):.3f} CPU-s/1000, "
+                    f"load {got.get('loadavg')}",
+                    file=sys.stderr,
+                )
+    return runs
+
+
+def _summary(runs: dict[str, list[Any]]) -> dict[str, Any]:
+    """Rates, CPU per 1,000 certificates and load of every variant, with ratios to the base."""
+    rates = {v: [float(x) for got in gs for x in got["rates"]] for v, gs in runs.items()}
+    nan = float("nan")
+    cpu = {
+        side: {
+            v: [float(got.get(f"{side}_cpu_s_per_1000", nan)) for got in gs]
+            for v, gs in runs.items()
+        }
+        for side in ("server", "client")
+    }
+    medians = {v: statistics.median(rs) for v, rs in rates.items()}
+    cpu_medians = {v: statistics.median(c) for v, c in cpu["server"].items()}
+    base_variant = "base-no-math" if "base-no-math" in runs else "base"
+    base, base_cpu = medians.get(base_variant), cpu_medians.get(base_variant)
+    return {
+        "per_batch_rates": {v: sorted(round(x, 1) for x in rs) for v, rs in rates.items()},
+        "ready_wait_s": {v: [round(float(g["waited_s"]), 1) for g in gs] for v, gs in runs.items()},
+        "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
+        "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
+        "ratio_to": base_variant,
+        "server_cpu_s_per_1000": {v: [round(x, 3) for x in c] for v, c in cpu["server"].items()},
+        "client_cpu_s_per_1000": {v: [round(x, 3) for x in c] for v, c in cpu["client"].items()},
+        "median_server_cpu_s_per_1000": {v: round(m, 3) for v, m in cpu_medians.items()},
+        "base_server_cpu_over_variant": (
+            {v: round(base_cpu / m, 3) for v, m in cpu_medians.items()} if base_cpu else {}
+        ),
+        "loadavg_before_after": {
+            v: [[round(x, 2) for x in g.get("loadavg", [])] for g in gs] for v, gs in runs.items()
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="86c1122", help="the commit to compare against")
@@ -129,8 +238,9 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default="base,head,head-ready,head-no-math",
-        help="comma-separated subset of base, head, head-ready, head-no-math",
+        help="comma-separated subset of base, base-no-math, head, head-ready, head-no-math",
     )
+    parser.add_argument("--out", default="certify_regression", help="bench/results/OUT.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--wait-ready", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-math", action="store_true", help=argparse.SUPPRESS)
@@ -138,45 +248,23 @@ def main() -> None:
     if args.child:
         child(args.wait_ready, args.no_math)
         return
-    variants = args.variants.split(",")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {
-            "base": _layout(_archive(args.base, Path(tmp) / "base"), Path(tmp) / "base-path"),
-            "head": _layout(_archive(args.head, Path(tmp) / "head"), Path(tmp) / "head-path"),
-        }
-        flags = {
-            "base": [],
-            "head": [],
-            "head-ready": ["--wait-ready"],
-            "head-no-math": ["--no-math"],
-        }
-        rates: dict[str, list[float]] = {v: [] for v in variants}
-        waited: dict[str, list[float]] = {v: [] for v in variants}
-        for r in range(args.rounds):
-            for v in variants:
-                got = _measure(paths["base" if v == "base" else "head"], flags[v])
-                rates[v] += [float(x) for x in got["rates"]]  # type: ignore[attr-defined]
-                waited[v].append(float(got["waited_s"]))  # type: ignore[arg-type]
-                print(f"round {r} {v}: {[round(x) for x in got['rates']]}", file=sys.stderr)  # type: ignore[attr-defined]
-    medians = {v: statistics.median(rs) for v, rs in rates.items()}
-    base = medians.get("base")
+    runs = _rounds(args.base, args.head, args.variants.split(","), args.rounds)
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     write(
-        "certify_regression",
+        args.out,
         {
             "base_commit": args.base,
-            "head_commit": subprocess.run(
-                ["git", "-C", str(ROOT), "rev-parse", "--short", args.head],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.strip(),
+            "head_commit": head,
             "batch": BATCH,
             "rounds": args.rounds,
             "shared_machine": True,
-            "per_batch_rates": {v: sorted(round(x, 1) for x in rs) for v, rs in rates.items()},
-            "ready_wait_s": {v: [round(x, 1) for x in w] for v, w in waited.items()},
-            "median_certificates_per_second": {v: round(m, 1) for v, m in medians.items()},
-            "ratio_to_base": {v: round(m / base, 3) for v, m in medians.items()} if base else {},
+            **_summary(runs),
+            "command": " ".join(["bench/compare_certify.py", *sys.argv[1:]]),
         },
     )
 

@@ -508,17 +508,23 @@ def feasibility_predicate(
     canonical: str,
     verifier: str,
     issued_at: int,
+    task_sha256: str | None = None,
 ) -> dict[str, Any]:
-    """The predicate of a feasibility certificate (see docs/formats.md)."""
+    """The predicate of a feasibility certificate (see docs/formats.md).
+
+    ``task_sha256`` is ``task_digest(task)`` when the caller has it already (it is not
+    computed twice).
+    """
+    obj = task_json(task)
     return {
         "canonical_digest": sha256_hex(canonical.encode()),
-        "domain": task_json(task)["domain"],
+        "domain": obj["domain"],
         "issued_at": issued_at,
         "kappa": kappa,
         "label": label,
         "label_fields": dict(sorted(label_fields.items())),
-        "task": task_json(task),
-        "task_digest": task_digest(task),
+        "task": obj,
+        "task_digest": task_sha256 or sha256_hex(canonical_json(obj)),
         "verifier": verifier,
         "witness": witness,
         "witness_digest": sha256_hex(witness.encode()),

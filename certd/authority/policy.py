@@ -58,6 +58,9 @@ __all__ = [
     "refuse",
 ]
 
+RECORD_CHUNK = 128
+"""CertifyBatch hands decided certificates to the ledger this many at a time."""
+
 
 def _refusal(reason: str, detail: str, verdict: Verdict | None = None) -> CertifyOutcome:
     return CertifyOutcome(refusal=Refusal(reason, detail, verdict))
@@ -145,7 +148,12 @@ class Authority:
         return self._wait(self._submit(request))
 
     def certify_batch(self, requests: Sequence[CertifyRequest]) -> list[CertifyOutcome]:
-        """Certify each request, in order; each is recorded as soon as it is decided.
+        """Certify each request, in order.
+
+        Decided certificates go to the ledger ``RECORD_CHUNK`` at a time (one group-commit
+        request each), so the ledger commits while later items are checked; a request under
+        the learned κ, whose label reads what is recorded, is recorded on its own after every
+        certificate before it. Nothing is returned before every certificate is durable.
 
         Raises:
             LedgerError: a ledger write failed.
@@ -154,8 +162,36 @@ class Authority:
         Returns:
             One outcome per request.
         """
-        submitted = [self._submit(r) for r in requests]
-        return [self._wait(s) for s in submitted]
+        submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
+        drafts: list[tuple[int, IndexedCertificate, Verdict]] = []
+        for request in requests:
+            learned = self._learned is not None and self._learned.owns(request.kappa)
+            if learned:
+                self._record(drafts, submitted)
+            decided = self._decide(request)
+            if isinstance(decided, CertifyOutcome):
+                submitted.append(decided)
+                continue
+            drafts.append((len(submitted), *decided))
+            submitted.append(None)
+            if learned or len(drafts) >= RECORD_CHUNK:
+                self._record(drafts, submitted)
+        self._record(drafts, submitted)
+        assert all(s is not None for s in submitted)  # every draft was recorded
+        return [self._wait(s) for s in submitted if s is not None]
+
+    def _record(
+        self,
+        drafts: list[tuple[int, IndexedCertificate, Verdict]],
+        submitted: list[_Submitted | CertifyOutcome | None],
+    ) -> None:
+        """Hand the decided certificates to the ledger in one call; empties ``drafts``."""
+        if not drafts:
+            return
+        records = self._certificates.record_many([cert for _, cert, _ in drafts])
+        for (at, _, verdict), record in zip(drafts, records, strict=True):
+            submitted[at] = _Submitted(record, verdict)
+        drafts.clear()
 
     def _submit(self, request: CertifyRequest) -> _Submitted | CertifyOutcome:
         """Decide a Certify and hand its certificate to the ledger (the one ledger call)."""
@@ -228,6 +264,7 @@ class Authority:
             canonical=verdict.canonical,
             verifier=verdict.verifier,
             issued_at=int(self._clock()),
+            task_sha256=task.digest,
         )
         statement = make_statement(
             [("task", task.digest), ("witness", str(predicate["witness_digest"]))],

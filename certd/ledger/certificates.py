@@ -26,7 +26,7 @@ and ``record``'s result is the other replica's certificate, or ``Taken``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -153,12 +153,44 @@ class CertificateLog:
         Returns:
             The pending outcome; ``result()`` waits for the group commit.
         """
-        key = (draft.task_digest, draft.kappa, draft.label)
-        canonical = (draft.task_digest, draft.kappa, draft.canonical_digest)
+        return self.record_many([draft])[0]
+
+    def record_many(self, drafts: Sequence[IndexedCertificate]) -> list[PendingRecord]:
+        """Record certificates in order, each decided exactly as ``record`` decides it.
+
+        On a ledger of its own the new certificates go to the ledger as one append (one
+        group-commit request, committed and checkpointed together); on a shared ledger each
+        is its own append, so that a key another replica took fails only its own record.
+
+        Raises:
+            LedgerError: the ledger refused the write at once (closed, stopped).
+            InvalidInputError, LimitExceededError: an entry is over a store limit.
+
+        Returns:
+            One pending outcome per draft, in order.
+        """
         if self.shared:
             # Catching up only saves a write for a label another replica certified: the
             # store's unique keys refuse it anyway (``_resolve``).
             self._index.catch_up(min_interval_s=self._catch_up_interval_s)
+        claimed = [self._claim(draft) for draft in drafts]
+        writes = [c for c in claimed if isinstance(c, _Write)]
+        if self.shared:
+            for write in writes:
+                self._append([write])
+        elif writes:
+            self._append(writes)
+        return [
+            c
+            if isinstance(c, PendingRecord)
+            else PendingRecord(c.cert, future=c.future, resolve=self._resolve)
+            for c in claimed
+        ]
+
+    def _claim(self, draft: IndexedCertificate) -> PendingRecord | _Write:
+        """Decide a draft under its task's lock: already decided, or a new write to append."""
+        key = (draft.task_digest, draft.kappa, draft.label)
+        canonical = (draft.task_digest, draft.kappa, draft.canonical_digest)
         with self._lock(draft.task_digest):
             write = self._writes.get(key)
             if write is not None:  # decided as the first request's write decides
@@ -176,30 +208,44 @@ class CertificateLog:
             write = _Write(draft, Future())
             self._writes[key] = write
             self._writes_canonical[canonical] = draft.label
-        # Outside the lock: a full group-commit queue may block here.
-        try:
-            written = self._ledger.submit(self._ledger_key(draft, self.shared), draft.envelope)
-        except CertdError as e:
-            write.future.set_exception(e)
-            self._settle(key, write)
-            raise
-        written.add_done_callback(lambda f: self._settle(key, write, f))
-        return PendingRecord(draft, future=write.future, resolve=self._resolve)
+            return write
 
-    def _settle(self, key: _Key, write: _Write, written: Future[int] | None = None) -> None:
-        """Move a write into the index once it settled (or failed)."""
-        if written is not None:
-            error = written.exception()
-            if error is None:
-                placed = write.cert.with_index(written.result())
-                with self._lock(key[0]):
-                    self._index.add(placed)
-                    self._forget(key, write)
-                write.future.set_result(placed)
-                return
-            write.future.set_exception(error)
+    def _append(self, writes: list[_Write]) -> None:
+        """Hand claimed writes to the ledger as one append (outside the locks: a full
+        group-commit queue may block here)."""
+        items = [(self._ledger_key(w.cert, self.shared), w.cert.envelope) for w in writes]
+        try:
+            written = self._ledger.append_many(items)
+        except CertdError as e:
+            for w in writes:
+                w.future.set_exception(e)
+                self._settle(w)
+            raise
+        written.add_done_callback(lambda f: self._settle_all(writes, f))
+
+    def _settle_all(self, writes: list[_Write], written: Future[list[int]]) -> None:
+        """Index every write of a settled append (or fail them all)."""
+        error = written.exception()
+        if error is not None:
+            for w in writes:
+                w.future.set_exception(error)
+                self._settle(w)
+            return
+        for w, index in zip(writes, written.result(), strict=True):
+            self._settle(w, index)
+
+    def _settle(self, write: _Write, index: int | None = None) -> None:
+        """Move a write into the index once it is durable at ``index`` (None: it failed)."""
+        key = (write.cert.task_digest, write.cert.kappa, write.cert.label)
+        if index is None:
+            with self._lock(key[0]):
+                self._forget(key, write)
+            return
+        placed = write.cert.with_index(index)
         with self._lock(key[0]):
+            self._index.add(placed)
             self._forget(key, write)
+        write.future.set_result(placed)
 
     def _forget(self, key: _Key, write: _Write) -> None:
         """Drop a settled write (caller holds the task's lock)."""

@@ -18,7 +18,7 @@ import base64
 import json
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from certd.statements import PREDICATE_FEASIBILITY, sha256_hex
@@ -52,7 +52,16 @@ class IndexedCertificate:
 
     def with_index(self, index: int) -> IndexedCertificate:
         """This certificate placed at ``index``."""
-        return replace(self, index=index)
+        return IndexedCertificate(  # not dataclasses.replace: this runs once per certificate
+            index,
+            self.task_digest,
+            self.kappa,
+            self.label,
+            self.label_fields,
+            self.canonical_digest,
+            self.witness,
+            self.envelope,
+        )
 
 
 @dataclass(slots=True)

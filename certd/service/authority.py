@@ -8,7 +8,13 @@ import grpc
 from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.jobs import running
-from certd.authority.policy import Authority, CertifyOutcome, CertifyRequest, refuse
+from certd.authority.policy import (
+    Authority,
+    CertifyOutcome,
+    CertifyRequest,
+    CheckedTask,
+    refuse,
+)
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.certindex import IndexedCertificate
@@ -39,8 +45,14 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self._ledger = ledger
         self._acceptances = acceptances
 
-    def _request(self, request: authority_pb2.CertifyRequest, field: str) -> CertifyRequest:
-        """Validate one Certify request."""
+    def _request(
+        self,
+        request: authority_pb2.CertifyRequest,
+        field: str,
+        tasks: dict[bytes, CheckedTask],
+    ) -> CertifyRequest:
+        """Validate one Certify request (``tasks``: the batch's tasks checked so far, by their
+        wire bytes; a batch certifies many labels of one task)."""
         if not request.label.value:
             raise InvalidInputError(
                 f"{field}.label.value: expected a label, got none", field=f"{field}.label.value"
@@ -49,7 +61,10 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise InvalidInputError(
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
-        task = checked_task(request.task, self._cfg, f"{field}.task")
+        wire = request.task.SerializeToString(deterministic=True)
+        task = tasks.get(wire)
+        if task is None:  # the same bytes are the same task: checked once per batch
+            task = tasks[wire] = checked_task(request.task, self._cfg, f"{field}.task")
         return CertifyRequest(
             task=task,
             kappa=self._authority.kappa_for(task, request.label.kappa),
@@ -65,7 +80,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def Certify(
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
-        r = self._request(request, "request")
+        r = self._request(request, "request", {})
         with running(rpc_job(context)):  # the witness check stops if the RPC does
             outcome = self._authority.certify(r.task, r.kappa, r.label, r.witness, r.fields)
         refuse(outcome)
@@ -81,7 +96,10 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise LimitExceededError(
                 f"items: at most {limit} per batch, got {len(request.items)}", field="items"
             )
-        requests = [self._request(item, f"items[{i}]") for i, item in enumerate(request.items)]
+        tasks: dict[bytes, CheckedTask] = {}
+        requests = [
+            self._request(item, f"items[{i}]", tasks) for i, item in enumerate(request.items)
+        ]
         with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
             outcomes = self._authority.certify_batch(requests)
         return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])

@@ -74,6 +74,13 @@ class EnvelopeSignature(NamedTuple):
     sig: bytes
 
 
+_json_string = json.encoder.encode_basestring  # what json.dumps(..., ensure_ascii=False) uses
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -126,17 +133,24 @@ class Envelope:
         Returns:
             The UTF-8 JSON bytes.
         """
-        obj = {
-            "payload": base64.b64encode(self.payload).decode("ascii"),
-            "payloadType": self.payload_type,
-            "signatures": [
-                {"keyid": s.keyid, "sig": base64.b64encode(s.sig).decode("ascii")}
-                for s in self.signatures
-            ],
-        }
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8"
+        # The bytes ``json.dumps(obj, sort_keys=True, separators=(",", ":"),
+        # ensure_ascii=False)`` writes, built directly (every certificate is serialized once
+        # on the certify path): keys in sorted order, strings escaped by the encoder's own
+        # function, base64 needs no escaping.
+        sigs = ",".join(
+            '{"keyid":' + _json_string(s.keyid) + ',"sig":"' + _b64(s.sig) + '"}'
+            for s in self.signatures
         )
+        text = (
+            '{"payload":"'
+            + _b64(self.payload)
+            + '","payloadType":'
+            + _json_string(self.payload_type)
+            + ',"signatures":['
+            + sigs
+            + "]}"
+        )
+        return text.encode("utf-8")
 
     @classmethod
     def from_json(cls, data: bytes) -> Envelope:

@@ -216,3 +216,31 @@ def test_pure_parts_import_light() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "", f"pure modules pulled in: {run.stdout}"
+
+
+@pytest.mark.parametrize(
+    ("payload_type", "keyids"),
+    [
+        (IN_TOTO_PAYLOAD_TYPE, ["ab" * 32]),
+        ('odd "type"\\ é\n\x01', ["k\u00e9y", 'q"uote', "\x1f"]),
+        ("t", []),
+    ],
+)
+def test_to_json_writes_the_bytes_json_dumps_writes(payload_type: str, keyids: list[str]) -> None:
+    # to_json builds the canonical bytes directly; they must stay those of the sorted,
+    # compact json.dumps form, whatever the strings hold.
+    env = Envelope(
+        b'{"x": "\xc3\xa9"}\x00\xff',
+        payload_type,
+        tuple(EnvelopeSignature(k, bytes([i]) * 64) for i, k in enumerate(keyids)),
+    )
+    obj = {
+        "payload": base64.b64encode(env.payload).decode("ascii"),
+        "payloadType": env.payload_type,
+        "signatures": [
+            {"keyid": s.keyid, "sig": base64.b64encode(s.sig).decode("ascii")}
+            for s in env.signatures
+        ],
+    }
+    want = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert env.to_json() == want.encode("utf-8")
