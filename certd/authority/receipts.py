@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
 from certd.signing.keys import SigningKey
@@ -42,7 +43,8 @@ class ReceiptIssuer:
             LedgerError: the ledger write failed.
 
         Returns:
-            The receipt: root, paths, envelope, and its durable ledger index.
+            The receipt: root, paths, envelope, its durable ledger index, and its inclusion
+            proof in the latest signed checkpoint (which covers it once the write is durable).
         """
         root, paths = batch_tree(digests)
         predicate = receipt_predicate(
@@ -56,14 +58,20 @@ class ReceiptIssuer:
         )
         envelope = sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
         index = self._ledger.submit(None, envelope).result()
-        return IssuedReceipt(root=root, paths=paths, envelope=envelope, index=index)
+        checkpoint, proof = self._ledger.prove(index)
+        return IssuedReceipt(root, paths, envelope, index, checkpoint, proof)
 
 
 @dataclass(frozen=True, slots=True)
 class IssuedReceipt:
-    """A durable receipt."""
+    """A durable receipt: the batch root and paths, the envelope, where the ledger holds it.
+
+    ``proof`` is the envelope's inclusion proof in ``checkpoint``.
+    """
 
     root: bytes
     paths: list[list[bytes]]
     envelope: bytes
     index: int
+    checkpoint: SignedCheckpoint
+    proof: list[bytes]

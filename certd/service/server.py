@@ -212,7 +212,7 @@ class CertdServer:
             ],
         )
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), self.ledger, receipts),
+            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts),
             self._server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
