@@ -38,7 +38,7 @@ from certd.opening import (
     open_statement,
 )
 from certd.signing.dsse import KeyRing
-from certd.signing.statement import canonical_json
+from certd.signing.intoto import canonical_json
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Effective support at a checkpoint, and how it changed: pure figures and their intervals.
 
-Light and pure (no I/O, standard library only), so certd's acceptance policy and the
+Light and pure (no I/O, standard library only), so certd's acceptance decisions and the
 ``forkgate`` client compute the same numbers from the same samples.
 
 Example:

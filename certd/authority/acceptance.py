@@ -47,14 +47,14 @@ from certd.authority.acceptance_records import (
     spec_json,
 )
 from certd.authority.checker import Checkers
-from certd.authority.policy import CheckedTask
+from certd.authority.feasibility import CheckedTask
 from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
 from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
 from certd.support import (
     Interval,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from certd.authority.checker import Checker, Checkers
 from certd.authority.jobs import Job, running
-from certd.authority.pool import CheckItem, CheckResult, VerifyPool, infra, result_of
+from certd.authority.verifypool import CheckItem, CheckResult, VerifyPool, infra, result_of
 
 __all__ = ["VerifyDispatch"]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_VERDICT_RECEIPT, batch_tree, receipt_predicate
 
 __all__ = ["IssuedReceipt", "ReceiptIssuer"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from certd.authority.policy import CheckedTask
-from certd.authority.pool import CheckItem, CheckResult
+from certd.authority.feasibility import CheckedTask
+from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.domains import code as cc
 from certd.domains import countdown as cd

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator, Sequence
 import grpc
 
 from certd.authority.dispatch import VerifyDispatch
+from certd.authority.feasibility import CheckedTask
 from certd.authority.jobs import Job
-from certd.authority.policy import CheckedTask
-from certd.authority.pool import CheckItem, CheckResult
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
+from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.convert import checked_task, encode_verdicts, proof_to_pb, verdict_to_pb

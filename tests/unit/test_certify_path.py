@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CERTIFY_PATH = [
     "certd.service.authority",  # the servicer: messages in, messages out
-    "certd.authority.policy",  # witness verdict, label, gate decision, signing
+    "certd.authority.feasibility",  # witness verdict, label, gate decision, signing
     "certd.ledger.certificates",  # the one ledger call: record (keys, uniqueness, races)
     "certd.ledger.log",  # the ledger's face
     "certd.ledger.groupcommit",  # the committer thread
@@ -76,7 +76,7 @@ def test_each_step_reaches_the_next() -> None:
 
 def test_the_ledger_key_is_the_ledgers_business() -> None:
     """Only the ledger builds ledger keys: the authority and the service never see them."""
-    for module in ("certd.authority.policy", "certd.service.authority"):
+    for module in ("certd.authority.feasibility", "certd.service.authority"):
         text = _path_of(module).read_text(encoding="utf-8")
         assert "KEY_SEPARATOR" not in text and "certd.ledger.store" not in _imports(module)
         assert "feasibility/" not in text and "canonical_key" not in text

@@ -9,7 +9,7 @@ import pytest
 
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
-from certd.authority.pool import CheckItem, VerifyPool
+from certd.authority.verifypool import CheckItem, VerifyPool
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Status, Verdict
