@@ -28,9 +28,9 @@ from certd.ledger.merkle import (
     leaf_hash,
     verify_consistency,
 )
+from certd.opening import PREDICATE_TYPES, open_statement
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
-from certd.statements import PREDICATE_TYPES, open_statement
 
 __all__ = ["AuditRun"]
 
