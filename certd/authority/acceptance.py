@@ -52,10 +52,11 @@ from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
+from certd.opening import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL
+from certd.payloads import sha256_hex
 from certd.signing.dsse import sign_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
 from certd.signing.keys import SigningKey
-from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
 from certd.support import (
     Interval,
     PromptOutcome,

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
+from certd.opening import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL
+from certd.payloads import sha256_hex
 from certd.support import Interval, PromptOutcome, SupportChange, SupportFigures
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Verdict receipts: one signature over the Merkle root of a batch's verdict digests.
 
 Example:
-    >>> from certd.statements import batch_tree
+    >>> from certd.payloads import batch_tree
     >>> root, paths = batch_tree([b"a" * 32, b"b" * 32, b"c" * 32])
     >>> len(root), [len(p) for p in paths]
     (32, [2, 2, 1])
@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
+from certd.opening import PREDICATE_VERDICT_RECEIPT
+from certd.payloads import batch_tree, receipt_predicate
 from certd.signing.dsse import sign_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.statements import PREDICATE_VERDICT_RECEIPT, batch_tree, receipt_predicate
 
 __all__ = ["IssuedReceipt", "ReceiptIssuer"]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from certd.authority.checker import Checker, DomainTask
 from certd.authority.lifeline import die_with
 from certd.domains.verdict import Family, Status, Verdict
-from certd.statements import verdict_digest_of
+from certd.payloads import verdict_digest_of
 
 __all__ = [
     "CheckItem",

@@ -40,7 +40,7 @@ _SIG_TASK_ENTRIES = 512
 def _verify_signatures(
     start: int, entries: Sequence[bytes | None], trusted: KeyRing
 ) -> list[AuditFault]:
-    """Open every entry as a statement certd signs (``certd.statements.open_statement``)."""
+    """Open every entry as a statement certd signs (``certd.opening.open_statement``)."""
     faults: list[AuditFault] = []
     for offset, data in enumerate(entries):
         if data is None:

@@ -24,7 +24,7 @@ from certd.ledger import merkle
 from certd.ledger.certindex import IndexedCertificate
 from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
-from certd.statements import task_digest
+from certd.payloads import task_digest
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
