@@ -95,8 +95,9 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             )
         tasks = _TaskCache(self._cfg)
         checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
-        reply = encode_verdicts(checks, self._pool.check(checks, job))
-        receipt = self._receipt(reply.verdicts, [v.digest for v in reply.verdicts])
+        results = self._pool.check(checks, job)
+        reply = encode_verdicts(checks, results)
+        receipt = self._receipt(reply.verdicts, [r.digest for r in results])
         reply.receipt.CopyFrom(receipt)
         return reply
 
