@@ -275,6 +275,32 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def _bootstrap(
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    paired: bool,
+    resamples: int,
+    seed: int,
+) -> tuple[list[float], list[float], list[float]]:
+    """Resampled changes of (best@k, pass@1, SER) between per-prompt (best@k, pass@1) lists."""
+    (bk_b, p1_b), (bk_a, p1_a) = before, after
+    mean = math.fsum
+    rng = random.Random(seed)
+    d_bk: list[float] = []
+    d_p1: list[float] = []
+    d_ser: list[float] = []
+    nb, na = len(bk_b), len(bk_a)
+    for _ in range(resamples):
+        ib = [rng.randrange(nb) for _ in range(nb)]
+        ia = ib if paired else [rng.randrange(na) for _ in range(na)]
+        b = mean(bk_b[i] for i in ib) / nb
+        a = mean(bk_a[i] for i in ia) / na
+        d_bk.append(a - b)
+        d_ser.append(_ser(b, a))
+        d_p1.append(mean(p1_a[i] for i in ia) / na - mean(p1_b[i] for i in ib) / nb)
+    return d_bk, d_p1, d_ser
+
+
 def support_change(
     before: Sequence[PromptOutcome],
     after: Sequence[PromptOutcome],
@@ -310,8 +336,7 @@ def support_change(
         raise ValueError(f"expected resamples >= 1 and 0 < level < 1, got {resamples}, {level}")
     bk_b = [pass_at_k(o.n, o.c, k) for o in before]
     bk_a = [pass_at_k(o.n, o.c, k) for o in after]
-    p1_b = [o.c / o.n for o in before]
-    p1_a = [o.c / o.n for o in after]
+    p1_b, p1_a = [o.c / o.n for o in before], [o.c / o.n for o in after]
     ids_b = [o.prompt for o in before]
     ids_a = [o.prompt for o in after]
     paired = sorted(ids_b) == sorted(ids_a) and len(set(ids_b)) == len(ids_b)
@@ -321,19 +346,8 @@ def support_change(
         bk_a = [bk_a[i] for i in order]
         p1_a = [p1_a[i] for i in order]
     mean = math.fsum
-    rng = random.Random(seed)
-    d_bk: list[float] = []
-    d_p1: list[float] = []
-    d_ser: list[float] = []
     nb, na = len(before), len(after)
-    for _ in range(resamples):
-        ib = [rng.randrange(nb) for _ in range(nb)]
-        ia = ib if paired else [rng.randrange(na) for _ in range(na)]
-        b = mean(bk_b[i] for i in ib) / nb
-        a = mean(bk_a[i] for i in ia) / na
-        d_bk.append(a - b)
-        d_ser.append(_ser(b, a))
-        d_p1.append(mean(p1_a[i] for i in ia) / na - mean(p1_b[i] for i in ib) / nb)
+    d_bk, d_p1, d_ser = _bootstrap((bk_b, p1_b), (bk_a, p1_a), paired, resamples, seed)
     tail = (1.0 - level) / 2.0
 
     def interval(estimate: float, draws: list[float]) -> Interval:
