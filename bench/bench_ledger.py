@@ -26,8 +26,8 @@ from certd.ledger import merkle
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
 from certd.signing.keys import SigningKey, save_signing_key
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
 
 
 def envelopes(key: SigningKey, n: int) -> list[bytes]:

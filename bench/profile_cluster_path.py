@@ -29,7 +29,7 @@ from _common import certify_requests, write
 from bench_cluster import Redis
 
 from certd.authority.checker import Checkers
-from certd.authority.policy import Authority, CertifyRequest
+from certd.authority.feasibility import Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig
 from certd.ledger.log import Ledger
 from certd.ledger.redis_store import RedisStore

@@ -30,7 +30,7 @@ from collections.abc import Collection
 from certd.errors import MalformedStatementError, UnknownKeyError, WrongPredicateError
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.signing.dsse import Envelope, KeyRing, verify_envelope
-from certd.signing.statement import (
+from certd.signing.intoto import (
     IN_TOTO_PAYLOAD_TYPE,
     Statement,
     canonical_json,

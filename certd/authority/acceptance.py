@@ -23,6 +23,9 @@ certificate for the same place in the chain impossible. A refusal names every ca
 fell, by how much, with the bootstrap interval of the change; it is signed and logged too
 (predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
 so the ledger holds every decision, but a refusal record never verifies as a certificate.
+
+The rules (which falls count) are ``certd.authority.regressions``; what a decision is, the
+checks of the samples and the predicates it is signed as, ``certd.authority.acceptance_records``.
 """
 
 from __future__ import annotations
@@ -33,34 +36,34 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from certd.authority.acceptance_records import (
     AcceptanceDecision,
     Capability,
+    Challenge,
     Drop,
     TaskSetSpec,
+    check_samples,
+    decision_of,
+    decision_predicate,
     describe_drop,
-    drop_json,
     parse_acceptance_entry,
     refusal_reason,
     spec_json,
 )
 from certd.authority.checker import Checkers
-from certd.authority.policy import CheckedTask
+from certd.authority.feasibility import CheckedTask
+from certd.authority.regressions import compare, find_drops
 from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
 from certd.ledger.log import Ledger
+from certd.payloads import sha256_hex
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
-from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
 from certd.support import (
-    Interval,
     PromptOutcome,
-    SupportChange,
-    support_change,
     support_figures,
 )
 
@@ -83,22 +86,6 @@ class _TaskSet:
     spec: TaskSetSpec
     tasks: tuple[CheckedTask, ...]
     digest: str
-
-
-@dataclass(frozen=True, slots=True)
-class Challenge:
-    """An open evaluation: the prompts certd drew, per task set."""
-
-    evaluation_id: str
-    run: str
-    checkpoint: str
-    checkpoint_digest: str
-    target: str
-    seed: int
-    predecessor: str
-    sequence: int
-    sets: tuple[tuple[str, int, tuple[CheckedTask, ...]], ...]  # (name, k, prompts)
-    opened_at: float
 
 
 @dataclass
@@ -294,49 +281,52 @@ class Acceptances:
                 f"{checkpoint_digest}",
                 field="checkpoint_digest",
             )
-        self._check_shape(challenge, samples)
+        check_samples(challenge, samples, self._cfg.max_samples_per_accept)
         capabilities = [
             self._evaluate(name, k, prompts, samples[name]) for name, k, prompts in challenge.sets
         ]
         if self._ledger.store.shared:
             self.catch_up(refresh=True)
         with self._lock:
-            state = self._runs.setdefault(challenge.run, _Run())
-            head = state.head
-            if (head.certificate_id if head is not None else "") != challenge.predecessor:
-                raise InvalidInputError(
-                    "the run accepted another checkpoint since this evaluation began; "
-                    "begin a new one",
-                    field="evaluation_id",
-                )
-            caps = tuple(self._compare(c, head) for c in capabilities)
-            drops = self._drops(challenge, caps, head)
-            if drops:
-                reasons = sorted({refusal_reason(d) for d in drops})
-                reason, detail = ",".join(reasons), "; ".join(describe_drop(d) for d in drops)
-                envelope = self._sign(challenge, caps, (reason, detail, drops))
-                key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
-                index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
-                decision = _decision(
-                    challenge,
-                    caps,
-                    index,
-                    envelope,
-                    accepted=False,
-                    reason=reason,
-                    detail=detail,
-                    drops=tuple(drops),
-                )
-                self._record(decision)
-                return decision
-            envelope = self._sign(challenge, caps)
-            written = self._ledger.submit(
-                f"acceptance/{challenge.run}/{challenge.sequence}", envelope
+            return self._decide(challenge, capabilities, timeout_s)
+
+    def _decide(
+        self, challenge: Challenge, capabilities: Sequence[Capability], timeout_s: float | None
+    ) -> AcceptanceDecision:
+        """Compare with the run's chain, sign and log the decision (caller holds ``_lock``)."""
+        state = self._runs.setdefault(challenge.run, _Run())
+        head = state.head
+        if (head.certificate_id if head is not None else "") != challenge.predecessor:
+            raise InvalidInputError(
+                "the run accepted another checkpoint since this evaluation began; begin a new one",
+                field="evaluation_id",
             )
-            index = written.result(timeout=timeout_s)
-            decision = _decision(challenge, caps, index, envelope, accepted=True)
-            self._record(decision)
-            return decision
+        caps = tuple(compare(c, head, self._cfg) for c in capabilities)
+        specs = {name: ts.spec for name, ts in self._sets.items()}
+        drops = find_drops(
+            challenge.run, challenge.target, caps, head, state.baseline, specs, self._cfg
+        )
+        reason = ",".join(sorted({refusal_reason(d) for d in drops}))  # "" when none fell
+        detail = "; ".join(describe_drop(d) for d in drops)
+        if drops:
+            envelope = self._sign(challenge, caps, (reason, detail, drops))
+            key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
+        else:
+            envelope = self._sign(challenge, caps)
+            key = f"acceptance/{challenge.run}/{challenge.sequence}"
+        index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
+        decision = decision_of(
+            challenge,
+            caps,
+            index,
+            envelope,
+            accepted=not drops,
+            reason=reason,
+            detail=detail,
+            drops=tuple(drops),
+        )
+        self._record(decision)
+        return decision
 
     def decisions(self, run: str) -> list[AcceptanceDecision]:
         """A run's decisions, accepted and refused, in ledger order.
@@ -358,37 +348,6 @@ class Acceptances:
         ttl = self._cfg.evaluation_ttl_s
         for key in [k for k, c in self._open.items() if now - c.opened_at > ttl]:
             del self._open[key]
-
-    def _check_shape(
-        self, challenge: Challenge, samples: Mapping[str, Sequence[Sequence[str]]]
-    ) -> None:
-        expected = {name for name, _, _ in challenge.sets}
-        if set(samples) != expected:
-            raise InvalidInputError(
-                f"evaluation: expected samples for {sorted(expected)}, got {sorted(samples)}",
-                field="evaluation",
-            )
-        total = 0
-        for name, k, prompts in challenge.sets:
-            got = samples[name]
-            if len(got) != len(prompts):
-                raise InvalidInputError(
-                    f"evaluation[{name}]: expected {len(prompts)} prompts, got {len(got)}",
-                    field="evaluation",
-                )
-            for i, responses in enumerate(got):
-                if len(responses) != k:
-                    raise InvalidInputError(
-                        f"evaluation[{name}].prompts[{i}]: expected {k} responses, "
-                        f"got {len(responses)}",
-                        field="evaluation",
-                    )
-            total += k * len(prompts)
-        if total > self._cfg.max_samples_per_accept:
-            raise LimitExceededError(
-                f"samples: at most {self._cfg.max_samples_per_accept}, got {total}",
-                field="evaluation",
-            )
 
     def _evaluate(
         self,
@@ -415,97 +374,6 @@ class Acceptances:
         figures = support_figures(outcomes, k, routes=routes, families=families)
         return Capability(name, figures, tuple(outcomes))
 
-    def _compare(self, cap: Capability, head: AcceptanceDecision | None) -> Capability:
-        if head is None:
-            return cap
-        before = next((c for c in head.capabilities if c.task_set == cap.task_set), None)
-        if before is None:
-            return cap
-        change = support_change(
-            before.outcomes,
-            cap.outcomes,
-            cap.figures.k,
-            resamples=self._cfg.bootstrap_resamples,
-            level=self._cfg.interval_level,
-            # deterministic: the same samples against the same head give the same interval
-            seed=int(sha256_hex(f"{head.run}/{head.sequence}/{cap.task_set}".encode())[:15], 16),
-        )
-        return Capability(cap.task_set, cap.figures, cap.outcomes, change)
-
-    def _drops(
-        self, challenge: Challenge, caps: Sequence[Capability], head: AcceptanceDecision | None
-    ) -> list[Drop]:
-        if head is None:
-            return []  # the run's baseline
-        state = self._runs[challenge.run]
-        drops: list[Drop] = []
-        for cap in caps:
-            spec = self._sets[cap.task_set].spec
-            before = next((c for c in head.capabilities if c.task_set == cap.task_set), None)
-            if before is None or cap.change is None:
-                continue  # registered after the previous certificate: nothing to keep
-            now = cap.figures
-            if cap.task_set == challenge.target:
-                if now.pass_at_1 - before.figures.pass_at_1 <= spec.min_improvement:
-                    drops.append(
-                        Drop(
-                            cap.task_set,
-                            "target_pass_at_1",
-                            before.figures.pass_at_1,
-                            now.pass_at_1,
-                            spec.min_improvement,
-                            cap.change.pass_at_1,
-                        )
-                    )
-                continue
-            drops.extend(self._falls(spec, before, cap, cap.change, "previous"))
-            # Against the run's first certificate too: small falls must not add up unseen.
-            base = state.baseline
-            first = (
-                next((c for c in base.capabilities if c.task_set == cap.task_set), None)
-                if base is not None and base is not head
-                else None
-            )
-            if first is not None and first.figures.k == now.k:
-                change = support_change(
-                    first.outcomes,
-                    cap.outcomes,
-                    now.k,
-                    resamples=self._cfg.bootstrap_resamples,
-                    level=self._cfg.interval_level,
-                    seed=int(sha256_hex(f"{challenge.run}/0/{cap.task_set}".encode())[:15], 16),
-                )
-                seen = {(d.task_set, d.metric) for d in drops}
-                drops.extend(
-                    d
-                    for d in self._falls(spec, first, cap, change, "baseline")
-                    if (d.task_set, d.metric) not in seen
-                )
-        return drops
-
-    def _falls(
-        self,
-        spec: TaskSetSpec,
-        before: Capability,
-        cap: Capability,
-        change: SupportChange,
-        against: str,
-    ) -> list[Drop]:
-        """best@k and pass@1 falls of ``cap`` from ``before`` past their tolerances."""
-        out = []
-        for metric, tolerance, interval in (
-            ("best_at_k", spec.tolerance_best_at_k, change.best_at_k),
-            ("pass_at_1", spec.tolerance_pass_at_1, change.pass_at_1),
-        ):
-            was, now = getattr(before.figures, metric), getattr(cap.figures, metric)
-            if was - now > tolerance and self._real(interval):
-                out.append(Drop(cap.task_set, metric, was, now, tolerance, interval, against))
-        return out
-
-    def _real(self, change: Interval) -> bool:
-        """Whether a fall counts: outside noise, or every fall when so configured."""
-        return self._cfg.refuse_within_noise or not change.within_noise
-
     def _sign(
         self,
         challenge: Challenge,
@@ -513,41 +381,15 @@ class Acceptances:
         refusal: tuple[str, str, Sequence[Drop]] | None = None,
     ) -> bytes:
         """The signed acceptance certificate, or (with ``refusal``) the signed refusal record."""
-        predicate: dict[str, Any] = {
-            "capabilities": {
-                c.task_set: {
-                    "change": c.change.to_json() if c.change is not None else None,
-                    "figures": c.figures.to_json(),
-                    "outcomes": [[o.prompt, o.n, o.c] for o in c.outcomes],
-                    "task_set_digest": self._sets[c.task_set].digest,
-                    "tolerances": spec_json(self._sets[c.task_set].spec),
-                }
-                for c in caps
-            },
-            "checkpoint": {"digest": challenge.checkpoint_digest, "name": challenge.checkpoint},
-            "issued_at": int(self._clock()),
-            "predecessor": challenge.predecessor,
-            "run": challenge.run,
-            "seed": challenge.seed,
-            "sequence": challenge.sequence,
-            "target": challenge.target,
-            "verifiers": sorted(
-                {
-                    self._checkers.for_domain(t.domain).verifier
-                    for _, _, ps in challenge.sets
-                    for t in ps
-                }
-            ),
+        verifiers = {
+            self._checkers.for_domain(t.domain).verifier for _, _, ps in challenge.sets for t in ps
         }
-        kind = PREDICATE_ACCEPTANCE
-        if refusal is not None:
-            reason, detail, drops = refusal
-            predicate["refusal"] = {
-                "detail": detail,
-                "drops": [drop_json(d) for d in drops],
-                "reason": reason,
-            }
-            kind = PREDICATE_ACCEPTANCE_REFUSAL
+        sets = {
+            c.task_set: (self._sets[c.task_set].digest, self._sets[c.task_set].spec) for c in caps
+        }
+        kind, predicate = decision_predicate(
+            challenge, caps, sets, sorted(verifiers), int(self._clock()), refusal
+        )
         statement = make_statement([("checkpoint", challenge.checkpoint_digest)], kind, predicate)
         return sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
 
@@ -646,31 +488,3 @@ def _check_digest(digest: str) -> None:
             f"checkpoint_digest: expected 64 lowercase hex digits, got {digest!r:.80}",
             field="checkpoint_digest",
         )
-
-
-def _decision(
-    challenge: Challenge,
-    caps: tuple[Capability, ...],
-    index: int,
-    envelope: bytes,
-    *,
-    accepted: bool,
-    reason: str = "",
-    detail: str = "",
-    drops: tuple[Drop, ...] = (),
-) -> AcceptanceDecision:
-    """A logged decision on ``challenge``: accepted, or refused with its reason and drops."""
-    return AcceptanceDecision(
-        run=challenge.run,
-        checkpoint=challenge.checkpoint,
-        checkpoint_digest=challenge.checkpoint_digest,
-        target=challenge.target,
-        sequence=challenge.sequence,
-        capabilities=caps,
-        index=index,
-        envelope=envelope,
-        accepted=accepted,
-        reason=reason,
-        detail=detail,
-        drops=drops,
-    )

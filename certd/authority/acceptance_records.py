@@ -7,25 +7,34 @@ Example:
     >>> refusal_reason(d)
     'CAPABILITY_FELL'
 
-Pure: dataclasses and their JSON; ``certd.authority.acceptance`` decides and signs.
+Pure: dataclasses, the checks of an evaluation's samples, and their JSON (the predicates a
+decision is signed as); ``certd.authority.regressions`` decides, ``certd.authority.acceptance``
+signs and logs.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from certd.statements import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL, sha256_hex
+from certd.authority.results import CheckedTask
+from certd.errors import InvalidInputError, LimitExceededError
+from certd.opening import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL
+from certd.payloads import sha256_hex
 from certd.support import Interval, PromptOutcome, SupportChange, SupportFigures
 
 __all__ = [
     "AcceptanceDecision",
     "Capability",
+    "Challenge",
     "Drop",
     "TaskSetSpec",
+    "check_samples",
+    "decision_of",
+    "decision_predicate",
     "describe_drop",
     "drop_json",
     "drop_of",
@@ -200,4 +209,135 @@ def describe_drop(d: Drop) -> str:
     return (
         f"{d.task_set}: {d.metric} fell {d.drop:.3f}{since} ({d.previous:.3f} -> {d.now:.3f}), "
         f"tolerance {d.tolerance:.3f}{where}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """An open evaluation: the prompts certd drew, per task set."""
+
+    evaluation_id: str
+    run: str
+    checkpoint: str
+    checkpoint_digest: str
+    target: str
+    seed: int
+    predecessor: str
+    sequence: int
+    sets: tuple[tuple[str, int, tuple[CheckedTask, ...]], ...]  # (name, k, prompts)
+    opened_at: float
+
+
+def check_samples(
+    challenge: Challenge, samples: Mapping[str, Sequence[Sequence[str]]], max_samples: int
+) -> None:
+    """Check that ``samples`` answer ``challenge``: every set, every prompt, exactly k each.
+
+    Raises:
+    InvalidInputError: a set, a prompt or a response is missing or extra.
+    LimitExceededError: more than ``max_samples`` samples.
+    """
+    expected = {name for name, _, _ in challenge.sets}
+    if set(samples) != expected:
+        raise InvalidInputError(
+            f"evaluation: expected samples for {sorted(expected)}, got {sorted(samples)}",
+            field="evaluation",
+        )
+    total = 0
+    for name, k, prompts in challenge.sets:
+        got = samples[name]
+        if len(got) != len(prompts):
+            raise InvalidInputError(
+                f"evaluation[{name}]: expected {len(prompts)} prompts, got {len(got)}",
+                field="evaluation",
+            )
+        for i, responses in enumerate(got):
+            if len(responses) != k:
+                raise InvalidInputError(
+                    f"evaluation[{name}].prompts[{i}]: expected {k} responses, "
+                    f"got {len(responses)}",
+                    field="evaluation",
+                )
+        total += k * len(prompts)
+    if total > max_samples:
+        raise LimitExceededError(
+            f"samples: at most {max_samples}, got {total}",
+            field="evaluation",
+        )
+
+
+def decision_predicate(
+    challenge: Challenge,
+    caps: Sequence[Capability],
+    sets: Mapping[str, tuple[str, TaskSetSpec]],
+    verifiers: Sequence[str],
+    issued_at: int,
+    refusal: tuple[str, str, Sequence[Drop]] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The predicate type and predicate of a decision on ``challenge`` (formats.md).
+
+    Args:
+        challenge: the evaluation decided on.
+        caps: its capabilities, compared with the run's head.
+        sets: per task set name, its digest and declaration.
+        verifiers: the verifiers that checked the samples (name@version), sorted.
+        issued_at: seconds since the epoch.
+        refusal: (reason, detail, drops) for a refusal record; None for a certificate.
+    """
+    predicate: dict[str, Any] = {
+        "capabilities": {
+            c.task_set: {
+                "change": c.change.to_json() if c.change is not None else None,
+                "figures": c.figures.to_json(),
+                "outcomes": [[o.prompt, o.n, o.c] for o in c.outcomes],
+                "task_set_digest": sets[c.task_set][0],
+                "tolerances": spec_json(sets[c.task_set][1]),
+            }
+            for c in caps
+        },
+        "checkpoint": {"digest": challenge.checkpoint_digest, "name": challenge.checkpoint},
+        "issued_at": issued_at,
+        "predecessor": challenge.predecessor,
+        "run": challenge.run,
+        "seed": challenge.seed,
+        "sequence": challenge.sequence,
+        "target": challenge.target,
+        "verifiers": list(verifiers),
+    }
+    if refusal is None:
+        return PREDICATE_ACCEPTANCE, predicate
+    reason, detail, drops = refusal
+    predicate["refusal"] = {
+        "detail": detail,
+        "drops": [drop_json(d) for d in drops],
+        "reason": reason,
+    }
+    return PREDICATE_ACCEPTANCE_REFUSAL, predicate
+
+
+def decision_of(
+    challenge: Challenge,
+    caps: tuple[Capability, ...],
+    index: int,
+    envelope: bytes,
+    *,
+    accepted: bool,
+    reason: str = "",
+    detail: str = "",
+    drops: tuple[Drop, ...] = (),
+) -> AcceptanceDecision:
+    """A logged decision on ``challenge``: accepted, or refused with its reason and drops."""
+    return AcceptanceDecision(
+        run=challenge.run,
+        checkpoint=challenge.checkpoint,
+        checkpoint_digest=challenge.checkpoint_digest,
+        target=challenge.target,
+        sequence=challenge.sequence,
+        capabilities=caps,
+        index=index,
+        envelope=envelope,
+        accepted=accepted,
+        reason=reason,
+        detail=detail,
+        drops=drops,
     )

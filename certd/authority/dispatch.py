@@ -3,13 +3,14 @@
 Example::
 
     dispatch = VerifyDispatch(checkers, pool)
-    parts = dispatch.check(items, encode_verdicts)   # encoded chunks, in item order
+    results = dispatch.check(items, job)   # one CheckResult per item, in item order
 
-Countdown batches go to the ``VerifyPool`` (worker processes, results encoded in the workers).
+Countdown batches go to the ``VerifyPool`` (worker processes for large batches).
 Other domains check through their checker's ``verify_batch``, which isolates the work itself
 (math in a killable worker pool, code in a sandbox pool). A batch that mixes domains is split by
 domain, checked per domain, and put back in order. A checker that fails outright turns its
-items into INFRA_ERROR verdicts, never wrong answers.
+items into INFRA_ERROR verdicts, never wrong answers. The results are typed values; the
+service encodes them.
 
 ``job`` (``certd.authority.jobs``) is the request the items belong to: the checkers schedule
 its work fairly against other requests' and stop it when the job is cancelled.
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 from certd.authority.checker import Checker, Checkers
 from certd.authority.jobs import Job, running
-from certd.authority.pool import CheckItem, CheckResult, Encode, T, VerifyPool, infra, result_of
+from certd.authority.verifypool import CheckItem, CheckResult, VerifyPool, infra, result_of
 
 __all__ = ["VerifyDispatch"]
 
@@ -39,28 +40,22 @@ class VerifyDispatch:
         self._checkers = checkers
         self._pool = pool
 
-    def check(
-        self, items: Sequence[CheckItem], encode: Encode[T], job: Job | None = None
-    ) -> list[T]:
-        """Check items and return encoded parts in item order (see ``VerifyPool.check``).
-
-        Raises:
-            UnsupportedError: an item's domain is not served here.
-        """
-        domains = {item.domain for item in items}
-        if domains <= {"countdown"}:
-            return self._pool.check(items, encode)
-        return [encode(items, self.check_results(items, job))]
-
-    def check_results(
-        self, items: Sequence[CheckItem], job: Job | None = None
-    ) -> list[CheckResult]:
+    def check(self, items: Sequence[CheckItem], job: Job | None = None) -> list[CheckResult]:
         """Check items and return their results in item order.
+
+        Args:
+            items: what to check, of any domains served here.
+            job: the request the items belong to (fair scheduling, cancellation).
 
         Raises:
             UnsupportedError: an item's domain is not served here.
             WarmingUpError: a domain is still warming up after its wait.
+
+        Returns:
+            One result per item (verdict, receipt digest, check time), in item order.
         """
+        if {item.domain for item in items} <= {"countdown"}:
+            return self._pool.check(items)
         by_domain: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_domain.setdefault(item.domain, []).append(i)
@@ -73,7 +68,7 @@ class VerifyDispatch:
         for domain, where in by_domain.items():
             part = [items[i] for i in where]
             if domain == "countdown":
-                results = self._pool.check_results(part)
+                results = self._pool.check(part)
             else:
                 with running(job):
                     results = _verify_batch(checkers[domain], part)

@@ -124,7 +124,7 @@ class LearnedLabeller:
         if not section.task_sets:
             return None
         from certd.authority.embedder import WEIGHTS, model_dir, sha256_file
-        from certd.statements import task_digest
+        from certd.payloads import task_digest
         from certd.task_object import parse_task_object
 
         choices: dict[str, tuple[str, float | None]] = {}

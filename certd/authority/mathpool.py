@@ -62,7 +62,7 @@ __all__ = ["MathPool", "MathWork", "PoolClosedError", "preload_forkserver"]
 
 # certd.cli: a worker started by the forkserver re-imports the main module (``certd serve``'s
 # is certd.cli); with it preloaded that costs milliseconds, not a second per restart.
-_PRELOAD = ["certd.cli", "certd.domains.math.warmed"]
+_PRELOAD = ["certd.cli", "certd.domains.math.preload"]
 
 
 def preload_forkserver() -> None:

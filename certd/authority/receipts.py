@@ -1,7 +1,7 @@
 """Verdict receipts: one signature over the Merkle root of a batch's verdict digests.
 
 Example:
-    >>> from certd.statements import batch_tree
+    >>> from certd.payloads import batch_tree
     >>> root, paths = batch_tree([b"a" * 32, b"b" * 32, b"c" * 32])
     >>> len(root), [len(p) for p in paths]
     (32, [2, 2, 1])
@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
+from certd.opening import PREDICATE_VERDICT_RECEIPT
+from certd.payloads import batch_tree, receipt_predicate
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
-from certd.statements import PREDICATE_VERDICT_RECEIPT, batch_tree, receipt_predicate
 
 __all__ = ["IssuedReceipt", "ReceiptIssuer"]
 
@@ -42,7 +44,8 @@ class ReceiptIssuer:
             LedgerError: the ledger write failed.
 
         Returns:
-            The receipt: root, paths, envelope, and its durable ledger index.
+            The receipt: root, paths, envelope, its durable ledger index, and its inclusion
+            proof in the latest signed checkpoint (which covers it once the write is durable).
         """
         root, paths = batch_tree(digests)
         predicate = receipt_predicate(
@@ -56,14 +59,20 @@ class ReceiptIssuer:
         )
         envelope = sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json()
         index = self._ledger.submit(None, envelope).result()
-        return IssuedReceipt(root=root, paths=paths, envelope=envelope, index=index)
+        checkpoint, proof = self._ledger.prove(index)
+        return IssuedReceipt(root, paths, envelope, index, checkpoint, proof)
 
 
 @dataclass(frozen=True, slots=True)
 class IssuedReceipt:
-    """A durable receipt."""
+    """A durable receipt: the batch root and paths, the envelope, where the ledger holds it.
+
+    ``proof`` is the envelope's inclusion proof in ``checkpoint``.
+    """
 
     root: bytes
     paths: list[list[bytes]]
     envelope: bytes
     index: int
+    checkpoint: SignedCheckpoint
+    proof: list[bytes]

@@ -44,6 +44,10 @@ class Family:
     label: str
     fields: dict[str, str] = field(default_factory=dict)
 
+    def __reduce__(self) -> tuple[type[Family], tuple[str, str, dict[str, str]]]:
+        # Pickled as a constructor call, like ``Verdict``.
+        return (Family, (self.kappa, self.label, self.fields))
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -73,6 +77,24 @@ class Verdict:
     answer: str = ""
     canonical: str = ""
     labels: tuple[Family, ...] = ()
+
+    def __reduce__(self) -> tuple[type[Verdict], tuple[object, ...]]:
+        # Pickled as a constructor call: worker processes return verdicts, and the default
+        # state of a frozen slotted dataclass takes several times longer to pickle and load.
+        return (
+            Verdict,
+            (
+                self.status,
+                self.reward,
+                self.verifier,
+                self.family,
+                self.initiated,
+                self.detail,
+                self.answer,
+                self.canonical,
+                self.labels,
+            ),
+        )
 
     def label_for(self, kappa: str) -> Family | None:
         """The label under ``kappa`` (the default κ's or one of ``labels``), if computed."""

@@ -28,9 +28,9 @@ from certd.ledger.merkle import (
     leaf_hash,
     verify_consistency,
 )
+from certd.opening import PREDICATE_TYPES, open_statement
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
-from certd.statements import PREDICATE_TYPES, open_statement
 
 __all__ = ["AuditRun"]
 
@@ -40,7 +40,7 @@ _SIG_TASK_ENTRIES = 512
 def _verify_signatures(
     start: int, entries: Sequence[bytes | None], trusted: KeyRing
 ) -> list[AuditFault]:
-    """Open every entry as a statement certd signs (``certd.statements.open_statement``)."""
+    """Open every entry as a statement certd signs (``certd.opening.open_statement``)."""
     faults: list[AuditFault] = []
     for offset, data in enumerate(entries):
         if data is None:

@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from certd.statements import PREDICATE_FEASIBILITY, sha256_hex
+from certd.opening import PREDICATE_FEASIBILITY
+from certd.payloads import sha256_hex
 
 if TYPE_CHECKING:
     from certd.ledger.log import Ledger

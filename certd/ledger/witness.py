@@ -35,10 +35,10 @@ from certd.atomicfile import write_atomic
 from certd.errors import ConsistencyError, LedgerError, ProofError
 from certd.ledger.checkpoint import Checkpoint
 from certd.ledger.merkle import verify_consistency
+from certd.opening import open_log_checkpoint
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, VerifierKey
 from certd.signing.note import add_signature_lines, cosign
-from certd.statements import open_log_checkpoint
 
 __all__ = ["Witness", "WitnessState"]
 

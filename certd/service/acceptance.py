@@ -1,5 +1,5 @@
 """The acceptance RPCs of the Authority service: RegisterTaskSet, BeginAcceptance, Accept,
-ListAcceptances (the policy is ``certd.authority.acceptance``).
+ListAcceptances (the decisions are ``certd.authority.acceptance``).
 
 Example::
 
@@ -20,7 +20,7 @@ from certd.authority.acceptance import (
     Drop,
     TaskSetSpec,
 )
-from certd.authority.policy import CheckedTask
+from certd.authority.feasibility import CheckedTask
 from certd.config import CertdConfig, TaskSetConfig
 from certd.errors import ConfigError, InvalidInputError, LimitExceededError
 from certd.ledger.log import Ledger

@@ -7,14 +7,14 @@ import grpc
 
 from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
-from certd.authority.jobs import running
-from certd.authority.policy import (
+from certd.authority.feasibility import (
     Authority,
     CertifyOutcome,
     CertifyRequest,
     CheckedTask,
     refuse,
 )
+from certd.authority.jobs import running
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.ledger.certindex import IndexedCertificate

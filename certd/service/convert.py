@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from certd.authority.policy import CheckedTask
-from certd.authority.pool import CheckItem, CheckResult
+from certd.authority.feasibility import CheckedTask
+from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.domains import code as cc
 from certd.domains import countdown as cd
@@ -22,8 +22,9 @@ from certd.domains.verdict import Family, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError, UnsupportedError
 from certd.ledger import merkle
 from certd.ledger.certindex import IndexedCertificate
+from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
-from certd.statements import task_digest
+from certd.payloads import task_digest
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "encode_verdicts",
     "inclusion_to_pb",
     "label_to_pb",
+    "proof_to_pb",
     "signed_checkpoint_to_pb",
     "verdict_to_pb",
 ]
@@ -150,22 +152,48 @@ def label_to_pb(family: Family | None) -> tasks_pb2.Label | None:
     return tasks_pb2.Label(kappa=family.kappa, value=family.label, fields=family.fields)
 
 
+def _label_fields(family: Family | None) -> dict[str, object] | None:
+    if family is None:
+        return None
+    return {"kappa": family.kappa, "value": family.label, "fields": family.fields}
+
+
+def _verdict_fields(verdict: Verdict, item_id: str, elapsed_ms: float) -> dict[str, Any]:
+    """A verdict's wire fields (message fields as dicts: the cheapest way to build them)."""
+    return {
+        "id": item_id,
+        "status": int(verdict.status),  # enum values match the proto
+        "reward": verdict.reward,
+        "family": _label_fields(verdict.family),
+        "initiated": _label_fields(verdict.initiated),
+        "detail": verdict.detail,
+        "verifier": verdict.verifier,
+        "elapsed_ms": elapsed_ms,
+        "answer": verdict.answer,
+        "labels": [_label_fields(f) for f in verdict.labels],
+    }
+
+
 def verdict_to_pb(verdict: Verdict, item_id: str, elapsed_ms: float) -> verifier_pb2.Verdict:
     """A verdict as a wire message, without digest and receipt path."""
-    return verifier_pb2.Verdict(
-        id=item_id,
-        status=int(verdict.status),  # type: ignore[arg-type]  # enum values match the proto
-        reward=verdict.reward,
-        family=label_to_pb(verdict.family),
-        initiated=label_to_pb(verdict.initiated),
-        detail=verdict.detail,
-        verifier=verdict.verifier,
-        elapsed_ms=elapsed_ms,
-        answer=verdict.answer,
-        labels=[
-            tasks_pb2.Label(kappa=f.kappa, value=f.label, fields=f.fields) for f in verdict.labels
-        ],
-    )
+    return verifier_pb2.Verdict(**_verdict_fields(verdict, item_id, elapsed_ms))
+
+
+def encode_verdicts(
+    items: Sequence[CheckItem], results: Sequence[CheckResult]
+) -> verifier_pb2.VerifyBatchResponse:
+    """A batch's verdicts, with their digests, as a reply (receipt and paths not yet set).
+
+    Args:
+        items: the checked items (their ids).
+        results: the authority's results, one per item, in the same order.
+    """
+    reply = verifier_pb2.VerifyBatchResponse()
+    add = reply.verdicts.add
+    for item, result in zip(items, results, strict=True):
+        fields = _verdict_fields(result.verdict, item.item_id, result.elapsed_ms)
+        add(digest=result.digest, **fields)
+    return reply
 
 
 def signed_checkpoint_to_pb(
@@ -195,10 +223,18 @@ def inclusion_to_pb(
         raise NotFoundError(f"leaf index {index} is not below tree size {cp.size}")
     if entry is None:
         entry = ledger.entries(index, index + 1)[0]
+    return proof_to_pb(index, entry, signed, ledger.inclusion_proof(index, cp.size))
+
+
+def proof_to_pb(
+    index: int, entry: bytes, signed: SignedCheckpoint, hashes: Sequence[bytes]
+) -> ledger_pb2.InclusionProof:
+    """An inclusion proof the caller already holds (entry ``index`` in ``signed``)."""
+    cp = signed.checkpoint
     return ledger_pb2.InclusionProof(
         leaf_index=index,
         tree_size=cp.size,
-        hashes=ledger.inclusion_proof(index, cp.size),
+        hashes=hashes,
         leaf_hash=merkle.leaf_hash(entry),
         checkpoint=signed_checkpoint_to_pb(signed.note, cp.origin, cp.size, cp.root_hash),
     )
@@ -214,17 +250,3 @@ def certificate_to_pb(ledger: Ledger, cert: IndexedCertificate) -> authority_pb2
         label=tasks_pb2.Label(kappa=cert.kappa, value=cert.label, fields=cert.label_fields),
         witness=cert.witness,
     )
-
-
-def encode_verdicts(items: Sequence[CheckItem], results: list[CheckResult]) -> bytes:
-    """A chunk of verdicts as a serialized ``VerifyBatchResponse`` (runs in pool workers).
-
-    Serialized parts merge by concatenation (repeated fields append), so the service builds
-    the batch reply by merging the chunks, with no per-verdict work in the serving process.
-    """
-    reply = verifier_pb2.VerifyBatchResponse()
-    for item, result in zip(items, results, strict=True):
-        verdict = verdict_to_pb(result.verdict, item.item_id, result.elapsed_ms)
-        verdict.digest = result.digest
-        reply.verdicts.append(verdict)
-    return reply.SerializeToString()

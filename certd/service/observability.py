@@ -55,7 +55,7 @@ from certd.service.handlers import Behaviour, rewrap
 
 if TYPE_CHECKING:
     from certd.authority.components import ComponentHealth
-    from certd.authority.pool import VerifyPool
+    from certd.authority.verifypool import VerifyPool
     from certd.ledger.log import Ledger
 
 __all__ = [

@@ -26,9 +26,9 @@ from grpc_reflection.v1alpha import reflection
 from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
-from certd.authority.policy import Authority
-from certd.authority.pool import VerifyPool
+from certd.authority.feasibility import Authority
 from certd.authority.receipts import ReceiptIssuer
+from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
@@ -237,7 +237,7 @@ class CertdServer:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), self.ledger, receipts),
+            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts),
             server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(

@@ -2,6 +2,10 @@
 
 Every call returns verdicts plus one signed receipt per batch (per group of verdicts on a
 stream); the receipt is durable in the ledger before the reply leaves.
+
+The path goes one way: the servicer validates the tasks (``convert.checked_task``), asks the
+authority to check the items (``VerifyDispatch.check``: typed results back), asks it for the
+receipt (``ReceiptIssuer.issue``: signed, logged, proved), and encodes both once.
 """
 
 from __future__ import annotations
@@ -11,14 +15,13 @@ from collections.abc import Iterable, Iterator, Sequence
 import grpc
 
 from certd.authority.dispatch import VerifyDispatch
+from certd.authority.feasibility import CheckedTask
 from certd.authority.jobs import Job
-from certd.authority.policy import CheckedTask
-from certd.authority.pool import CheckItem, CheckResult
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
+from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
-from certd.ledger.log import Ledger
-from certd.service.convert import checked_task, encode_verdicts, inclusion_to_pb, verdict_to_pb
+from certd.service.convert import checked_task, encode_verdicts, proof_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
@@ -45,12 +48,9 @@ class _TaskCache:
 class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     """Checks responses and signs receipts."""
 
-    def __init__(
-        self, cfg: CertdConfig, pool: VerifyDispatch, ledger: Ledger, receipts: ReceiptIssuer
-    ) -> None:
+    def __init__(self, cfg: CertdConfig, pool: VerifyDispatch, receipts: ReceiptIssuer) -> None:
         self._cfg = cfg
         self._pool = pool
-        self._ledger = ledger
         self._receipts = receipts
 
     @staticmethod
@@ -79,7 +79,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             envelope=issued.envelope,
             batch_root=issued.root,
             batch_size=len(digests),
-            inclusion=inclusion_to_pb(self._ledger, issued.index, entry=issued.envelope),
+            inclusion=proof_to_pb(issued.index, issued.envelope, issued.checkpoint, issued.proof),
             receipt_seq=seq,
         )
 
@@ -95,10 +95,9 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             )
         tasks = _TaskCache(self._cfg)
         checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
-        reply = verifier_pb2.VerifyBatchResponse()
-        for part in self._pool.check(checks, encode_verdicts, job):
-            reply.MergeFromString(part)
-        receipt = self._receipt(reply.verdicts, [v.digest for v in reply.verdicts])
+        results = self._pool.check(checks, job)
+        reply = encode_verdicts(checks, results)
+        receipt = self._receipt(reply.verdicts, [r.digest for r in results])
         reply.receipt.CopyFrom(receipt)
         return reply
 
@@ -133,7 +132,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         seq = 0
         for n, req in enumerate(request_iterator):
             check = _item(req, tasks.get(req, f"stream[{n}].task"))
-            [result] = self._pool.check_results([check], job)
+            [result] = self._pool.check([check], job)
             verdict = self._pb(check, result)
             verdict.receipt_path.CopyFrom(
                 verifier_pb2.ReceiptPath(index=len(group), receipt_seq=seq)

@@ -16,6 +16,16 @@ from certd.signing.dsse import (
     sign_envelope,
     verify_envelope,
 )
+from certd.signing.intoto import (
+    IN_TOTO_PAYLOAD_TYPE,
+    STATEMENT_TYPE,
+    Statement,
+    canonical_json,
+    make_statement,
+    parse_statement,
+    sha256_hex,
+    verify_statement_envelope,
+)
 from certd.signing.keys import (
     SIG_TYPE_COSIGNATURE_V1,
     SIG_TYPE_ED25519,
@@ -36,16 +46,6 @@ from certd.signing.note import (
     open_note,
     sign_note,
     signature_line,
-)
-from certd.signing.statement import (
-    IN_TOTO_PAYLOAD_TYPE,
-    STATEMENT_TYPE,
-    Statement,
-    canonical_json,
-    make_statement,
-    parse_statement,
-    sha256_hex,
-    verify_statement_envelope,
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ import signal
 import time
 
 from certd.authority.checker import Checkers
-from certd.authority.pool import CheckItem, VerifyPool, check_items
+from certd.authority.verifypool import CheckItem, VerifyPool, check_items
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Status
@@ -32,12 +32,12 @@ def test_pool_matches_in_process_and_recovers_from_a_killed_worker() -> None:
     want = check_items(checker, items)
     pool = VerifyPool(checker, workers=2, min_batch=64)
     try:
-        got = pool.check_results(items)
+        got = pool.check(items)
         assert [(r.verdict, r.digest) for r in got] == [(r.verdict, r.digest) for r in want]
         victim = pool.worker_pids()[0]
         os.kill(victim, signal.SIGKILL)
         time.sleep(0.5)
-        again = pool.check_results(items)  # the broken pool is rebuilt, the batch retried
+        again = pool.check(items)  # the broken pool is rebuilt, the batch retried
         assert [r.digest for r in again] == [r.digest for r in want]
         assert victim not in pool.worker_pids()
         assert len(pool.worker_pids()) == 2

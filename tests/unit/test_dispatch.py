@@ -9,7 +9,7 @@ import pytest
 
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
-from certd.authority.pool import CheckItem, VerifyPool, results_only
+from certd.authority.verifypool import CheckItem, VerifyPool
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Status, Verdict
@@ -74,7 +74,7 @@ def test_mixed_batch_keeps_order_and_domains(
     setup: tuple[Checkers, VerifyDispatch, EchoChecker],
 ) -> None:
     _, dispatch, echo = setup
-    results = dispatch.check_results(_items())
+    results = dispatch.check(_items())
     got = [(r.verdict.verifier.split("@")[0], r.verdict.status) for r in results]
     assert got == [
         ("countdown", Status.CORRECT),
@@ -88,10 +88,10 @@ def test_mixed_batch_keeps_order_and_domains(
 
 def test_labels_change_the_digest(setup: tuple[Checkers, VerifyDispatch, EchoChecker]) -> None:
     _, dispatch, _ = setup
-    [with_labels] = dispatch.check_results([_items()[1]])
+    [with_labels] = dispatch.check([_items()[1]])
     echo_item = _items()[1]
     bare = CheckItem(echo_item.item_id, TASK, echo_item.task_sha256, echo_item.response)
-    [without] = dispatch.check_results([bare])
+    [without] = dispatch.check([bare])
     assert with_labels.digest != without.digest
 
 
@@ -100,7 +100,7 @@ def test_a_failing_checker_is_infra_error_for_its_items_only(
 ) -> None:
     _, dispatch, echo = setup
     echo.fail = True
-    [part] = dispatch.check(_items(), results_only)
+    part = dispatch.check(_items())
     statuses = [r.verdict.status for r in part]
     assert statuses == [Status.CORRECT, Status.INFRA_ERROR, Status.WRONG_ANSWER, Status.INFRA_ERROR]
     assert "sandbox pool is gone" in part[1].verdict.detail
@@ -111,4 +111,4 @@ def test_unknown_domain_is_unsupported(
 ) -> None:
     _, dispatch, _ = setup
     with pytest.raises(UnsupportedError, match="'nope' is not served"):
-        dispatch.check_results([CheckItem("x", "t", "22" * 32, "r", "nope")])
+        dispatch.check([CheckItem("x", "t", "22" * 32, "r", "nope")])

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from certd.signing.statement import canonical_json, sha256_hex
+from certd.signing.intoto import canonical_json, sha256_hex
 from certd.statements import verdict_digest_of
 
 TEXT = st.text(max_size=40)

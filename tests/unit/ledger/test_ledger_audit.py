@@ -14,8 +14,8 @@ from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_stor
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.signing.dsse import Envelope, EnvelopeSignature, KeyRing, sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
 
 ORIGIN = "certd.example/log"

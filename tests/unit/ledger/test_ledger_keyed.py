@@ -43,7 +43,7 @@ def test_keyed_lists_only_entries_under_the_prefix(store: LedgerStore) -> None:
 
 def test_the_index_from_keys_equals_the_full_scan(tmp_path: Path) -> None:
     from certd.authority.checker import Checkers
-    from certd.authority.policy import Authority, CheckedTask
+    from certd.authority.feasibility import Authority, CheckedTask
     from certd.config import CertdConfig, CountdownConfig
     from certd.service.convert import checked_task
     from forkgate._base import certify_request

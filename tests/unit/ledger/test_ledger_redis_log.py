@@ -15,8 +15,8 @@ from certd.ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
 from certd.ledger.redis_store import RedisStore
 from certd.ledger.store import DuplicateKeyError
 from certd.signing.dsse import KeyRing, sign_envelope
+from certd.signing.intoto import make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import make_statement
 from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
 
 pytest.importorskip("redis")

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from certd.errors import BadSignatureError
 from certd.signing.dsse import KeyRing, sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import PREDICATE_VERDICT_RECEIPT, open_statement, receipt_predicate
 
 dsse = pytest.importorskip("securesystemslib.dsse", reason="securesystemslib (dev extra)")

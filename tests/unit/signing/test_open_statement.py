@@ -11,8 +11,8 @@ from certd.errors import (
     WrongPredicateError,
 )
 from certd.signing.dsse import KeyRing, TrustedKey, sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.statements import (
     PREDICATE_FEASIBILITY,
     PREDICATE_VERDICT_RECEIPT,

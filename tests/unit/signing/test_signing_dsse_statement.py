@@ -20,8 +20,7 @@ from certd.signing.dsse import (
     sign_envelope,
     verify_envelope,
 )
-from certd.signing.keys import SigningKey
-from certd.signing.statement import (
+from certd.signing.intoto import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
     canonical_json,
@@ -30,6 +29,7 @@ from certd.signing.statement import (
     sha256_hex,
     verify_statement_envelope,
 )
+from certd.signing.keys import SigningKey
 
 KEY = SigningKey("certd.example/log", bytes(range(32)))
 DIGEST = sha256_hex(b"task")

@@ -2,7 +2,7 @@
 
 Example::
 
-    import certd.domains.math.warmed  # parses WARM_ANSWERS once
+    import certd.domains.math.preload  # parses WARM_ANSWERS once
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """in-toto Statement v1 in canonical JSON, and its DSSE envelope.
 
 Example:
-    >>> from certd.signing.statement import make_statement, parse_statement, sha256_hex
+    >>> from certd.signing.intoto import make_statement, parse_statement, sha256_hex
     >>> body = make_statement([("task", sha256_hex(b"t"))], "https://x.example/p/v1", {"k": 1})
     >>> parse_statement(body).predicate
     {'k': 1}

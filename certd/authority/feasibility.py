@@ -1,4 +1,4 @@
-"""The certification policy: verify the witness, recompute its label, pass the gate, sign, log.
+"""Feasibility certificates: verify the witness, recompute its label, pass the gate, sign, log.
 
 Example (see tests/integration for a running server)::
 
@@ -38,10 +38,11 @@ from certd.errors import CertificationRefusedError
 from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
 from certd.ledger.certindex import CertificateIndex, IndexedCertificate
 from certd.ledger.log import Ledger
+from certd.opening import PREDICATE_FEASIBILITY
+from certd.payloads import feasibility_predicate
 from certd.signing.dsse import sign_envelope
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
-from certd.signing.statement import IN_TOTO_PAYLOAD_TYPE, make_statement
-from certd.statements import PREDICATE_FEASIBILITY, feasibility_predicate
 
 if TYPE_CHECKING:
     from certd.authority.learned import LearnedLabeller

@@ -2,13 +2,14 @@
 
 Example::
 
-    pool = VerifyPool(checkers.countdown, workers=2)
-    results = pool.check([(CheckItem("r1", task, digest, response)), ...])
+    pool = VerifyPool(checkers.countdown, workers=2, min_batch=256)
+    results = pool.check([CheckItem("r1", task, digest, response), ...])
     pool.close()
 
 Countdown is pure, bounded code, so it runs in process for small batches; a large batch is cut
 into chunks that worker processes check in parallel (the GIL keeps one process on one core).
-Each result carries the verdict, its receipt digest and the time it took. A worker that dies
+Each result carries the verdict, its receipt digest and the time it took; the pool returns
+results, never wire messages (the service encodes them). A worker that dies
 (a crash, the OOM killer) fails only its chunk: those items come back as INFRA_ERROR and the
 pool is rebuilt.
 """
@@ -18,26 +19,23 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TypeVar
 
 from certd.authority.checker import Checker, DomainTask
 from certd.authority.lifeline import die_with
 from certd.domains.verdict import Family, Status, Verdict
-from certd.statements import verdict_digest_of
+from certd.payloads import verdict_digest_of
 
 __all__ = [
     "CheckItem",
     "CheckResult",
-    "Encode",
     "VerifyPool",
     "check_items",
     "infra",
     "result_of",
-    "results_only",
 ]
 
 
@@ -59,6 +57,11 @@ class CheckResult:
     verdict: Verdict
     digest: bytes
     elapsed_ms: float
+
+    def __reduce__(self) -> tuple[type[CheckResult], tuple[Verdict, bytes, float]]:
+        # Pickled as a constructor call (see ``Verdict.__reduce__``): worker processes send
+        # their chunk's results back this way.
+        return (CheckResult, (self.verdict, self.digest, self.elapsed_ms))
 
 
 def _label(family: Family | None) -> dict[str, object] | None:
@@ -87,19 +90,6 @@ def result_of(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResu
         response=item.response,
     )
     return CheckResult(verdict, digest, elapsed_ms)
-
-
-T = TypeVar("T")
-Encode = Callable[[Sequence[CheckItem], list[CheckResult]], T]
-
-
-def results_only(items: Sequence[CheckItem], results: list[CheckResult]) -> list[CheckResult]:
-    """The identity encoder: results as they are."""
-    return results
-
-
-def _check_encoded(checker: Checker, items: Sequence[CheckItem], encode: Encode[T]) -> T:
-    return encode(items, check_items(checker, items))
 
 
 def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
@@ -147,45 +137,39 @@ class VerifyPool:
             f.result()  # start the workers now, not on the first request
         return pool
 
-    def check(self, items: Sequence[CheckItem], encode: Encode[T]) -> list[T]:
-        """Check items, in parallel when the batch is large; one encoded part per chunk.
+    def check(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """Check items, in parallel when the batch is large.
 
         Args:
             items: what to check.
-            encode: a module-level function (it is pickled by name) that turns a chunk's
-                items and results into what the caller wants back, e.g. serialized
-                messages; it runs in the worker, so results cross processes once, compactly.
 
         Returns:
-            The encoded chunks, in order (a single chunk for small batches).
+            One result per item, in item order; a chunk whose worker died comes back as
+            INFRA_ERROR results (and the pool is rebuilt).
         """
         pool = self._pool
         if pool is None or len(items) < self._min_batch:
-            return [encode(items, check_items(self._checker, items))]
+            return check_items(self._checker, items)
         size = -(-len(items) // (2 * self._workers))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
         try:
-            futures = [pool.submit(_check_encoded, self._checker, c, encode) for c in chunks]
+            futures = [pool.submit(check_items, self._checker, c) for c in chunks]
         except BrokenProcessPool:  # a worker died since the last batch: rebuild, then retry
             pool.shutdown(wait=False, cancel_futures=True)
             pool = self._pool = self._start()
-            futures = [pool.submit(_check_encoded, self._checker, c, encode) for c in chunks]
-        out: list[T] = []
+            futures = [pool.submit(check_items, self._checker, c) for c in chunks]
+        out: list[CheckResult] = []
         broken = False
         for chunk, future in zip(chunks, futures, strict=True):
             try:
-                out.append(future.result())
+                out.extend(future.result())
             except BrokenProcessPool:
                 broken = True
-                out.append(encode(chunk, infra(self._checker, chunk, "a verifier worker died")))
+                out.extend(infra(self._checker, chunk, "a verifier worker died"))
         if broken:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._start()
         return out
-
-    def check_results(self, items: Sequence[CheckItem]) -> list[CheckResult]:
-        """Check items and return the results themselves (in order)."""
-        return [r for part in self.check(items, results_only) for r in part]
 
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (for health reporting and tests)."""
