@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from certd.authority.checker import Checkers
-from certd.authority.policy import RECORD_CHUNK, Authority, CertifyRequest
+from certd.authority.feasibility import RECORD_CHUNK, Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
