@@ -25,18 +25,37 @@ from _common import median, write
 from certd.ledger import merkle
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
+from certd.opening import PREDICATE_FEASIBILITY
+from certd.payloads import feasibility_predicate, task_digest
 from certd.signing.dsse import sign_envelope
-from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
+from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey, save_signing_key
+from certd.v1 import tasks_pb2
 
 
 def envelopes(key: SigningKey, n: int) -> list[bytes]:
+    """``n`` distinct feasibility certificates, shaped as certd signs them (the audit opens each)."""
     out = []
     for i in range(n):
+        task = tasks_pb2.Task(
+            countdown=tasks_pb2.CountdownTask(numbers=[i // 100 + 1, 7, 3], target=100 + i)
+        )
+        digest = task_digest(task)
+        predicate = feasibility_predicate(
+            task=task,
+            kappa="countdown.first-op.v1",
+            label=f"{i % 100},+",
+            label_fields={"op": "+"},
+            witness=f"{i}+1",
+            canonical=f"{i}+1",
+            verifier="bench@1",
+            issued_at=1_700_000_000,
+            task_sha256=digest,
+        )
         statement = make_statement(
-            [("task", sha256_hex(str(i).encode()))],
-            "https://forkgate.dev/attestations/feasibility/v1",
-            {"i": i, "label": f"{i % 100},+", "kappa": "countdown.first-op.v1"},
+            [("task", digest), ("witness", str(predicate["witness_digest"]))],
+            PREDICATE_FEASIBILITY,
+            predicate,
         )
         out.append(sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, key).to_json())
     return out
