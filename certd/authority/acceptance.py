@@ -22,7 +22,8 @@ predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>``
 certificate for the same place in the chain impossible. A refusal names every capability that
 fell, by how much, with the bootstrap interval of the change; it is signed and logged too
 (predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
-so the ledger holds every decision, but a refusal record never verifies as a certificate.
+so the ledger holds every decision, but a refusal record never verifies as a certificate. The
+keys are the ledger's (``certd.ledger.acceptances`` builds them and reads the decisions back).
 
 The rules (which falls count) are ``certd.authority.regressions``; what a decision is, the
 checks of the samples and the predicates it is signed as, ``certd.authority.acceptance_records``.
@@ -60,6 +61,7 @@ from certd.authority.results import CheckedTask, Proven, proven
 from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
+from certd.ledger.acceptances import acceptance_key, decision_entries, refusal_key
 from certd.ledger.log import Ledger
 from certd.payloads import sha256_hex
 from certd.signing.dsse import sign_envelope
@@ -80,8 +82,6 @@ __all__ = [
     "TaskSetSpec",
     "parse_acceptance_entry",
 ]
-
-_SCAN_CHUNK = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,10 +315,10 @@ class Acceptances:
         detail = "; ".join(describe_drop(d) for d in drops)
         if drops:
             envelope = self._sign(challenge, caps, (reason, detail, drops))
-            key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
+            key = refusal_key(challenge.run, challenge.evaluation_id)
         else:
             envelope = self._sign(challenge, caps)
-            key = f"acceptance/{challenge.run}/{challenge.sequence}"
+            key = acceptance_key(challenge.run, challenge.sequence)
         index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
         decision = decision_of(
             challenge,
@@ -430,18 +430,9 @@ class Acceptances:
         """
         with self._scan_lock:
             size = self._ledger.size()
-            # First load: only the entries appended under an acceptance key (decisions are
-            # keyed acceptance/<run>/<n> or acceptance-refusal/<run>/<evaluation>).
-            keyed = self._ledger.store.keyed("acceptance", size) if self._scanned == 0 else None
-            if keyed is not None:
-                for start in range(0, len(keyed), _SCAN_CHUNK):
-                    chunk = keyed[start : start + _SCAN_CHUNK]
-                    for at, entry in zip(chunk, self._ledger.store.entries_at(chunk), strict=True):
-                        self._record_entry(at, entry)
-            for start in range(self._scanned if keyed is None else size, size, _SCAN_CHUNK):
-                entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
-                for offset, entry in enumerate(entries):
-                    self._record_entry(start + offset, entry)
+            # The first load reads only the entries appended under a decision key.
+            for at, entry in decision_entries(self._ledger, self._scanned, size):
+                self._record_entry(at, entry)
             with self._lock:
                 self._scanned = max(self._scanned, size)
                 self._known = {i for i in self._known if i >= self._scanned}

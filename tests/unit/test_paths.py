@@ -1,4 +1,5 @@
-"""Verify, certify, audit and admit each go one way through their modules (docs/architecture.md).
+"""Verify, certify, audit, admit and accept each go one way through their modules
+(docs/architecture.md).
 
 Each path is drawn as legs: a leg is the modules a request passes, in order, going down the
 layers; a path with two legs (verify: the check, then the receipt) returns to its first module
@@ -49,6 +50,17 @@ PATHS: dict[str, list[list[str]]] = {
             "certd.authority.feasibility",  # witness verdict, label, gate decision, signing
             "certd.ledger.certificates",  # the one ledger call: record (keys, uniqueness, races)
             "certd.ledger.log",  # the ledger's face
+            "certd.ledger.groupcommit",
+            "certd.ledger.checkpointer",
+            "certd.ledger.store",
+        ],
+    ],
+    "accept": [
+        [
+            "certd.service.acceptance",  # the servicer: samples in, the proven decision out
+            "certd.authority.acceptance",  # verify the samples, decide, sign, log, prove
+            "certd.ledger.acceptances",  # the decision keys; the decisions read back
+            "certd.ledger.log",
             "certd.ledger.groupcommit",
             "certd.ledger.checkpointer",
             "certd.ledger.store",
@@ -188,6 +200,11 @@ def test_the_ledger_key_is_the_ledgers_business() -> None:
         text = _path_of(module).read_text(encoding="utf-8")
         assert "KEY_SEPARATOR" not in text and "certd.ledger.store" not in _imports(module)
         assert "feasibility/" not in text and "canonical_key" not in text
+    for module in ("certd.authority.acceptance", "certd.service.acceptance"):
+        text = _path_of(module).read_text(encoding="utf-8")
+        assert "acceptance/{" not in text and "acceptance-refusal/{" not in text, module
+        assert ".keyed(" not in text, module  # reading the decisions back is the ledger's too
+        assert "certd.ledger.store" not in _imports(module), module
 
 
 def test_the_servicer_reads_through_the_authority() -> None:
