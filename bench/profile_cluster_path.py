@@ -1,12 +1,12 @@
 """Where a certificate's time goes on the Redis path, next to the SQLite path, in one process.
 
-The certd parts a CertifyBatch runs (Authority.submit for each item, then wait, then the
-certificate with a fresh inclusion proof, as ``certd.service.authority`` does) over a ledger on
-SQLite and on a real ``redis-server`` (``appendfsync always``), with every Redis command and
-pipeline counted, and cProfile in the serving thread and in the (first) ledger's committer
-thread. A third run puts three replicas (three ledgers and authorities on one Redis prefix)
-in the one process, batches round robin over them, to show what a cluster adds per
-certificate.
+The certd parts a CertifyBatch runs (``Authority.certify_batch``, whose certificates come back
+with their inclusion proofs, then each one's wire message, as ``certd.service.authority``
+encodes it) over a ledger on SQLite and on a real ``redis-server`` (``appendfsync always``),
+with every Redis command and pipeline counted, and cProfile in the serving thread and in the
+(first) ledger's committer thread. A third run puts three replicas (three ledgers and
+authorities on one Redis prefix) in the one process, batches round robin over them, to show
+what a cluster adds per certificate.
 
 Run: ``.venv/bin/python bench/profile_cluster_path.py`` → ``bench/results/cluster_path.json``
 and the top functions of each profile on stdout.
@@ -99,7 +99,7 @@ def run(name: str, stores: list[LedgerStore], reqs: list[Any]) -> dict[str, Any]
     cpu0, t0 = time.process_time(), time.perf_counter()
     serving.enable()
     for n, start in enumerate(range(0, len(pbs), BATCH)):
-        authority, ledger = authorities[n % len(ledgers)], ledgers[n % len(ledgers)]
+        authority = authorities[n % len(ledgers)]
         chunk: list[authority_pb2.CertifyRequest] = pbs[start : start + BATCH]
         requests = [
             CertifyRequest(
@@ -112,7 +112,7 @@ def run(name: str, stores: list[LedgerStore], reqs: list[Any]) -> dict[str, Any]
         ]
         for outcome in authority.certify_batch(requests):
             assert outcome.certificate is not None
-            certificate_to_pb(ledger, outcome.certificate)
+            certificate_to_pb(outcome.certificate)
     serving.disable()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for ledger in ledgers:

@@ -6,8 +6,8 @@ Example (see tests/integration/test_acceptance_service.py for a running server):
     acceptances.register(spec, checked_tasks)          # a capability: tasks, k, tolerances
     challenge = acceptances.begin("run-1", "step-100", weights_sha256, target="band-a")
     # the trainer samples k responses for every prompt of challenge.sets
-    decision = acceptances.accept(challenge.evaluation_id, weights_sha256, samples)
-    decision.accepted, decision.refusal
+    decision = acceptances.accept(challenge.evaluation_id, weights_sha256, samples).value
+    decision.accepted, decision.reason  # and, on the Proven, .checkpoint and .proof
 
 certd draws the evaluation prompts itself (a seed from the OS's CSPRNG, recorded in the
 certificate), verifies every sample through the domain checkers, computes the support figures
@@ -22,7 +22,8 @@ predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>``
 certificate for the same place in the chain impossible. A refusal names every capability that
 fell, by how much, with the bootstrap interval of the change; it is signed and logged too
 (predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
-so the ledger holds every decision, but a refusal record never verifies as a certificate.
+so the ledger holds every decision, but a refusal record never verifies as a certificate. The
+keys are the ledger's (``certd.ledger.acceptances`` builds them and reads the decisions back).
 
 The rules (which falls count) are ``certd.authority.regressions``; what a decision is, the
 checks of the samples and the predicates it is signed as, ``certd.authority.acceptance_records``.
@@ -41,8 +42,11 @@ from certd.authority.acceptance_records import (
     AcceptanceDecision,
     Capability,
     Challenge,
+    DecisionPage,
     Drop,
     TaskSetSpec,
+    check_digest,
+    check_run,
     check_samples,
     decision_of,
     decision_predicate,
@@ -52,11 +56,12 @@ from certd.authority.acceptance_records import (
     spec_json,
 )
 from certd.authority.checker import Checkers
-from certd.authority.feasibility import CheckedTask
 from certd.authority.regressions import compare, find_drops
+from certd.authority.results import CheckedTask, Proven, proven
 from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
+from certd.ledger.acceptances import acceptance_key, decision_entries, refusal_key
 from certd.ledger.log import Ledger
 from certd.payloads import sha256_hex
 from certd.signing.dsse import sign_envelope
@@ -72,13 +77,11 @@ __all__ = [
     "Acceptances",
     "Capability",
     "Challenge",
+    "DecisionPage",
     "Drop",
     "TaskSetSpec",
     "parse_acceptance_entry",
 ]
-
-_SCAN_CHUNK = 4096
-_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +210,8 @@ class Acceptances:
         Returns:
             The challenge (its prompts are what ``accept`` expects samples for).
         """
-        _check_run(run)
-        _check_digest(checkpoint_digest)
+        check_run(run)
+        check_digest(checkpoint_digest)
         seed = self._seeds()
         now = self._clock()
         if self._ledger.store.shared:  # the run's head may have moved on another replica
@@ -252,8 +255,8 @@ class Acceptances:
         checkpoint_digest: str,
         samples: Mapping[str, Sequence[Sequence[str]]],
         timeout_s: float | None = None,
-    ) -> AcceptanceDecision:
-        """Verify an evaluation's samples and decide; sign and log when accepted.
+    ) -> Proven[AcceptanceDecision]:
+        """Verify an evaluation's samples, decide, sign and log the decision.
 
         Args:
             evaluation_id: from ``begin``.
@@ -268,7 +271,8 @@ class Acceptances:
             LedgerError: the ledger write failed (nothing was accepted).
 
         Returns:
-            The decision (the refusal is a decision too, not an error).
+            The decision (the refusal is a decision too, not an error) with its inclusion
+            proof in the latest checkpoint.
         """
         with self._lock:
             self._expire(self._clock())
@@ -288,7 +292,8 @@ class Acceptances:
         if self._ledger.store.shared:
             self.catch_up(refresh=True)
         with self._lock:
-            return self._decide(challenge, capabilities, timeout_s)
+            decision = self._decide(challenge, capabilities, timeout_s)
+        return proven(self._ledger, [decision])[0]
 
     def _decide(
         self, challenge: Challenge, capabilities: Sequence[Capability], timeout_s: float | None
@@ -310,10 +315,10 @@ class Acceptances:
         detail = "; ".join(describe_drop(d) for d in drops)
         if drops:
             envelope = self._sign(challenge, caps, (reason, detail, drops))
-            key = f"acceptance-refusal/{challenge.run}/{challenge.evaluation_id}"
+            key = refusal_key(challenge.run, challenge.evaluation_id)
         else:
             envelope = self._sign(challenge, caps)
-            key = f"acceptance/{challenge.run}/{challenge.sequence}"
+            key = acceptance_key(challenge.run, challenge.sequence)
         index = self._ledger.submit(key, envelope).result(timeout=timeout_s)
         decision = decision_of(
             challenge,
@@ -328,8 +333,15 @@ class Acceptances:
         self._record(decision)
         return decision
 
-    def decisions(self, run: str) -> list[AcceptanceDecision]:
-        """A run's decisions, accepted and refused, in ledger order.
+    def decisions(self, run: str, *, after: int = -1, limit: int | None = None) -> DecisionPage:
+        """A run's decisions, accepted and refused, in ledger order, a page at a time, each
+        with its inclusion proof (all in the latest checkpoint).
+
+        Args:
+            run: the run.
+            after: only decisions at a ledger index above this one (the previous page's
+                ``next_after``).
+            limit: the page size, or None for every decision.
 
         Raises:
             NotFoundError: the run has no decision.
@@ -340,7 +352,10 @@ class Acceptances:
             state = self._runs.get(run)
             if state is None or not state.decisions:
                 raise NotFoundError(f"run {run!r} has no acceptance decision")
-            return list(state.decisions)
+            later = [d for d in state.decisions if d.index > after]
+        page = later if limit is None else later[:limit]
+        more = limit is not None and len(later) > limit
+        return DecisionPage(run, proven(self._ledger, page), page[-1].index if more else None)
 
     # ---- internals ----
 
@@ -415,18 +430,9 @@ class Acceptances:
         """
         with self._scan_lock:
             size = self._ledger.size()
-            # First load: only the entries appended under an acceptance key (decisions are
-            # keyed acceptance/<run>/<n> or acceptance-refusal/<run>/<evaluation>).
-            keyed = self._ledger.store.keyed("acceptance", size) if self._scanned == 0 else None
-            if keyed is not None:
-                for start in range(0, len(keyed), _SCAN_CHUNK):
-                    chunk = keyed[start : start + _SCAN_CHUNK]
-                    for at, entry in zip(chunk, self._ledger.store.entries_at(chunk), strict=True):
-                        self._record_entry(at, entry)
-            for start in range(self._scanned if keyed is None else size, size, _SCAN_CHUNK):
-                entries = self._ledger.entries(start, min(size, start + _SCAN_CHUNK))
-                for offset, entry in enumerate(entries):
-                    self._record_entry(start + offset, entry)
+            # The first load reads only the entries appended under a decision key.
+            for at, entry in decision_entries(self._ledger, self._scanned, size):
+                self._record_entry(at, entry)
             with self._lock:
                 self._scanned = max(self._scanned, size)
                 self._known = {i for i in self._known if i >= self._scanned}
@@ -473,18 +479,3 @@ def _route(verdict: Verdict, kappa: str, field_name: str) -> str:
     if field_name:
         return family.fields.get(field_name, "none")
     return family.label
-
-
-def _check_run(run: str) -> None:
-    if not run or len(run) > 128 or "/" in run or not run.isprintable():
-        raise InvalidInputError(
-            f"run: expected 1..128 printable characters without '/', got {run!r}", field="run"
-        )
-
-
-def _check_digest(digest: str) -> None:
-    if len(digest) != 64 or not set(digest) <= _HEX:
-        raise InvalidInputError(
-            f"checkpoint_digest: expected 64 lowercase hex digits, got {digest!r:.80}",
-            field="checkpoint_digest",
-        )

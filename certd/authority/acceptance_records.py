@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from certd.authority.results import CheckedTask
+from certd.authority.results import CheckedTask, Proven
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.opening import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL
 from certd.payloads import sha256_hex
@@ -30,8 +30,11 @@ __all__ = [
     "AcceptanceDecision",
     "Capability",
     "Challenge",
+    "DecisionPage",
     "Drop",
     "TaskSetSpec",
+    "check_digest",
+    "check_run",
     "check_samples",
     "decision_of",
     "decision_predicate",
@@ -42,6 +45,8 @@ __all__ = [
     "refusal_reason",
     "spec_json",
 ]
+
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,16 @@ class AcceptanceDecision:
     def certificate_id(self) -> str:
         """Hex SHA-256 of the envelope (the certificate, or the signed refusal record)."""
         return sha256_hex(self.envelope) if self.envelope else ""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionPage:
+    """A run's decisions in ledger order, each with its inclusion proof (all in one
+    checkpoint); ``next_after``, the last one's ledger index, when there are more."""
+
+    run: str
+    decisions: list[Proven[AcceptanceDecision]]
+    next_after: int | None = None
 
 
 def parse_acceptance_entry(index: int, entry: bytes) -> AcceptanceDecision | None:
@@ -226,6 +241,31 @@ class Challenge:
     sequence: int
     sets: tuple[tuple[str, int, tuple[CheckedTask, ...]], ...]  # (name, k, prompts)
     opened_at: float
+
+
+def check_run(run: str) -> None:
+    """A run name: 1..128 printable characters without '/' (it is part of ledger keys).
+
+    Raises:
+        InvalidInputError: it is not.
+    """
+    if not run or len(run) > 128 or "/" in run or not run.isprintable():
+        raise InvalidInputError(
+            f"run: expected 1..128 printable characters without '/', got {run!r}", field="run"
+        )
+
+
+def check_digest(digest: str) -> None:
+    """A checkpoint digest: 64 lowercase hex digits.
+
+    Raises:
+        InvalidInputError: it is not.
+    """
+    if len(digest) != 64 or not set(digest) <= _HEX:
+        raise InvalidInputError(
+            f"checkpoint_digest: expected 64 lowercase hex digits, got {digest!r:.80}",
+            field="checkpoint_digest",
+        )
 
 
 def check_samples(

@@ -4,7 +4,7 @@ Example (see tests/integration for a running server)::
 
     authority = Authority(checkers, ledger, signer, clock=time.time)
     outcome = authority.certify(task, "countdown.first-op.v1", "25,-", "(25-5)*4+3")
-    outcome.index, outcome.existing
+    outcome.certificate.value.index, outcome.existing  # and .checkpoint, .proof
 
 A Certify for a (task, κ, label) certified before returns that certificate. A witness that is the
 same solution (same canonical form) as one certified under another label of the same task is
@@ -13,7 +13,11 @@ refused as a pseudo-fork. Nothing is returned before its ledger entry is durable
 The ledger keeps the two uniqueness facts the gate rests on, also across replicas sharing one
 ledger (``certd.ledger.certificates``): one certificate per (task, κ, label), returned again as
 ``existing``; one label per canonical solution of a (task, κ), which the authority refuses as a
-pseudo-fork. A Certify makes one ledger call, ``CertificateLog.record``.
+pseudo-fork. A Certify makes one ledger call to record, ``CertificateLog.record``, and one to
+prove what is durable, ``Ledger.prove_many`` (one checkpoint for a whole CertifyBatch): every
+certificate the authority returns carries its inclusion proof (``Proven``), and the reads
+(``certificate``, ``fork_tree``) return proven certificates too, so the service encodes
+replies without reading the ledger.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from certd.authority.results import (
     Families,
     FeasibleLabel,
     ForkTreePage,
+    Proven,
     Refusal,
+    proven,
 )
 from certd.domains.verdict import Family, Status, Verdict
 from certd.errors import CertificationRefusedError
@@ -55,6 +61,7 @@ __all__ = [
     "Families",
     "FeasibleLabel",
     "ForkTreePage",
+    "Proven",
     "Refusal",
     "refuse",
 ]
@@ -89,7 +96,8 @@ class Authority:
 
     Thread-safe. A Certify is decided here (witness verdict, recomputed label, the learned κ)
     and recorded in one ledger call (``CertificateLog.record``), which keeps a concurrent
-    request for the same (task, κ, label) waiting on the same write.
+    request for the same (task, κ, label) waiting on the same write; what it returns carries
+    its inclusion proof (one ``Ledger.prove_many`` per request).
     """
 
     def __init__(
@@ -105,6 +113,7 @@ class Authority:
         self._learned = learned  # the learned κ (certd.authority.learned), if configured
         self._signer = signer
         self._clock = clock
+        self._ledger = ledger
         self._certificates = CertificateLog(ledger)
 
     @property
@@ -143,10 +152,11 @@ class Authority:
             InvalidInputError: the learned κ's steps are malformed.
 
         Returns:
-            The certificate (``existing`` when certified before) or a refusal.
+            The certificate with its inclusion proof (``existing`` when certified before) or a
+            refusal.
         """
         request = CertifyRequest(task, kappa, label, witness, dict(fields or {}))
-        return self._wait(self._submit(request))
+        return self._prove([self._wait(self._submit(request))])[0]
 
     def certify_batch(self, requests: Sequence[CertifyRequest]) -> list[CertifyOutcome]:
         """Certify each request, in order.
@@ -154,14 +164,15 @@ class Authority:
         Decided certificates go to the ledger ``RECORD_CHUNK`` at a time (one group-commit
         request each), so the ledger commits while later items are checked; a request under
         the learned κ, whose label reads what is recorded, is recorded on its own after every
-        certificate before it. Nothing is returned before every certificate is durable.
+        certificate before it. Nothing is returned before every certificate is durable; then
+        every one is proven in the same checkpoint, in one call.
 
         Raises:
             LedgerError: a ledger write failed.
             InvalidInputError: the learned κ's steps are malformed.
 
         Returns:
-            One outcome per request.
+            One outcome per request (a certificate with its inclusion proof, or a refusal).
         """
         submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
         drafts: list[tuple[int, IndexedCertificate, Verdict]] = []
@@ -179,7 +190,7 @@ class Authority:
                 self._record(drafts, submitted)
         self._record(drafts, submitted)
         assert all(s is not None for s in submitted)  # every draft was recorded
-        return [self._wait(s) for s in submitted if s is not None]
+        return self._prove([self._wait(s) for s in submitted if s is not None])
 
     def _record(
         self,
@@ -284,8 +295,8 @@ class Authority:
         )
 
     @staticmethod
-    def _wait(submitted: _Submitted | CertifyOutcome) -> CertifyOutcome:
-        """Wait until a submitted certificate is durable.
+    def _wait(submitted: _Submitted | CertifyOutcome) -> Recorded | CertifyOutcome:
+        """Wait until a submitted certificate is durable (a refusal passes through).
 
         Raises:
             LedgerError: the ledger write failed (nothing was certified).
@@ -296,28 +307,48 @@ class Authority:
         if isinstance(result, Taken):
             return _pseudo_fork(result.label, submitted.verdict)
         assert isinstance(result, Recorded)
-        return CertifyOutcome(certificate=result.certificate, existing=result.existing)
+        return result
+
+    def _prove(self, done: Sequence[Recorded | CertifyOutcome]) -> list[CertifyOutcome]:
+        """The outcomes, every durable certificate with its inclusion proof (one ledger call).
+
+        Raises:
+            NotFoundError: a certificate is not covered by the latest checkpoint.
+            StoreError: the store failed.
+        """
+        recorded = [d.certificate for d in done if isinstance(d, Recorded)]
+        certs = iter(proven(self._ledger, recorded))
+        return [
+            CertifyOutcome(certificate=next(certs), existing=d.existing)
+            if isinstance(d, Recorded)
+            else d
+            for d in done
+        ]
 
     # -- reads ------------------------------------------------------------------------------
 
     def certificate(
         self, *, certificate_id: str | None = None, ledger_index: int | None = None
-    ) -> IndexedCertificate:
-        """A certificate by its id (hex SHA-256 of its envelope) or its ledger index.
+    ) -> Proven[IndexedCertificate]:
+        """A certificate by its id (hex SHA-256 of its envelope) or its ledger index, with its
+        inclusion proof in the latest checkpoint.
 
         Raises:
             NotFoundError: no such certificate.
             StoreError: the store failed.
         """
         if certificate_id is not None:
-            return self._certificates.by_id(certificate_id)
-        assert ledger_index is not None, "expected a certificate id or a ledger index"
-        return self._certificates.at(ledger_index)
+            cert = self._certificates.by_id(certificate_id)
+        else:
+            assert ledger_index is not None, "expected a certificate id or a ledger index"
+            cert = self._certificates.at(ledger_index)
+        return proven(self._ledger, [cert])[0]
 
     def fork_tree(
         self, task: CheckedTask, kappa: str, *, after: str | None = None, limit: int | None = None
     ) -> ForkTreePage:
-        """The certified families of (task, κ) in label order, a page at a time.
+        """The certified families of (task, κ) in label order, a page at a time, each with its
+        inclusion proof (all in the latest checkpoint).
 
         Args:
             task: the task.
@@ -332,7 +363,7 @@ class Authority:
         found = self._certificates.labels(task.digest, kappa, after=after, limit=more)
         page = found[:limit] if limit is not None else found
         next_after = page[-1].label if limit is not None and len(found) > limit else None
-        return ForkTreePage(task.digest, kappa, page, next_after)
+        return ForkTreePage(task.digest, kappa, proven(self._ledger, page), next_after)
 
     def enumerate(self, task: CheckedTask) -> Families:
         """Every feasible label of a task under its domain's κ, with witnesses and families.

@@ -7,13 +7,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from certd.authority.checker import DomainTask
 from certd.domains.verdict import Verdict
 from certd.ledger.certindex import IndexedCertificate
+from certd.ledger.checkpoint import SignedCheckpoint
 from certd.v1 import tasks_pb2
+
+if TYPE_CHECKING:
+    from certd.ledger.log import Ledger
 
 __all__ = [
     "CertifyOutcome",
@@ -22,8 +27,50 @@ __all__ = [
     "Families",
     "FeasibleLabel",
     "ForkTreePage",
+    "IndexedCertificate",
+    "Logged",
+    "Proven",
     "Refusal",
+    "proven",
 ]
+
+
+class Logged(Protocol):
+    """A value the ledger holds at ``index`` (a certificate, an acceptance decision)."""
+
+    @property
+    def index(self) -> int: ...
+
+
+T = TypeVar("T")
+L = TypeVar("L", bound=Logged)
+
+
+@dataclass(frozen=True, slots=True)
+class Proven(Generic[T]):
+    """A durable ledger entry's value with its inclusion proof, for the reply to carry.
+
+    ``proof`` is the audit path of the value's entry (its ``index`` and ``envelope``) to the
+    root of ``checkpoint``; the authority asks the ledger for it once, so the service encodes
+    without reading the ledger.
+    """
+
+    value: T
+    checkpoint: SignedCheckpoint
+    proof: list[bytes]
+
+
+def proven(ledger: Ledger, values: Sequence[L]) -> list[Proven[L]]:
+    """Durable values with their inclusion proofs, all in the latest checkpoint (one call).
+
+    Raises:
+        NotFoundError: a value's entry is not covered by the latest checkpoint.
+        StoreError: the store failed.
+    """
+    if not values:
+        return []
+    checkpoint, proofs = ledger.prove_many([v.index for v in values])
+    return [Proven(v, checkpoint, p) for v, p in zip(values, proofs, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +108,21 @@ class Refusal:
 
 @dataclass(frozen=True, slots=True)
 class CertifyOutcome:
-    """A durable certificate, or a refusal."""
+    """A durable certificate with its inclusion proof, or a refusal."""
 
-    certificate: IndexedCertificate | None = None
+    certificate: Proven[IndexedCertificate] | None = None
     existing: bool = False
     refusal: Refusal | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ForkTreePage:
-    """The certificates of one (task, κ) in label order; ``next_after`` when there are more."""
+    """The certificates of one (task, κ) in label order, with their inclusion proofs (in one
+    checkpoint); ``next_after`` when there are more."""
 
     task_digest: str
     kappa: str
-    certificates: list[IndexedCertificate]
+    certificates: list[Proven[IndexedCertificate]]
     next_after: str | None = None
 
 

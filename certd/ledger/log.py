@@ -34,7 +34,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
-from certd.errors import CertdError
+from certd.errors import CertdError, NotFoundError
 from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.checkpointer import Checkpointer
 from certd.ledger.groupcommit import Committer, GroupCommitConfig
@@ -318,6 +318,26 @@ class Ledger:
         """
         latest = self.checkpoint()
         return latest, self._proofs.inclusion_proof_unchecked(index, latest.checkpoint.size)
+
+    def prove_many(self, indexes: Sequence[int]) -> tuple[SignedCheckpoint, list[list[bytes]]]:
+        """Prove entries' inclusion in the latest signed checkpoint, all in the same one.
+
+        Args:
+            indexes: the entry indexes.
+
+        Raises:
+            NotFoundError: an entry is not below the checkpoint's tree size.
+            StoreError: the store failed.
+
+        Returns:
+            (the checkpoint, one audit path to its root per index, in order).
+        """
+        latest = self.checkpoint()
+        size = latest.checkpoint.size
+        for index in indexes:
+            if not 0 <= index < size:
+                raise NotFoundError(f"leaf index {index} is not below tree size {size}")
+        return latest, self._proofs.inclusion_proofs_unchecked(indexes, size)
 
     def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         """Build the consistency proof between two signed tree sizes.

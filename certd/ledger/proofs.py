@@ -108,6 +108,13 @@ class ProofReader:
         """The inclusion proof in a size the caller took from a signed checkpoint."""
         return self.served(lambda node_fn: inclusion_proof(index, size, node_fn), size)
 
+    def inclusion_proofs_unchecked(self, indexes: Sequence[int], size: int) -> list[list[bytes]]:
+        """The inclusion proofs of several entries in a size the caller took from a signed
+        checkpoint (the nodes missing from the cache read in one store call)."""
+        return self.served(
+            lambda node_fn: [inclusion_proof(i, size, node_fn) for i in indexes], size
+        )
+
     def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         """The consistency proof between two signed tree sizes (``Ledger.consistency_proof``).
 

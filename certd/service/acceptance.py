@@ -1,5 +1,6 @@
 """The acceptance RPCs of the Authority service: RegisterTaskSet, BeginAcceptance, Accept,
-ListAcceptances (the decisions are ``certd.authority.acceptance``).
+ListAcceptances (the decisions are ``certd.authority.acceptance``, which returns each with its
+inclusion proof: the servicer reads no ledger).
 
 Example::
 
@@ -20,11 +21,10 @@ from certd.authority.acceptance import (
     Drop,
     TaskSetSpec,
 )
-from certd.authority.feasibility import CheckedTask
+from certd.authority.results import CheckedTask, Proven
 from certd.config import CertdConfig, TaskSetConfig
 from certd.errors import ConfigError, InvalidInputError, LimitExceededError
-from certd.ledger.log import Ledger
-from certd.service.convert import checked_task, inclusion_to_pb
+from certd.service.convert import checked_task, proof_to_pb
 from certd.service.paging import make_token, page_size, read_token
 from certd.support import Interval
 from certd.task_object import parse_task_object
@@ -124,8 +124,9 @@ def _drop_pb(d: Drop) -> authority_pb2.CapabilityDrop:
     )
 
 
-def decision_to_pb(ledger: Ledger, d: AcceptanceDecision) -> authority_pb2.AcceptanceDecision:
-    """A decision as a wire message (an accepted one with a fresh inclusion proof)."""
+def decision_to_pb(proven: Proven[AcceptanceDecision]) -> authority_pb2.AcceptanceDecision:
+    """A decision as a wire message, with the inclusion proof the authority returned with it."""
+    d = proven.value
     out = authority_pb2.AcceptanceDecision(
         run=d.run,
         checkpoint=d.checkpoint,
@@ -138,7 +139,7 @@ def decision_to_pb(ledger: Ledger, d: AcceptanceDecision) -> authority_pb2.Accep
         envelope=d.envelope,
         certificate_id=d.certificate_id,
         ledger_index=d.index,
-        inclusion=inclusion_to_pb(ledger, d.index, entry=d.envelope),
+        inclusion=proof_to_pb(d.index, d.envelope, proven.checkpoint, proven.proof),
     )
     if d.accepted:
         out.certificate.CopyFrom(signed)
@@ -158,7 +159,6 @@ class AcceptanceMethods:
     """The acceptance RPCs; mixed into ``AuthorityServicer`` (which sets the attributes)."""
 
     _cfg: CertdConfig
-    _ledger: Ledger
     _acceptances: Acceptances
 
     def RegisterTaskSet(
@@ -201,7 +201,7 @@ class AcceptanceMethods:
                 )
             samples[ts.task_set] = [list(p.responses) for p in ts.prompts]
         d = self._acceptances.accept(request.evaluation_id, request.checkpoint_digest, samples)
-        pb = decision_to_pb(self._ledger, d)
+        pb = decision_to_pb(d)
         return authority_pb2.AcceptResponse(
             accepted=pb.accepted,
             certificate=pb.certificate if pb.accepted else None,
@@ -219,9 +219,9 @@ class AcceptanceMethods:
             start = -1 if after is None else int(after)
         except ValueError as e:
             raise InvalidInputError("page_token: malformed", field="page_token") from e
-        later = [d for d in self._acceptances.decisions(request.run) if d.index > start]
-        page = later[:size]
+        page = self._acceptances.decisions(request.run, after=start, limit=size)
+        more = page.next_after is not None
         return authority_pb2.ListAcceptancesResponse(
-            decisions=[decision_to_pb(self._ledger, d) for d in page],
-            next_page_token=make_token(query, str(page[-1].index)) if len(later) > size else "",
+            decisions=[decision_to_pb(d) for d in page.decisions],
+            next_page_token=make_token(query, str(page.next_after)) if more else "",
         )

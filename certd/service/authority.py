@@ -1,5 +1,9 @@
 """The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies,
-and the acceptance RPCs (``certd.service.acceptance``)."""
+and the acceptance RPCs (``certd.service.acceptance``).
+
+The servicer reads no ledger: every certificate comes back from the authority with its
+inclusion proof (``Proven``), and the servicer only encodes it.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,9 @@ from certd.authority.feasibility import (
     refuse,
 )
 from certd.authority.jobs import running
+from certd.authority.results import IndexedCertificate, Proven
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
-from certd.ledger.certindex import IndexedCertificate
-from certd.ledger.log import Ledger
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
 from certd.service.handlers import rpc_job
@@ -36,13 +39,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         cfg: CertdConfig,
         checkers: Checkers,
         authority: Authority,
-        ledger: Ledger,
         acceptances: Acceptances,
     ) -> None:
         self._cfg = cfg
         self._checkers = checkers
         self._authority = authority
-        self._ledger = ledger
         self._acceptances = acceptances
 
     def _request(
@@ -73,9 +74,10 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             fields=dict(request.label.fields),
         )
 
-    def _cert(self, cert: IndexedCertificate | None) -> authority_pb2.Certificate:
+    @staticmethod
+    def _cert(cert: Proven[IndexedCertificate] | None) -> authority_pb2.Certificate:
         assert cert is not None  # a durable certificate: the outcome is not a refusal
-        return certificate_to_pb(self._ledger, cert)
+        return certificate_to_pb(cert)
 
     def Certify(
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext

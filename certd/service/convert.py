@@ -13,17 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from certd.authority.feasibility import CheckedTask
+from certd.authority.results import CheckedTask, IndexedCertificate, Proven
 from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.domains import code as cc
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Verdict
-from certd.errors import InvalidInputError, LimitExceededError, NotFoundError, UnsupportedError
+from certd.errors import InvalidInputError, LimitExceededError, UnsupportedError
 from certd.ledger import merkle
-from certd.ledger.certindex import IndexedCertificate
 from certd.ledger.checkpoint import SignedCheckpoint
-from certd.ledger.log import Ledger
 from certd.payloads import task_digest
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
@@ -31,7 +29,6 @@ __all__ = [
     "certificate_to_pb",
     "checked_task",
     "encode_verdicts",
-    "inclusion_to_pb",
     "label_to_pb",
     "proof_to_pb",
     "signed_checkpoint_to_pb",
@@ -203,29 +200,6 @@ def signed_checkpoint_to_pb(
     return ledger_pb2.SignedCheckpoint(note=note, origin=origin, size=size, root_hash=root)
 
 
-def inclusion_to_pb(
-    ledger: Ledger, index: int, tree_size: int = 0, entry: bytes | None = None
-) -> ledger_pb2.InclusionProof:
-    """An inclusion proof for ``index`` tied to a signed checkpoint (the latest when size 0).
-
-    Args:
-        ledger: the log.
-        index: the entry index.
-        tree_size: the signed tree size to prove against; 0 for the latest checkpoint.
-        entry: the entry's bytes when the caller has them (saves a read).
-
-    Raises:
-        NotFoundError: no signed checkpoint covers ``index`` at ``tree_size``.
-    """
-    signed = ledger.checkpoint() if tree_size == 0 else ledger.checkpoint_at(tree_size)
-    cp = signed.checkpoint
-    if index >= cp.size:
-        raise NotFoundError(f"leaf index {index} is not below tree size {cp.size}")
-    if entry is None:
-        entry = ledger.entries(index, index + 1)[0]
-    return proof_to_pb(index, entry, signed, ledger.inclusion_proof(index, cp.size))
-
-
 def proof_to_pb(
     index: int, entry: bytes, signed: SignedCheckpoint, hashes: Sequence[bytes]
 ) -> ledger_pb2.InclusionProof:
@@ -240,13 +214,14 @@ def proof_to_pb(
     )
 
 
-def certificate_to_pb(ledger: Ledger, cert: IndexedCertificate) -> authority_pb2.Certificate:
-    """A durable certificate with a fresh inclusion proof."""
+def certificate_to_pb(proven: Proven[IndexedCertificate]) -> authority_pb2.Certificate:
+    """A durable certificate with the inclusion proof the authority returned with it."""
+    cert = proven.value
     return authority_pb2.Certificate(
         envelope=cert.envelope,
         certificate_id=cert.certificate_id,
         ledger_index=cert.index,
-        inclusion=inclusion_to_pb(ledger, cert.index, entry=cert.envelope),
+        inclusion=proof_to_pb(cert.index, cert.envelope, proven.checkpoint, proven.proof),
         label=tasks_pb2.Label(kappa=cert.kappa, value=cert.label, fields=cert.label_fields),
         witness=cert.witness,
     )

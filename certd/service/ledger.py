@@ -7,7 +7,7 @@ import grpc
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, NotFoundError
 from certd.ledger.log import Ledger
-from certd.service.convert import inclusion_to_pb, signed_checkpoint_to_pb
+from certd.service.convert import proof_to_pb, signed_checkpoint_to_pb
 from certd.v1 import ledger_pb2, ledger_pb2_grpc
 
 __all__ = ["LedgerServicer"]
@@ -44,7 +44,7 @@ class LedgerServicer(ledger_pb2_grpc.LedgerServicer):
     def GetInclusionProof(
         self, request: ledger_pb2.GetInclusionProofRequest, context: grpc.ServicerContext
     ) -> ledger_pb2.InclusionProof:
-        return inclusion_to_pb(self._ledger, request.leaf_index, request.tree_size)
+        return _inclusion_pb(self._ledger, request.leaf_index, request.tree_size)
 
     def GetConsistencyProof(
         self, request: ledger_pb2.GetConsistencyProofRequest, context: grpc.ServicerContext
@@ -65,3 +65,22 @@ class LedgerServicer(ledger_pb2_grpc.LedgerServicer):
             second_size=second,
             hashes=self._ledger.consistency_proof(request.first_size, second),
         )
+
+
+def _inclusion_pb(ledger: Ledger, index: int, tree_size: int = 0) -> ledger_pb2.InclusionProof:
+    """An inclusion proof for ``index`` tied to a signed checkpoint (the latest when size 0).
+
+    Args:
+        ledger: the log.
+        index: the entry index.
+        tree_size: the signed tree size to prove against; 0 for the latest checkpoint.
+
+    Raises:
+        NotFoundError: no signed checkpoint covers ``index`` at ``tree_size``.
+    """
+    signed = ledger.checkpoint() if tree_size == 0 else ledger.checkpoint_at(tree_size)
+    cp = signed.checkpoint
+    if index >= cp.size:
+        raise NotFoundError(f"leaf index {index} is not below tree size {cp.size}")
+    entry = ledger.entries(index, index + 1)[0]
+    return proof_to_pb(index, entry, signed, ledger.inclusion_proof(index, cp.size))

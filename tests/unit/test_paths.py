@@ -1,4 +1,5 @@
-"""Verify, certify, audit and admit each go one way through their modules (docs/architecture.md).
+"""Verify, certify, audit, admit and accept each go one way through their modules
+(docs/architecture.md).
 
 Each path is drawn as legs: a leg is the modules a request passes, in order, going down the
 layers; a path with two legs (verify: the check, then the receipt) returns to its first module
@@ -49,6 +50,17 @@ PATHS: dict[str, list[list[str]]] = {
             "certd.authority.feasibility",  # witness verdict, label, gate decision, signing
             "certd.ledger.certificates",  # the one ledger call: record (keys, uniqueness, races)
             "certd.ledger.log",  # the ledger's face
+            "certd.ledger.groupcommit",
+            "certd.ledger.checkpointer",
+            "certd.ledger.store",
+        ],
+    ],
+    "accept": [
+        [
+            "certd.service.acceptance",  # the servicer: samples in, the proven decision out
+            "certd.authority.acceptance",  # verify the samples, decide, sign, log, prove
+            "certd.ledger.acceptances",  # the decision keys; the decisions read back
+            "certd.ledger.log",
             "certd.ledger.groupcommit",
             "certd.ledger.checkpointer",
             "certd.ledger.store",
@@ -188,6 +200,11 @@ def test_the_ledger_key_is_the_ledgers_business() -> None:
         text = _path_of(module).read_text(encoding="utf-8")
         assert "KEY_SEPARATOR" not in text and "certd.ledger.store" not in _imports(module)
         assert "feasibility/" not in text and "canonical_key" not in text
+    for module in ("certd.authority.acceptance", "certd.service.acceptance"):
+        text = _path_of(module).read_text(encoding="utf-8")
+        assert "acceptance/{" not in text and "acceptance-refusal/{" not in text, module
+        assert ".keyed(" not in text, module  # reading the decisions back is the ledger's too
+        assert "certd.ledger.store" not in _imports(module), module
 
 
 def test_the_servicer_reads_through_the_authority() -> None:
@@ -201,3 +218,50 @@ def test_the_servicer_reads_through_the_authority() -> None:
 def test_the_verifier_reads_no_ledger() -> None:
     """The receipt comes back from the authority with its inclusion proof."""
     assert not _within("certd.ledger", _imports("certd.service.verifier"))
+
+
+def _names(module: str) -> set[str]:
+    """Every name, attribute and parameter ``module`` mentions (annotations included)."""
+    tree = ast.parse(_path_of(module).read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+    return found
+
+
+@pytest.mark.parametrize("module", ["certd.service.authority", "certd.service.acceptance"])
+def test_the_authority_servicers_read_no_ledger(module: str) -> None:
+    """Certificates, fork trees and acceptance decisions come back from the authority with
+    their inclusion proofs (``Proven``); the servicers encode them and hold no ``Ledger``."""
+    assert not _within("certd.ledger", _imports(module)), _imports(module)
+    held = _names(module) & {"Ledger", "ledger", "_ledger"}
+    assert not held, f"{module} holds a ledger: {sorted(held)}"
+
+
+def test_the_authority_servicer_is_built_without_a_ledger() -> None:
+    from certd.service.authority import AuthorityServicer
+
+    assert "ledger" not in inspect.signature(AuthorityServicer).parameters
+
+
+# The service modules that may hold the ``Ledger``: its own servicer (the Ledger RPCs), the
+# server assembly (which opens it), Info (the checkpoint size) and the health and metrics
+# probes (size, queue depth, fail-stop). No RPC of the Verifier or Authority service is among
+# them: the authority returns what their replies carry.
+LEDGER_HOLDERS = {
+    "certd.service.ledger",
+    "certd.service.server",
+    "certd.service.info",
+    "certd.service.observability",
+}
+
+
+def test_the_service_reads_the_ledger_only_in_the_ledger_servicer() -> None:
+    service = sorted(f"certd.service.{f.stem}" for f in (ROOT / "certd/service").glob("*.py"))
+    readers = {m for m in service if "certd.ledger.log" in _imports(m) or "Ledger" in _names(m)}
+    assert readers <= LEDGER_HOLDERS, sorted(readers - LEDGER_HOLDERS)

@@ -1,6 +1,7 @@
 """CertifyBatch hands decided certificates to the ledger a chunk at a time: each is still
 verified, signed and durable (committed, covered by a signed checkpoint) before the batch
-returns, a tampered witness is still refused, and the uniqueness rules hold inside a chunk."""
+returns, and comes back with its inclusion proof; a tampered witness is still refused, and the
+uniqueness rules hold inside a chunk."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from certd.authority.feasibility import RECORD_CHUNK, Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
+from certd.ledger.merkle import leaf_hash, verify_inclusion
 from certd.ledger.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.dsse import Envelope
@@ -59,8 +61,15 @@ def test_every_certificate_is_durable_and_checkpointed_before_the_batch_returns(
     authority, _, key, path = setup
     reqs = requests(2 * RECORD_CHUNK + 5)
     outcomes = authority.certify_batch(reqs)
-    certs = [o.certificate for o in outcomes]
-    assert all(c is not None for c in certs)
+    proven = [o.certificate for o in outcomes]
+    assert all(p is not None for p in proven)
+    certs = [p.value for p in proven if p is not None]
+    # Each comes back with its inclusion proof, all in one checkpoint (one ledger call).
+    assert len({p.checkpoint.note for p in proven if p is not None}) == 1
+    for p in proven:
+        assert p is not None
+        cp = p.checkpoint.checkpoint
+        verify_inclusion(leaf_hash(p.value.envelope), p.value.index, cp.size, p.proof, cp.root_hash)
     # Another connection to the file sees every entry and a checkpoint covering them all: the
     # appends were committed (synchronous=FULL) before the batch returned.
     db = sqlite3.connect(path)
@@ -114,7 +123,7 @@ def test_repeats_and_pseudo_forks_inside_one_chunk(
     batch.append(CertifyRequest(first.task, KAPPA, twins[0].label, twins[0].witness))
     outcomes = authority.certify_batch(batch)
     a, b = outcomes[0].certificate, outcomes[1].certificate
-    assert a is not None and b is not None and a.envelope == b.envelope
+    assert a is not None and b is not None and a.value.envelope == b.value.envelope
     assert not outcomes[0].existing and outcomes[1].existing
     assert outcomes[2].refusal is not None and outcomes[2].refusal.reason == "PSEUDO_FORK"
     assert ledger.size() == 1
