@@ -193,7 +193,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     opts = ExperimentOptions(
         workdir=Path(args.workdir),
         arms=tuple(args.arm) if args.arm else KEY_ARMS,
-        seeds=tuple(args.seed) if args.seed else (0, 1, 2),
+        seeds=tuple(args.seed) if args.seed else (0, 1, 2, 3, 4),
         steps=args.steps,
         tasks=args.tasks,
         prompts_per_step=args.prompts_per_step,
@@ -207,6 +207,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         pool_n=args.pool_n,
         sft_steps=args.sft_steps,
         forced_n=args.forced_n,
+        free_n=args.free_n,
+        max_pairs=args.max_pairs,
         threads=args.threads,
     )
     return run_experiment(opts, as_json=args.json)
@@ -389,13 +391,14 @@ def _add_experiment(sub: Any) -> argparse.ArgumentParser:
     )
     xc.add_argument("--workdir", default="out/experiment", help="results.jsonl (resumable)")
     xc.add_argument("--arm", action="append", default=[], help="arm spec (name or name@weight)")
-    xc.add_argument("--seed", action="append", type=int, default=[], help="paired seed")
-    xc.add_argument("--steps", type=int, default=80, help="GRPO steps per run")
+    xc.add_argument("--seed", action="append", type=int, default=[], help="default: 0..4")
+    # The defaults are issue 18's protocol; docs/results/exp18/run*.sh pass the reduced sizes.
+    xc.add_argument("--steps", type=int, default=200, help="GRPO steps per run")
     xc.add_argument("--tasks", type=int, default=256, help="training tasks")
     xc.add_argument("--prompts-per-step", type=int, default=8)
     xc.add_argument("--group-size", type=int, default=16, help="rollouts per prompt")
-    xc.add_argument("--eval-tasks", type=int, default=64)
-    xc.add_argument("--eval-n", type=int, default=16, help="samples per held-out task")
+    xc.add_argument("--eval-tasks", type=int, default=256)
+    xc.add_argument("--eval-n", type=int, default=32, help="samples per held-out task")
     xc.add_argument("--eval-every", type=int, default=0, help="0: start and end only")
     xc.add_argument("--lr", type=float, default=2e-4)
     xc.add_argument("--forktree-tasks", type=int, default=128, help="tasks with fork trees")
@@ -403,6 +406,10 @@ def _add_experiment(sub: Any) -> argparse.ArgumentParser:
     xc.add_argument("--pool-n", type=int, default=8, help="samples per task, unbalanced pool")
     xc.add_argument("--sft-steps", type=int, default=40, help="fork-tree SFT steps (sft+grpo)")
     xc.add_argument("--forced-n", type=int, default=8, help="forced samples per pair")
+    xc.add_argument(
+        "--free-n", type=int, default=64, help="free samples per pair (0: the first runs' way)"
+    )
+    xc.add_argument("--max-pairs", type=int, default=48, help="intervention pairs at most")
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     xc.set_defaults(fn=_cmd_experiment)
     return xc

@@ -19,8 +19,9 @@ out of the baseline and gives advantage 0. ``StratifiedGRPOTrainer`` then replac
 per-question advantages with ``forkgate.advantages.StratifiedAdvantages`` over the key
 (task digest, κ label of the verdict); see ``docs/adapters.md``. Entry-level protection:
 ``informed=True`` (stratified advantages v2), ``entry_unscored=fn`` (the entry tokens leave the
-loss) and ``entropy_monitor=EntropyMonitor(...)`` (watches each batch's entry entropy). Needs
-the ``trl`` extra.
+loss), ``entropy_monitor=EntropyMonitor(...)`` (watches each batch's entry entropy) and
+``entry_kl=w, entry_candidates=fn`` (an entry-distribution KL to the starting policy added to
+TRL's loss). Needs the ``trl`` extra.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from certd.signing.keys import VerifierKey
 from .._base import ClientSettings
 from ..advantages import TRAINER_SCALE, StratifiedAdvantages, informed_stratified_advantages
 from ..connection import Connection
-from ..entry import batch_entry_entropy
+from ..entry import batch_entry_entropy, entry_kl
 from ..metrics import EntropyMonitor
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer, admit_groups, completion_text
@@ -132,10 +133,20 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         entropy_monitor: observes each training batch's plug-in entry entropy (mean over
             questions of the entropy of the κ labels) and raises its alarms; logged as
             ``forkgate/entry_entropy``.
+        entry_kl: the weight of the entry-distribution KL added to TRL's loss (0: none): per
+            prompt of the micro-batch, ``forkgate.entry.entry_kl`` between the teacher-forced
+            log-probabilities of its feasible entries under the model and under the starting
+            policy (TRL's ``ref_model`` when it has one, else a frozen copy of the model taken
+            here); the mean over prompts, times the weight, divided like TRL's loss by the
+            gradient-accumulation steps; logged as ``forkgate/entry_kl``.
+        entry_candidates: a function of a row's task (the ``CertdReward`` task column) giving
+            the text each feasible entry opens the completion with (e.g. ``"25-"`` per feasible
+            κ label); required when ``entry_kl > 0``.
         **kwargs: passed to ``GRPOTrainer``.
 
     Raises:
-        ValueError: no ``CertdReward`` is among the reward functions.
+        ValueError: no ``CertdReward`` is among the reward functions, or ``entry_kl > 0``
+            without ``entry_candidates``.
     """
 
     def __init__(
@@ -147,10 +158,22 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         informed: bool = False,
         entry_unscored: Callable[[Sequence[int]], int] | None = None,
         entropy_monitor: EntropyMonitor | None = None,
+        entry_kl: float = 0.0,
+        entry_candidates: Callable[[Any], Sequence[str]] | None = None,
         **kwargs: Any,
     ) -> None:
+        if entry_kl > 0 and entry_candidates is None:
+            raise ValueError("entry_kl > 0 needs entry_candidates (a row's feasible entries)")
         super().__init__(*args, **kwargs)
         self.informed = informed
+        self.entry_kl = entry_kl
+        self.entry_candidates = entry_candidates
+        # prompt token ids -> (each feasible entry's token ids, their log-probs at the start)
+        self._entries: dict[tuple[int, ...], tuple[list[list[int]], torch.Tensor]] = {}
+        self._entry_ref: Any = None
+        if entry_kl > 0:
+            ref = self.ref_model
+            self._entry_ref = ref if ref is not None else _frozen_copy(self.model)
         self.entry_unscored = entry_unscored
         self.entropy_monitor = entropy_monitor
         self._batches = 0
@@ -194,10 +217,30 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         self.observe_entries(self._scored)
         if self.entry_unscored is not None:
             unscore_completion_entries(output, self.entry_unscored)
+        if self.entry_kl > 0:
+            self._remember_entries(inputs, output)
         n_local = len(output["advantages"])
         start = self.accelerator.process_index * n_local
         output["advantages"] = advantages[start : start + n_local].to(output["advantages"])
         return output
+
+    def compute_loss(
+        self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
+        """TRL's loss, plus ``entry_kl`` × the micro-batch's entry KL in training."""
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.entry_kl <= 0 or not model.training:
+            return loss
+        kls = []
+        for key in dict.fromkeys(_prompt_keys(inputs["prompt_ids"], inputs["prompt_mask"])):
+            cands, ref = self._entries.get(key, ([], torch.zeros(0)))
+            if len(cands) > 1:
+                kls.append(entry_kl(_entry_logps(model, list(key), cands), ref.to(loss.device)))
+        if not kls:
+            return loss
+        kl = torch.stack(kls).mean()
+        self._metrics["train"]["forkgate/entry_kl"].append(float(kl.detach()))
+        return loss + self.entry_kl * kl / self.current_gradient_accumulation_steps
 
     def stratified_advantages(
         self, rewards_per_func: torch.Tensor, scored: Sequence[Scored]
@@ -238,6 +281,23 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             out[rows] = adv.to(torch.float32)
         return out
 
+    def _remember_entries(self, inputs: Sequence[Any], output: Any) -> None:
+        """Each new prompt's feasible entries, tokenised, and their log-probs at the start."""
+        self._entries = {}
+        column = self.certd_reward.task_column
+        # a multimodal processor carries its tokenizer; a tokenizer is its own
+        tok: Any = getattr(self.processing_class, "tokenizer", self.processing_class)
+        keys = _prompt_keys(output["prompt_ids"], output["prompt_mask"])
+        for key, row in zip(keys, inputs, strict=True):
+            if key in self._entries:
+                continue  # TRL repeats each prompt num_generations times
+            texts = self.entry_candidates(row[column]) if self.entry_candidates else []
+            cands = [tok.encode(t, add_special_tokens=False) for t in texts]
+            cands = [c for c in cands if c]
+            with torch.no_grad():
+                ref = _entry_logps(self._entry_ref, list(key), cands) if cands else torch.zeros(0)
+            self._entries[key] = (cands, ref.detach())
+
     def observe_entries(self, scored: Sequence[Scored]) -> float | None:
         """Feed the batch's entry entropy to the monitor (if any); return it.
 
@@ -253,6 +313,43 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         if metrics is not None:
             metrics["train"]["forkgate/entry_entropy"].append(h)
         return h
+
+
+def _frozen_copy(model: Any) -> Any:
+    """A frozen copy of the model's current weights, in eval mode.
+
+    Not ``copy.deepcopy``: a deep copy taken inside the trainer was seen to run the trained
+    weights (its forward still reached the original model), so the KL stayed 0.
+    """
+    ref = type(model)(model.config)
+    ref.load_state_dict(model.state_dict())
+    ref.to(next(model.parameters()).device)
+    ref.requires_grad_(False)
+    return ref.eval()
+
+
+def _prompt_keys(ids: torch.Tensor, mask: torch.Tensor) -> list[tuple[int, ...]]:
+    """Each row's prompt token ids without TRL's left padding."""
+    return [tuple(int(t) for t in row[m.bool()]) for row, m in zip(ids, mask, strict=True)]
+
+
+def _entry_logps(model: Any, prompt: list[int], cands: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Teacher-forced log-probability of each candidate entry after ``prompt`` [F]."""
+    seqs = [prompt + list(c) for c in cands]
+    width = max(len(q) for q in seqs)
+    device = next(model.parameters()).device
+    ids = torch.zeros((len(seqs), width), dtype=torch.long, device=device)
+    attn = torch.zeros_like(ids)
+    for i, q in enumerate(seqs):
+        ids[i, : len(q)] = torch.tensor(q, device=device)
+        attn[i, : len(q)] = 1
+    logp = torch.log_softmax(model(input_ids=ids, attention_mask=attn).logits.float(), dim=-1)
+    out = []
+    for i, c in enumerate(cands):
+        pos = torch.arange(len(prompt) - 1, len(prompt) - 1 + len(c), device=device)
+        tok = ids[i, len(prompt) : len(prompt) + len(c)]
+        out.append(logp[i, pos, tok].sum())
+    return torch.stack(out)
 
 
 def unscore_completion_entries(

@@ -302,3 +302,34 @@ def test_unscore_completion_entries_clears_each_rows_entry() -> None:
     }
     unscore_completion_entries(out, lambda ids: 1 if ids[0] == 5 else -3)
     assert out["completion_mask"].tolist() == [[0.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+
+
+def _entries(task: Any) -> list[str]:
+    """The test prompts' completions open with the answer: each number's first operation."""
+    numbers = json.loads(task)["numbers"] if isinstance(task, str) else task["numbers"]
+    return [f"{n}{op}" for n in numbers for op in "+-*"]
+
+
+@pytest.mark.slow
+def test_the_entry_kl_enters_trls_loss_in_real_steps(
+    address: str, vkey: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="entry_candidates"):
+        _trainer(address, vkey, tmp_path, None, entry_kl=1.0)
+    trainer = _trainer(
+        address, vkey, tmp_path, None, entry_kl=1.0, entry_candidates=_entries
+    )  # fmt: skip
+    trainer.args.max_steps = 2
+    for m in trainer.model.modules():  # GRPOConfig(disable_dropout=True) does this in real use
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    before = {k: v.clone() for k, v in trainer._entry_ref.state_dict().items()}
+    trainer.train()
+    kls = [h["forkgate/entry_kl"] for h in trainer.state.log_history if "forkgate/entry_kl" in h]
+    assert len(kls) == 2
+    assert kls[0] == pytest.approx(0.0, abs=1e-6)  # the first loss: model == starting policy
+    assert kls[1] > 0  # after one update the entry distribution has moved from the start
+    # the reference is the starting policy, frozen
+    assert all(torch.equal(v, trainer._entry_ref.state_dict()[k]) for k, v in before.items())
+    # each prompt's feasible entries: 4 numbers x 3 operators, and 3 x 3
+    assert sorted(len(c) for c, _ in trainer._entries.values()) == [9, 12]

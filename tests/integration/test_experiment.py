@@ -20,7 +20,7 @@ from forkgate.jobs.experiment.analysis import write_analysis
 TINY = [
     "--steps", "1", "--tasks", "4", "--prompts-per-step", "2", "--group-size", "6",
     "--eval-tasks", "2", "--eval-n", "4", "--forktree-tasks", "2", "--forktree-budget", "8",
-    "--pool-n", "16", "--sft-steps", "1", "--forced-n", "2", "--json",
+    "--pool-n", "16", "--sft-steps", "1", "--forced-n", "2", "--free-n", "4", "--json",
 ]  # fmt: skip
 
 
@@ -55,11 +55,16 @@ def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) ->
     for r in lines:
         for m in ("pass@1", "EC@16", "reach@16", "feasible_entropy", "feasible_mass"):
             assert 0 <= r["end"][m] <= 10
-        assert r["intervention"]["forced_samples"] == 2 * r["intervention"]["pairs"]
+        iv = r["intervention"]
+        assert iv["forced_samples"] == 2 * iv["pairs"] and iv["free_samples"] == 4 * iv["pairs"]
+        if r["arm"] != "start":  # the same pairs under the starting policy
+            assert r["intervention_start"]["pairs"] == iv["pairs"]
     # A rerun with one more seed runs only the new pairs, and finds the fork trees the first
     # run left in the workdir (strat-v2 refuses to run without them).
-    again, _ = _run(work, ["strat-v2"], ["0", "1"])
-    assert again["skipped"] == 2 and again["ran"] == 2
+    # kl-cov@0.05: a point of the KL-Cov sweep the matched-entropy comparison interpolates.
+    again, _ = _run(work, ["strat-v2", "kl-cov@0.05"], ["0", "1"])
+    assert again["skipped"] == 2 and again["ran"] == 4
     doc = write_analysis(work / "results.jsonl", work / "analysis")
+    assert doc["matched"]["methods"]["kl-cov"]["arms"] == ["kl-cov", "kl-cov@0.05"]
     assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}
     assert (work / "analysis" / "pareto.png").stat().st_size > 1000

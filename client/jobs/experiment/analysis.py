@@ -26,20 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import matched
+from .matched import matched_comparison
+from .stats import interval
+
 __all__ = ["load", "paired", "pareto", "verdicts", "write_analysis"]
 
-# t_{0.975, df} for df = 1..30 (then 1.96).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-    2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-    2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
 STRAT, UNSCORED, REPLAY, UNBAL, GRPO = (
     "strat-v2", "grpo-unscored", "grpo+replay", "grpo+unbal-replay", "grpo",
 )  # fmt: skip
@@ -72,10 +68,6 @@ def load(
     return out
 
 
-def _t(df: int) -> float:
-    return _T975[df - 1] if df <= len(_T975) else 1.96
-
-
 def paired(
     runs: Mapping[str, Mapping[int, Mapping[str, Any]]], a: str, b: str, metric: str
 ) -> dict[str, Any] | None:
@@ -84,17 +76,7 @@ def paired(
     if len(seeds) < 2:
         return None
     d = [100 * (runs[a][s]["end"][metric] - runs[b][s]["end"][metric]) for s in seeds]
-    n = len(d)
-    mean = sum(d) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
-    half = _t(n - 1) * sd / math.sqrt(n)
-    rng = random.Random(0)
-    boots = sorted(sum(rng.choice(d) for _ in range(n)) / n for _ in range(2000))
-    return {
-        "a": a, "b": b, "metric": metric, "n": n, "mean": round(mean, 2),
-        "t95": [round(mean - half, 2), round(mean + half, 2)],
-        "boot95": [round(boots[49], 2), round(boots[1949], 2)], "diffs": [round(x, 2) for x in d],
-    }  # fmt: skip
+    return {"a": a, "b": b, "metric": metric, **interval(d)}
 
 
 def _matched(p: Mapping[str, Any] | None) -> bool:
@@ -230,7 +212,12 @@ METRICS = (
 
 
 def write_analysis(
-    results: Path | Sequence[Path], out: Path, *, plots: bool = True
+    results: Path | Sequence[Path],
+    out: Path,
+    *,
+    plots: bool = True,
+    budget_arm: str = UNSCORED,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis."""
     runs = load(results)
@@ -239,6 +226,11 @@ def write_analysis(
     doc["interventions"] = {
         a: [r["intervention"] for _, r in sorted(s.items())] for a, s in runs.items()
     }
+    doc["interventions_start"] = {
+        a: [r["intervention_start"] for _, r in sorted(s.items()) if "intervention_start" in r]
+        for a, s in runs.items()
+    }
+    doc["matched"] = matched_comparison(runs, ref=budget_arm, budget=budget)
     out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(doc, indent=1) + "\n")
     if plots and runs:
@@ -277,14 +269,27 @@ def markdown(doc: Mapping[str, Any]) -> str:
     lines += ["", f"Recovery of GRPO's EC@16 drop by stratified-v2: {v['recovery']}; "
               f"upper t95 bound of stratified-v2 − unscored (EC@16): {v['refute_bound']}; "
               f"**overall: {v['overall']}**."]  # fmt: skip
-    icols = ("Arm", "pairs", "mean π_f", "free completion (samples)", "forced (samples)")
-    lines += ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
-    for arm, ivs in sorted(doc["interventions"].items()):
-        for iv in ivs:
-            free = f"{iv['free']} ({iv['free_samples']})"
-            forced = f"{iv['forced']} ({iv['forced_samples']})"
-            lines.append(f"| {arm} | {iv['pairs']} | {iv['mean_pi']} | {free} | {forced} |")
+    lines += _intervention_lines(doc)
+    lines += matched.markdown(doc["matched"])
     return "\n".join(lines) + "\n"
+
+
+def _intervention_lines(doc: Mapping[str, Any]) -> list[str]:
+    """One row per (arm, seed) and policy: the end policy's and, where run, the start's."""
+    icols = ("Arm", "policy", "pairs", "mean π_f", "free completion (hits / samples)",
+             "free, exact π_f", "forced (samples)")  # fmt: skip
+    lines = ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
+    for key, policy in (("interventions", "end"), ("interventions_start", "start")):
+        for arm, ivs in sorted(doc.get(key, {}).items()):
+            for iv in ivs:
+                hits = f"{iv['free_hits']} / " if "free_hits" in iv else ""
+                free = f"{iv['free']} ({hits}{iv['free_samples']})"
+                forced = f"{iv['forced']} ({iv['forced_samples']})"
+                lines.append(
+                    f"| {arm} | {policy} | {iv['pairs']} | {iv['mean_pi']} | {free} | "
+                    f"{iv.get('free_exact_pi', '–')} | {forced} |"
+                )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -292,9 +297,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="forkgate.jobs.experiment.analysis")
     p.add_argument("results", type=Path, nargs="+")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument(
+        "--budget-arm", default=UNSCORED, help="arm whose end feasible entropy is the budget"
+    )
+    p.add_argument("--budget", type=float, default=None, help="a fixed entropy budget (nats)")
     args = p.parse_args(argv)
     out = args.out or args.results[0].parent
-    doc = write_analysis(args.results, out)
+    doc = write_analysis(args.results, out, budget_arm=args.budget_arm, budget=args.budget)
     (out / "analysis.md").write_text(markdown(doc), encoding="utf-8")
     print(markdown(doc))
     return 0

@@ -2,7 +2,9 @@
 
 An arm is named by a spec string: a base name from ``ARMS``, optionally ``@weight`` for the
 arms with a weight knob (``grpo+kl@0.3``, ``grpo+replay@0.5``), so a Pareto sweep over the
-weight is a list of arms.
+weight is a list of arms. For ``kl-cov`` and ``clip-cov`` the knob is the share of scored tokens
+they select (``kl-cov@0.05``; bare: ``ExperimentOptions.cov_ratio``): a sweep of it is what
+``matched`` interpolates at an entropy budget.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class ArmSpec:
         coverage_m: certified families forced into each RL group (fork coverage; 0: none).
         sft: fork-tree SFT before RL.
         loss: ``pg`` (clipped policy gradient), ``kl-cov`` or ``clip-cov`` (Cui et al. 2025).
+        cov_ratio: the share of tokens KL-Cov / Clip-Cov select (None: the options' value).
     """
 
     name: str
@@ -49,6 +52,7 @@ class ArmSpec:
     coverage_m: int = 0
     sft: bool = False
     loss: Loss = "pg"
+    cov_ratio: float | None = None
 
     @property
     def needs_forktrees(self) -> bool:
@@ -100,4 +104,8 @@ def parse_arm(spec: str) -> ArmSpec:
         return replace(arm, kl_weight=w)
     if arm.replay != "none":
         return replace(arm, replay_weight=w)
+    if arm.loss != "pg":
+        if not 0 < w <= 1:
+            raise ValueError(f"arm {spec!r}: the selected share must be in (0, 1]")
+        return replace(arm, cov_ratio=w)
     raise ValueError(f"arm {name!r} has no weight knob")

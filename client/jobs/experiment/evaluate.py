@@ -15,11 +15,20 @@ from ...forktree import countdown_prompt
 from ..embedded import EmbeddedSampler
 from ..policy.format import THINK
 from ..policy.policy import Policy
-from ..run import evaluate_tasks
+from ..run import entry_of, evaluate_tasks
 from .policyops import entry_prefix, family_logprobs
-from .seeds import forced_pair_seed
+from .seeds import forced_pair_seed, free_task_seed
 
-__all__ = ["Feasible", "evaluate", "exact_family_probs", "feasible_families", "intervention"]
+__all__ = [
+    "Feasible",
+    "Pair",
+    "evaluate",
+    "exact_family_probs",
+    "feasible_families",
+    "intervention",
+    "legacy_intervention",
+    "low_reach_pairs",
+]
 
 Feasible = list[list[str]]  # per feasible family, its κ labels
 
@@ -81,7 +90,116 @@ def evaluate(
     return {key: round(v, 4) for key, v in point.items()}, rows
 
 
+Pair = tuple[int, list[str]]  # (held-out task index, a feasible family's κ labels)
+
+
+def low_reach_pairs(
+    feasible: Sequence[Feasible],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    low_reach: float,
+    max_pairs: int,
+) -> list[Pair]:
+    """(task, family) pairs whose exact π_f (``rows[i]["exact_pi"]``) is below ``low_reach``."""
+    pairs: list[Pair] = []
+    for i, (fams, row) in enumerate(zip(feasible, rows, strict=True)):
+        for fam, pi in zip(fams, row["exact_pi"], strict=True):
+            if pi < low_reach and len(pairs) < max_pairs:
+                pairs.append((i, fam))
+    return pairs
+
+
+def _free_counts(
+    client: CertdClient,
+    policy: Policy,
+    task: Mapping[str, Any],
+    fams: Sequence[list[str]],
+    *,
+    n: int,
+    max_tokens: int,
+    seed: int,
+) -> list[tuple[int, int]]:
+    """(entries in the family, correct among them) per family, from ``n`` free samples."""
+    [group] = policy.sample([countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=seed)
+    verdicts = client.verify_batch([(task, s.text) for s in group])
+    out = []
+    for fam in fams:
+        hit = [v for v in verdicts if entry_of(v) in fam]
+        out.append((len(hit), sum(v.status == tasks_pb2.CORRECT for v in hit)))
+    return out
+
+
+def _forced_correct(
+    client: CertdClient,
+    policy: Policy,
+    task: Mapping[str, Any],
+    fam: list[str],
+    *,
+    n: int,
+    max_tokens: int,
+    seed: int,
+) -> int:
+    """Correct answers in the family among ``n`` samples forced to open with its first label."""
+    [group] = policy.sample(
+        [countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=seed,
+        prefix=THINK + entry_prefix(fam[0]),
+    )  # fmt: skip
+    verdicts = client.verify_batch([(task, s.text) for s in group])
+    return sum(v.status == tasks_pb2.CORRECT and v.family.value in fam for v in verdicts)
+
+
 def intervention(
+    client: CertdClient,
+    policy: Policy,
+    tasks: Sequence[Mapping[str, Any]],
+    pairs: Sequence[Pair],
+    *,
+    free_n: int,
+    forced_n: int,
+    max_tokens: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Free against forced completion of the ``pairs`` under ``policy`` (see the report).
+
+    Per pair: π_f exact (teacher-forced, this policy); ``free_n`` free samples of the pair's
+    task (shared by the task's pairs, one batch per task, seed ``free_task_seed``) give the
+    family's hits and correct hits; ``forced_n`` samples forced to open with the family's
+    first label (seed ``forced_pair_seed``) give the forced completion. ``free`` is correct
+    hits / hits (sampled both ways); ``free_exact_pi`` is (correct hits / ``free_n``) / π_f
+    pooled over pairs, the sampled joint rate over the exact family probability.
+    """
+    by_task: dict[int, list[list[str]]] = {}
+    for i, fam in pairs:
+        by_task.setdefault(i, []).append(fam)
+    pi_sum = joint = 0.0
+    hits = free_ok = forced_ok = 0
+    count = 0
+    for i, fams in by_task.items():
+        pis = exact_family_probs(policy, tasks[i], fams)
+        free = _free_counts(
+            client, policy, tasks[i], fams, n=free_n, max_tokens=max_tokens,
+            seed=free_task_seed(seed, i),
+        )  # fmt: skip
+        for fam, pi, (h, ok) in zip(fams, pis, free, strict=True):
+            count += 1
+            pi_sum, joint, hits, free_ok = pi_sum + pi, joint + ok / free_n, hits + h, free_ok + ok
+            forced_ok += _forced_correct(
+                client, policy, tasks[i], fam, n=forced_n, max_tokens=max_tokens,
+                seed=forced_pair_seed(seed, i, count),
+            )  # fmt: skip
+    return {
+        "pairs": count,
+        "mean_pi": round(pi_sum / count, 5) if count else 0.0,
+        "free": round(free_ok / hits, 4) if hits else None,
+        "free_hits": hits,
+        "free_samples": free_n * count,
+        "free_exact_pi": round(joint / pi_sum, 4) if pi_sum > 0 else None,
+        "forced": round(forced_ok / (forced_n * count), 4) if count and forced_n else None,
+        "forced_samples": forced_n * count,
+    }
+
+
+def legacy_intervention(
     client: CertdClient,
     policy: Policy,
     tasks: Sequence[Mapping[str, Any]],
@@ -94,7 +212,11 @@ def intervention(
     max_tokens: int,
     seed: int,
 ) -> dict[str, Any]:
-    """Low-reach (exact π_f < low_reach) families: free completion against forced completion."""
+    """The first runs' intervention (``free_n = 0``): the free rate from the evaluation samples.
+
+    Kept so that ``docs/results/exp18`` (configuration ``e9b0f70a5565``) resumes with the
+    numbers it was made with.
+    """
     free_ok = free_n = forced_ok = forced_total = pairs = 0
     pi_sum = 0.0
     for i, (task, fams, row) in enumerate(zip(tasks, feasible, rows, strict=True)):

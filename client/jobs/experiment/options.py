@@ -2,12 +2,15 @@
 
 Example:
     >>> opts = ExperimentOptions(steps=2, seeds=(0,))
-    >>> opts.group_size, opts.lr
-    (16, 0.0002)
+    >>> opts.group_size, opts.lr, opts.eval_tasks, opts.free_n
+    (16, 0.0002, 256, 64)
 
 Every field after ``threads`` changes a run's result and enters the configuration key of
 ``results.jsonl`` (``protocol.config_key``); ``workdir``, ``arms``, ``seeds`` and ``threads``
-do not. The seeds a run draws are derived from its seed in ``seeds``, not set here.
+do not, nor do the fields of ``protocol.LEGACY`` at their legacy value. The defaults are
+issue 18's protocol (200 steps, 256 held-out tasks × 32 samples, the intervention at start and
+end with 64 free samples per pair, 5 paired seeds); reduced sizes are flags. The seeds a run
+draws are derived from its seed in ``seeds``, not set here.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ class ExperimentOptions:
     ``analysis.json`` and plots; kept between runs (resumable)."""
     arms: tuple[str, ...] = KEY_ARMS
     """Arm specs (``forkgate.jobs.experiment.arms``)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """Paired run seeds: every arm runs each seed with the same tasks and sampling seeds."""
     threads: int = 1
     """torch CPU threads."""
 
-    steps: int = 80
+    steps: int = 200
     """GRPO steps per run."""
     tasks: int = 256
     """Training tasks (drawn with ``seeds.TRAIN_TASKS``, the same for every run)."""
@@ -44,9 +47,9 @@ class ExperimentOptions:
     """Rollouts per task per step, the forced rollouts of fork coverage included."""
     per_family: int = 2
     """Forced rollouts per covered family (fork coverage)."""
-    eval_tasks: int = 64
+    eval_tasks: int = 256
     """Held-out tasks (drawn with ``seeds.HELD_OUT_TASKS``, the same for every run)."""
-    eval_n: int = 16
+    eval_n: int = 32
     """Samples per held-out task at each evaluation."""
     eval_every: int = 0
     """GRPO steps between evaluations (0: only at the start and the end)."""
@@ -78,6 +81,11 @@ class ExperimentOptions:
     """Families whose exact π_f is below this are forced in the intervention."""
     forced_n: int = 8
     """Forced samples per intervention pair."""
+    free_n: int = 64
+    """Free samples per intervention pair (drawn per held-out task, shared by its pairs); the
+    intervention then runs at the end and, on the same pairs and seeds, under the starting
+    policy. 0: the first runs' intervention (end only, free rate from the evaluation samples;
+    left out of the configuration key, so their results resume)."""
     max_pairs: int = 48
     """Intervention pairs (held-out task, low-reach family) at most."""
     max_tokens: int = 80

@@ -21,15 +21,22 @@ from .evaluate import feasible_families
 from .options import ExperimentOptions
 from .train import Context, run_one, run_start
 
-__all__ = ["config_key", "done_runs", "run_experiment"]
+__all__ = ["LEGACY", "config_key", "done_runs", "run_experiment"]
 
 # The options that do not change a run's result; every other one enters the configuration key.
 _NOT_SIZE = ("workdir", "arms", "seeds", "threads")
+LEGACY: dict[str, Any] = {"free_n": 0}
+"""Options added after the first results, with the value that reproduces those runs: at that
+value a field stays out of the configuration key, so ``docs/results/exp18`` keeps its key."""
 
 
 def config_key(opts: ExperimentOptions) -> str:
     """A short hash of the size options: runs of one configuration share it."""
-    size = {k: v for k, v in asdict(opts).items() if k not in _NOT_SIZE}
+    size = {
+        k: v
+        for k, v in asdict(opts).items()
+        if k not in _NOT_SIZE and not (k in LEGACY and v == LEGACY[k])
+    }
     return hashlib.sha256(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "RunSeeds",
     "TRAIN_TASKS",
     "forced_pair_seed",
+    "free_task_seed",
     "pool_sample_seed",
     "rollout_seed",
 ]
@@ -101,6 +102,11 @@ def rollout_seed(base: int, row: int, sample: int) -> int:
 def forced_pair_seed(base: int, task: int, pairs: int) -> int:
     """The forced samples of one intervention pair (held-out task, pairs counted so far)."""
     return base + 31 * task + pairs
+
+
+def free_task_seed(base: int, task: int) -> int:
+    """The intervention's free samples of one held-out task (``free_n`` of them, one batch)."""
+    return base + 31 * task + 500_009
 
 
 def pool_sample_seed(base: int, task: int) -> int:

@@ -23,7 +23,14 @@ from ..policy.policy import Policy
 from ..policy.train import MAX_GRAD_NORM, batch, example, sft_step, token_logprobs
 from ..run import entry_of
 from .arms import ArmSpec
-from .evaluate import Feasible, evaluate, feasible_families, intervention
+from .evaluate import (
+    Feasible,
+    evaluate,
+    feasible_families,
+    intervention,
+    legacy_intervention,
+    low_reach_pairs,
+)
 from .losses import policy_loss, shuffled_rewards
 from .options import ExperimentOptions
 from .policyops import Batch, family_logprobs, sample_batch, scored_mask
@@ -154,7 +161,7 @@ def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor
             mask[mb],
             kind=run.arm.loss,
             clip=o.clip,
-            cov_ratio=o.cov_ratio,
+            cov_ratio=o.cov_ratio if run.arm.cov_ratio is None else run.arm.cov_ratio,
             kl_coef=o.kl_cov_coef,
             cov_bounds=o.clip_cov_bounds,
             seed=run.seeds.token_selection(step, k),
@@ -218,21 +225,35 @@ def _eval(
 
 
 def _intervene(
-    ctx: Context, policy: Policy, rows: list[dict[str, Any]], seeds: RunSeeds
+    ctx: Context,
+    policy: Policy,
+    rows: list[dict[str, Any]],
+    seeds: RunSeeds,
+    start: Policy | None = None,
 ) -> dict[str, Any]:
+    """The intervention on ``policy``'s low-reach pairs; with ``start``, also under it.
+
+    Returns ``{"intervention": …}`` and, with ``start`` and ``free_n > 0``,
+    ``"intervention_start"``: the same pairs and seeds under the starting policy.
+    """
     o = ctx.opts
-    return intervention(
-        ctx.client,
-        policy,
-        ctx.held_out,
-        ctx.held_feasible,
-        rows,
-        low_reach=o.low_reach,
-        forced_n=o.forced_n,
-        max_pairs=o.max_pairs,
-        max_tokens=o.max_tokens,
-        seed=seeds.intervention,
-    )
+    if not o.free_n:
+        return {
+            "intervention": legacy_intervention(
+                ctx.client, policy, ctx.held_out, ctx.held_feasible, rows,
+                low_reach=o.low_reach, forced_n=o.forced_n, max_pairs=o.max_pairs,
+                max_tokens=o.max_tokens, seed=seeds.intervention,
+            )
+        }  # fmt: skip
+    pairs = low_reach_pairs(ctx.held_feasible, rows, low_reach=o.low_reach, max_pairs=o.max_pairs)
+    out: dict[str, Any] = {}
+    for key, pol in (("intervention", policy), ("intervention_start", start)):
+        if pol is not None:
+            out[key] = intervention(
+                ctx.client, pol, ctx.held_out, pairs, free_n=o.free_n, forced_n=o.forced_n,
+                max_tokens=o.max_tokens, seed=seeds.intervention,
+            )  # fmt: skip
+    return out
 
 
 def run_start(ctx: Context, seed: int) -> dict[str, Any]:
@@ -245,7 +266,7 @@ def run_start(ctx: Context, seed: int) -> dict[str, Any]:
         "arm": "start",
         "seed": seed,
         "end": point,
-        "intervention": _intervene(ctx, policy, rows, seeds),
+        **_intervene(ctx, policy, rows, seeds),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -271,6 +292,8 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     o = ctx.opts
     started = time.perf_counter()
     rec: dict[str, Any] = {"arm": arm.name, "seed": seed}
+    if arm.loss != "pg":
+        rec["cov_ratio"] = o.cov_ratio if arm.cov_ratio is None else arm.cov_ratio
     run = _start_run(arm, ctx, RunSeeds(seed), rec)
     monitor = EntropyMonitor(max_drop=0.5, cooldown_steps=20)
     curve, entropies, rewards = [], [], []
@@ -288,7 +311,7 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     rec.update(
         end=point,
         curve=curve,
-        intervention=_intervene(ctx, run.policy, rows, run.seeds),
+        **_intervene(ctx, run.policy, rows, run.seeds, start=run.ref),
         train_reward_last10=round(sum(rewards[-10:]) / max(1, len(rewards[-10:])), 4),
         batch_entry_entropy=entropies[:: max(1, len(entropies) // 20)],
         monitor_alarms=[{"step": a.step, "entropy": round(a.entropy, 4)} for a in monitor.alarms],

@@ -1,0 +1,88 @@
+"""The experiment's protocol defaults, the legacy configuration key, the cov-arm sweeps and the
+matched-entropy comparison (issue 18)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkgate.jobs.experiment.arms import parse_arm
+from forkgate.jobs.experiment.matched import matched_comparison
+from forkgate.jobs.experiment.options import ExperimentOptions
+from forkgate.jobs.experiment.protocol import LEGACY, config_key
+
+
+def _parsed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *flags: str) -> ExperimentOptions:
+    import forkgate.jobs.experiment as experiment
+    from forkgate.cli import main
+
+    seen: list[ExperimentOptions] = []
+
+    def record(opts: ExperimentOptions, *, as_json: bool = False) -> int:
+        seen.append(opts)
+        return 0
+
+    monkeypatch.setattr(experiment, "run_experiment", record)
+    assert main(["experiment", "countdown", "--workdir", str(tmp_path), *flags]) == 0
+    [opts] = seen
+    return opts
+
+
+def test_no_size_flags_run_issue_18s_protocol(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    opts = _parsed(monkeypatch, tmp_path)
+    assert (opts.steps, opts.eval_tasks, opts.eval_n, opts.free_n) == (200, 256, 32, 64)
+    assert len(opts.seeds) >= 5
+    assert config_key(opts) == config_key(ExperimentOptions())  # the CLI's and the API's agree
+
+
+def test_legacy_fields_at_their_old_value_stay_out_of_the_key() -> None:
+    """The key of the first runs is the hash of the fields they had: ``free_n`` is not one."""
+    old = ExperimentOptions(free_n=LEGACY["free_n"])
+    fields = {k: v for k, v in asdict(old).items() if k not in LEGACY}
+    fields = {k: v for k, v in fields.items() if k not in ("workdir", "arms", "seeds", "threads")}
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
+    assert config_key(old) == digest.hexdigest()[:12]
+    assert config_key(old) != config_key(ExperimentOptions(free_n=64))
+
+
+def test_cov_arms_sweep_the_selected_share() -> None:
+    assert parse_arm("kl-cov@0.05").cov_ratio == 0.05
+    assert parse_arm("clip-cov@0.2").cov_ratio == 0.2
+    assert parse_arm("kl-cov").cov_ratio is None  # the options' cov_ratio
+    for bad in ("clip-cov@0", "kl-cov@2"):
+        with pytest.raises(ValueError, match="share"):
+            parse_arm(bad)
+
+
+def _rec(h: float, p1: float, ec: float) -> dict[str, Any]:
+    return {"end": {"feasible_entropy": h, "pass@1": p1, "EC@16": ec}}
+
+
+def test_matched_comparison_interpolates_at_the_budget_and_never_extrapolates() -> None:
+    runs = {
+        "grpo-unscored": {0: _rec(0.4, 0.30, 0.50), 1: _rec(0.5, 0.32, 0.52)},
+        # kl-cov: 0.01 (bare) and 0.1 bracket both seeds' budgets
+        "kl-cov": {0: _rec(0.2, 0.40, 0.45), 1: _rec(0.3, 0.40, 0.46)},
+        "kl-cov@0.1": {0: _rec(0.6, 0.30, 0.60), 1: _rec(0.7, 0.30, 0.62)},
+        # clip-cov never reaches the budget: no matched value
+        "clip-cov@0.05": {0: _rec(0.1, 0.4, 0.4), 1: _rec(0.1, 0.4, 0.4)},
+    }
+    doc = matched_comparison(runs)
+    kl = doc["methods"]["kl-cov"]
+    assert kl["arms"] == ["kl-cov", "kl-cov@0.1"] and kl["seeds_matched"] == [0, 1]
+    assert kl["per_seed"][0] == {"pass@1": 0.35, "EC@16": 0.525, "knob": 0.055}
+    assert kl["per_seed"][1] == {"pass@1": 0.35, "EC@16": 0.54, "knob": 0.055}
+    assert kl["Δpass@1 vs grpo-unscored"]["diffs"] == [5.0, 3.0]
+    assert kl["ΔEC@16 vs grpo-unscored"]["mean"] == pytest.approx(2.25)
+    clip = doc["methods"]["clip-cov"]
+    assert clip["seeds_matched"] == [] and "pass@1" not in clip
+    fixed = matched_comparison(runs, budget=0.25)["methods"]["kl-cov"]
+    assert fixed["seeds_matched"] == [0] and fixed["per_seed"][1] is None  # 0.25 < seed 1's 0.3
+    assert fixed["per_seed"][0]["pass@1"] == pytest.approx(0.3875)
