@@ -34,7 +34,7 @@ from certd.v1 import tasks_pb2
 
 
 def envelopes(key: SigningKey, n: int) -> list[bytes]:
-    """``n`` distinct feasibility certificates, shaped as certd signs them (the audit opens each)."""
+    """``n`` distinct feasibility certificates shaped as certd signs them (the audit opens all)."""
     out = []
     for i in range(n):
         task = tasks_pb2.Task(
