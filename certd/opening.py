@@ -111,17 +111,15 @@ def _issued_at(obj: Any) -> int:
     return at
 
 
-def _is(value: object, kind: str) -> bool:
-    if kind == _INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, str if kind == _STR else dict)
+_TYPES = {_STR: str, _INT: int, _OBJ: dict}
 
 
 def _check_shape(st: Statement) -> None:
     """Every field the predicate type needs, of its type, and subjects that agree with it."""
     p = st.predicate
     for name, kind in _SHAPES[st.predicate_type].items():
-        if not _is(p.get(name), kind):
+        value = p.get(name)
+        if not isinstance(value, _TYPES[kind]) or (kind == _INT and isinstance(value, bool)):
             raise MalformedStatementError(
                 f"expected predicate.{name} to be {kind}, got {p.get(name)!r:.60}"
             )

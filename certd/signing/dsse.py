@@ -183,7 +183,7 @@ class Envelope:
             ) from e
         if not isinstance(obj, dict):
             raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
-        if set(obj) != _ENVELOPE_FIELDS:
+        if obj.keys() != _ENVELOPE_FIELDS:
             raise MalformedStatementError(
                 f"expected fields {sorted(_ENVELOPE_FIELDS)}, got {sorted(obj)}"
             )
@@ -199,7 +199,7 @@ class Envelope:
             )
         parsed: list[EnvelopeSignature] = []
         for i, s in enumerate(sigs):
-            if not isinstance(s, dict) or "sig" not in s or not set(s) <= _SIGNATURE_FIELDS:
+            if not isinstance(s, dict) or "sig" not in s or not s.keys() <= _SIGNATURE_FIELDS:
                 raise MalformedStatementError(
                     f"expected signature {i} as {{keyid, sig}}, got {s!r:.60}"
                 )

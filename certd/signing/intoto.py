@@ -45,6 +45,10 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 
 _STATEMENT_FIELDS = frozenset({"_type", "subject", "predicateType", "predicate"})
 _SHA256_HEX = re.compile("[0-9a-f]{64}")
+# What ``json.dumps(obj, **these)`` builds per call, built once (it keeps no state between calls).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def canonical_json(obj: object) -> bytes:
@@ -60,9 +64,7 @@ def canonical_json(obj: object) -> bytes:
         UTF-8 bytes, keys sorted, no whitespace, non-ASCII kept as UTF-8.
     """
     try:
-        text = json.dumps(
-            obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _CANONICAL.encode(obj)
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"expected a JSON-serializable value: {e}") from e
     return text.encode("utf-8")
