@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from typing import Any
 
 from certd.errors import MalformedStatementError, UnknownKeyError, WrongPredicateError
 from certd.ledger.checkpoint import Checkpoint, open_checkpoint
@@ -34,8 +35,10 @@ from certd.signing.intoto import (
     IN_TOTO_PAYLOAD_TYPE,
     Statement,
     canonical_json,
+    load_statement_json,
     parse_statement,
     sha256_hex,
+    statement_from_object,
 )
 
 __all__ = [
@@ -92,25 +95,31 @@ def _claimed_time(payload: bytes) -> int:
     verifies only what it signed inside its window.
     """
     try:
-        at = json.loads(payload)["predicate"]["issued_at"]
-    except (ValueError, KeyError, TypeError) as e:
+        obj = json.loads(payload)
+    except ValueError as e:
+        raise MalformedStatementError("expected a statement with predicate.issued_at") from e
+    return _issued_at(obj)
+
+
+def _issued_at(obj: Any) -> int:
+    try:
+        at = obj["predicate"]["issued_at"]
+    except (KeyError, TypeError) as e:
         raise MalformedStatementError("expected a statement with predicate.issued_at") from e
     if not isinstance(at, int) or isinstance(at, bool):
         raise MalformedStatementError(f"expected issued_at to be an integer, got {at!r:.40}")
     return at
 
 
-def _is(value: object, kind: str) -> bool:
-    if kind == _INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, str if kind == _STR else dict)
+_TYPES = {_STR: str, _INT: int, _OBJ: dict}
 
 
 def _check_shape(st: Statement) -> None:
     """Every field the predicate type needs, of its type, and subjects that agree with it."""
     p = st.predicate
     for name, kind in _SHAPES[st.predicate_type].items():
-        if not _is(p.get(name), kind):
+        value = p.get(name)
+        if not isinstance(value, _TYPES[kind]) or (kind == _INT and isinstance(value, bool)):
             raise MalformedStatementError(
                 f"expected predicate.{name} to be {kind}, got {p.get(name)!r:.60}"
             )
@@ -168,8 +177,19 @@ def open_statement(
     if not any(keys.lookup(sig.keyid) for sig in env.signatures):
         ids = ", ".join(sig.keyid for sig in env.signatures)
         raise UnknownKeyError(f"no trusted key has key id {ids}")
-    payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
-    st = parse_statement(payload)
+    # Parse the payload once, strictly (UTF-8, unique keys): the object the step-by-step
+    # path would read, so the same outcome; anything odd takes the step-by-step path.
+    try:
+        obj: Any = load_statement_json(env.payload)
+        strict = True
+    except MalformedStatementError:
+        obj, strict = None, False
+    if strict:
+        verify_envelope(env, keys, at_time=_issued_at(obj))
+        st = statement_from_object(obj)
+    else:
+        payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
+        st = parse_statement(payload)
     if st.predicate_type not in wanted:
         raise WrongPredicateError(
             f"predicate type: expected {' or '.join(sorted(wanted))}, got {st.predicate_type}"

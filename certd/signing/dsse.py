@@ -82,12 +82,18 @@ def _b64(data: bytes) -> str:
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise SigningError(f"expected unique JSON keys, got {k!r} twice")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # rare: name the first key seen twice
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise SigningError(f"expected unique JSON keys, got {k!r} twice")
+            seen.add(k)
     return out
+
+
+# ``json.loads(text, object_pairs_hook=...)``, without building a decoder per call.
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_reject_duplicates)
 
 
 def _b64decode(text: object, what: str) -> bytes:
@@ -97,7 +103,8 @@ def _b64decode(text: object, what: str) -> bytes:
         )
     try:
         # DSSE allows standard or URL-safe base64; map URL-safe to standard, then be strict.
-        data = text.translate(_URLSAFE_TO_STD).encode("ascii")
+        std = text.translate(_URLSAFE_TO_STD) if "-" in text or "_" in text else text
+        data = std.encode("ascii")
         return base64.b64decode(data, validate=True)
     except (binascii.Error, UnicodeEncodeError) as e:
         raise MalformedStatementError(f"expected base64 in {what}, got {text[:40]!r}") from e
@@ -169,14 +176,14 @@ class Envelope:
             The envelope (signatures not yet verified).
         """
         try:
-            obj = json.loads(data.decode("utf-8"), object_pairs_hook=_reject_duplicates)
+            obj = _STRICT_JSON.decode(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
             raise MalformedStatementError(
                 "expected a JSON DSSE envelope, got malformed JSON"
             ) from e
         if not isinstance(obj, dict):
             raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
-        if set(obj) != _ENVELOPE_FIELDS:
+        if obj.keys() != _ENVELOPE_FIELDS:
             raise MalformedStatementError(
                 f"expected fields {sorted(_ENVELOPE_FIELDS)}, got {sorted(obj)}"
             )
@@ -192,7 +199,7 @@ class Envelope:
             )
         parsed: list[EnvelopeSignature] = []
         for i, s in enumerate(sigs):
-            if not isinstance(s, dict) or "sig" not in s or not set(s) <= _SIGNATURE_FIELDS:
+            if not isinstance(s, dict) or "sig" not in s or not s.keys() <= _SIGNATURE_FIELDS:
                 raise MalformedStatementError(
                     f"expected signature {i} as {{keyid, sig}}, got {s!r:.60}"
                 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,11 @@ __all__ = [
     "STATEMENT_TYPE",
     "Statement",
     "canonical_json",
+    "load_statement_json",
     "make_statement",
     "parse_statement",
     "sha256_hex",
+    "statement_from_object",
     "verify_statement_envelope",
 ]
 
@@ -41,7 +44,11 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 """The ``_type`` of an in-toto Statement v1."""
 
 _STATEMENT_FIELDS = frozenset({"_type", "subject", "predicateType", "predicate"})
-_HEX = frozenset("0123456789abcdef")
+_SHA256_HEX = re.compile("[0-9a-f]{64}")
+# What ``json.dumps(obj, **these)`` builds per call, built once (it keeps no state between calls).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def canonical_json(obj: object) -> bytes:
@@ -57,9 +64,7 @@ def canonical_json(obj: object) -> bytes:
         UTF-8 bytes, keys sorted, no whitespace, non-ASCII kept as UTF-8.
     """
     try:
-        text = json.dumps(
-            obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _CANONICAL.encode(obj)
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"expected a JSON-serializable value: {e}") from e
     return text.encode("utf-8")
@@ -78,7 +83,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _check_digest(name: str, digest: object) -> str:
-    if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
+    if not isinstance(digest, str) or _SHA256_HEX.fullmatch(digest) is None:
         raise MalformedStatementError(
             f"expected subject {name!r} sha256 as 64 lowercase hex digits, got {digest!r:.80}"
         )
@@ -163,12 +168,18 @@ def make_statement(
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise MalformedStatementError(f"expected unique JSON keys, got {k!r} twice")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # rare: name the first key seen twice
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise MalformedStatementError(f"expected unique JSON keys, got {k!r} twice")
+            seen.add(k)
     return out
+
+
+# ``json.loads(text, object_pairs_hook=...)``, without building a decoder per call.
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_reject_duplicates)
 
 
 def parse_statement(data: bytes) -> Statement:
@@ -185,10 +196,30 @@ def parse_statement(data: bytes) -> Statement:
     Returns:
         The statement.
     """
+    return statement_from_object(load_statement_json(data))
+
+
+def load_statement_json(data: bytes) -> Any:
+    """Parse statement bytes as strict JSON (UTF-8, unique keys), not yet validated.
+
+    ``parse_statement(data)`` is ``statement_from_object(load_statement_json(data))``; the
+    two halves let a caller that needs a field before validating parse the bytes once.
+
+    Raises:
+        MalformedStatementError: the bytes are not UTF-8 JSON with unique keys.
+    """
     try:
-        obj = json.loads(data.decode("utf-8"), object_pairs_hook=_reject_duplicates)
+        return _STRICT_JSON.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise MalformedStatementError("expected a JSON statement, got malformed JSON") from e
+
+
+def statement_from_object(obj: Any) -> Statement:
+    """Validate a parsed statement (``load_statement_json``'s result) as a Statement v1.
+
+    Raises:
+        SigningError: the object is not a valid Statement v1.
+    """
     if not isinstance(obj, dict):
         raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
     if set(obj) != _STATEMENT_FIELDS:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from certd.errors import (
@@ -74,13 +77,45 @@ def test_each_other_step_has_its_error() -> None:
         open_statement(envelope(receipt(issued_at=True)), RING, PREDICATE_VERDICT_RECEIPT)  # type: ignore[arg-type]
 
 
-def test_a_flipped_signature_is_a_bad_signature() -> None:
-    import base64
-    import json
-
-    env = json.loads(envelope(receipt()))
+def flip_signature(data: bytes) -> bytes:
+    env = json.loads(data)
     sig = bytearray(base64.b64decode(env["signatures"][0]["sig"]))
     sig[0] ^= 1
     env["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    return json.dumps(env).encode()
+
+
+def test_a_flipped_signature_is_a_bad_signature() -> None:
     with pytest.raises(BadSignatureError):
-        open_statement(json.dumps(env).encode(), RING, PREDICATE_VERDICT_RECEIPT)
+        open_statement(flip_signature(envelope(receipt())), RING, PREDICATE_VERDICT_RECEIPT)
+
+
+def test_payloads_the_strict_parse_refuses_fail_as_step_by_step() -> None:
+    """Duplicate keys or non-UTF-8 payloads: the signature is still checked first."""
+    body = receipt()
+    duplicated = body[:-1] + b',"_type":"https://in-toto.io/Statement/v1"}'
+    with pytest.raises(MalformedStatementError, match="'_type' twice"):
+        open_statement(envelope(duplicated), RING, PREDICATE_VERDICT_RECEIPT)
+    with pytest.raises(BadSignatureError):
+        open_statement(flip_signature(envelope(duplicated)), RING, PREDICATE_VERDICT_RECEIPT)
+    other = SigningKey.generate("certd.example/log")
+    impostor = KeyRing([other.verifier()])
+    with pytest.raises(UnknownKeyError):
+        open_statement(envelope(duplicated), impostor, PREDICATE_VERDICT_RECEIPT)
+    utf16 = body.decode().encode("utf-16")  # JSON, read for issued_at, but not UTF-8
+    with pytest.raises(MalformedStatementError, match="malformed JSON"):
+        open_statement(envelope(utf16), RING, PREDICATE_VERDICT_RECEIPT)
+    window = KeyRing([TrustedKey(KEY.verifier(), not_before=50, not_after=150)])
+    with pytest.raises(UnknownKeyError, match="at 200"):  # the window is still applied
+        open_statement(envelope(receipt(200).decode().encode("utf-16")), window, "x")
+
+
+def test_url_safe_base64_envelopes_open() -> None:
+    env = json.loads(envelope(receipt()))
+    env["payload"] = base64.urlsafe_b64encode(base64.b64decode(env["payload"])).decode()
+    env["signatures"][0]["sig"] = base64.urlsafe_b64encode(
+        base64.b64decode(env["signatures"][0]["sig"])
+    ).decode()
+    assert set("-_") & set(env["signatures"][0]["sig"])  # the URL-safe alphabet is exercised
+    st = open_statement(json.dumps(env).encode(), RING, PREDICATE_VERDICT_RECEIPT)
+    assert st.predicate["batch_size"] == 2
