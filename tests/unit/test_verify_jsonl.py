@@ -4,6 +4,8 @@ a server-rejected item reported with its own file line, input read ahead by a bo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -81,3 +83,13 @@ def test_input_is_read_ahead_by_at_most_inflight_plus_one_batches() -> None:
             break
     outputs.close()  # stops reading: the rest of the input is never touched
     assert read < 600
+
+
+def test_the_cli_starts_without_signing_or_package_metadata() -> None:
+    """Start-up is part of every verify-batch run: the signing stack (cryptography) loads only
+    when ``--trust`` asks for receipt checks, package metadata only for ``--version``."""
+    code = "import sys, forkgate.cli\nprint(' '.join(sorted(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(run.stdout.split())
+    assert not loaded & {"certd.signing", "certd.statements", "cryptography"}
+    assert "importlib.metadata" not in loaded
