@@ -5,12 +5,13 @@ Input: ``bench_verify``'s 2,000 model-like answers (correct witnesses and wrong 
 expressions over 250 puzzles) repeated ``COPIES`` times with distinct ids, as task-object lines
 ``{"id", "domain", "task", "response"}``. Ours: the wall time of the whole ``forkgate
 verify-batch`` process (interpreter start, imports, reading, verifying through a ``certd serve``
-process on loopback with receipts signed and logged, writing), with and without ``--trust``
-(receipt checking). Peer: reasoning-gym's ``score_answer`` called in this process (its import
-and dataset creation not counted). Also reported: the CLI's start-up alone (``--version``),
-and CPU seconds of each side (ours: the CLI process plus the certd server and its workers),
-which a shared machine's load distorts less than wall time: on a contended machine a side
-that runs in several processes gets more CPU shares than a one-process side.
+process on loopback with receipts signed and logged, writing; the server serves Countdown only, see
+``SERVER_CONFIG``), with and without ``--trust`` (receipt checking). Peer: reasoning-gym's
+``score_answer`` called in this process (its import and dataset creation not counted). Also
+reported: the CLI's start-up alone (``--version``), and CPU seconds of each side (ours: the CLI
+process plus the certd server and its workers), which a shared machine's load distorts less than
+wall time: on a contended machine a side that runs in several processes gets more CPU shares than a
+one-process side.
 
 Rounds are interleaved (reasoning-gym, CLI, CLI with ``--trust``, start-up), so a shared
 machine's load hits both sides alike.
@@ -33,8 +34,12 @@ from bench_verify import answers
 
 from forkgate.local import LocalCertd
 
-COPIES = 10  # 20,000 lines: start-up (~0.5 s idle) is part of what a user waits for
+COPIES = 10  # 20,000 lines: start-up (~0.3 s idle) is part of what a user waits for
 REPEATS = 3
+SERVER_CONFIG = {"math": {"enabled": False}}
+"""Countdown only, as ``bench_certify``: the math pool's start-up and idle-time grammar priming
+(tens of CPU seconds after each start) would load the machine during the rounds and count in
+the server's CPU seconds, though no math is checked here."""
 
 
 def _cli(*argv: str) -> float:
@@ -90,7 +95,9 @@ def main() -> None:
                     "response": f"<answer>{a}</answer>",
                 }
                 f.write(json.dumps(line) + "\n")
-        with LocalCertd(Path(tmp) / "d") as certd:
+        config = Path(tmp) / "config.json"
+        config.write_text(json.dumps(SERVER_CONFIG))
+        with LocalCertd(Path(tmp) / "d", config=config) as certd:
             base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
             _cli(*base)  # warm-up (the server's pools, the page cache)
             # Interleaved, one of each per round, so that a shared machine's load changes
@@ -122,6 +129,7 @@ def main() -> None:
         {
             "lines": n,
             "repeats": REPEATS,
+            "server_config": SERVER_CONFIG,
             "statuses": statuses,
             "median_seconds": {
                 "reasoning_gym_in_process": median(rg_s),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any, NoReturn
 
 __all__ = [
@@ -95,10 +94,25 @@ def emit(args: argparse.Namespace, obj: dict[str, Any], text: str) -> None:
 
 def package_version() -> str:
     """The installed ForkGate version ("unknown" when run from a bare checkout)."""
+    from importlib import metadata  # only when asked: it costs start-up time to every verb
+
     try:
         return metadata.version("forkgate")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``prog version`` and exit (the version looked up only then)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, help="show program's version number and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"{parser.prog} {package_version()}")  # stdout, as argparse's own action
+        parser.exit()
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -112,7 +126,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 def finish_parser(parser: argparse.ArgumentParser, *, version: bool = False) -> None:
     """Show defaults in the help of ``parser`` and all its subcommands; add ``--version``."""
     if version:
-        parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+        parser.add_argument("--version", action=_VersionAction)
     todo = [parser]
     while todo:
         p = todo.pop()

@@ -11,23 +11,13 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import grpc
 from google.rpc.error_details_pb2 import BadRequest, ErrorInfo, RequestInfo
 from grpc_status import rpc_status
 
 from certd.errors import CertdError
-from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey, read_verifier_key
-from certd.statements import (
-    batch_tree,
-    task_digest,
-    verdict_digest,
-    verify_certificate,
-    verify_receipt,
-    verify_verdict,
-)
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from ._retry import MAX_ATTEMPTS, service_config
@@ -44,6 +34,10 @@ from .errors import (
     VerificationError,
 )
 from .tasks import TaskLike, as_task
+
+if TYPE_CHECKING:  # signing and statements load only when receipts are checked (start-up time)
+    from certd.signing.dsse import KeyRing
+    from certd.signing.keys import VerifierKey
 
 ERROR_DOMAIN = "certd"
 """``ErrorInfo.domain`` of certd's refusals (``certd.service.interceptors.ERROR_DOMAIN``)."""
@@ -145,7 +139,12 @@ def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> K
     Raises:
         VerificationError: a key cannot be parsed.
     """
-    if keys is None or isinstance(keys, KeyRing):
+    if keys is None:
+        return None
+    from certd.signing.dsse import KeyRing
+    from certd.signing.keys import VerifierKey, read_verifier_key
+
+    if isinstance(keys, KeyRing):
         return keys
     parsed: list[VerifierKey] = []
     for k in keys:
@@ -345,6 +344,8 @@ def check_batch(
     if len(reply.verdicts) != len(requests):
         raise VerificationError(f"verdicts: expected {len(requests)}, got {len(reply.verdicts)}")
     if keys is not None:
+        from certd.statements import task_digest, verify_receipt, verify_verdict
+
         try:
             claim = verify_receipt(reply.receipt, keys)
             digests: dict[bytes, str] = {}  # a rollout batch repeats each task
@@ -371,6 +372,8 @@ def check_certificate(
         VerificationError: signature, statement, witness or inclusion proof does not verify.
     """
     if keys is not None:
+        from certd.statements import verify_certificate
+
         try:
             verify_certificate(cert, keys, task=task)
         except CertdError as e:
@@ -432,6 +435,8 @@ class StreamChecker:
             return []
         if self._keys is None:
             return []
+        from certd.statements import batch_tree, task_digest, verdict_digest, verify_receipt
+
         group, self._group = self._group, []
         try:
             claim = verify_receipt(reply.receipt, self._keys)

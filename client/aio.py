@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 import grpc.aio
 
-from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
@@ -47,6 +45,10 @@ from ._base import (
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
+
+if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
+    from certd.signing.dsse import KeyRing
+    from certd.signing.keys import VerifierKey
 
 __all__ = ["AsyncCertdClient"]
 

@@ -35,7 +35,6 @@ from google.protobuf import json_format
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_REFUSED, EXIT_USAGE, exit_code_of
-from certd.statements import verify_certificate
 from certd.v1 import authority_pb2
 
 from ._base import ClientSettings
@@ -111,6 +110,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_cert(args: argparse.Namespace) -> int:
+    from certd.statements import verify_certificate  # signing: only for the verbs that check
+
     keys = trust_arg(args.trust)
     assert keys is not None  # --trust is required
     cert = authority_pb2.Certificate()

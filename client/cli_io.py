@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from certd.signing.dsse import KeyRing
 from certd.task_object import make_task, parse_task_object
 from certd.v1 import tasks_pb2
 
 from ._base import load_keyring
 from .errors import InvalidRequestError, VerificationError
+
+if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
+    from certd.signing.dsse import KeyRing
 
 __all__ = [
     "open_in",

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
-from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey
 from certd.v1 import (
     authority_pb2,
     authority_pb2_grpc,
@@ -52,6 +50,10 @@ from ._base import (
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
+
+if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
+    from certd.signing.dsse import KeyRing
+    from certd.signing.keys import VerifierKey
 
 __all__ = ["CertdClient"]
 

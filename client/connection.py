@@ -32,15 +32,16 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey
+from typing import TYPE_CHECKING, Any, Union
 
 from ._base import ClientSettings, channel_credentials, server_name_options
 from .aio import AsyncCertdClient
 from .client import CertdClient
 from .errors import InvalidRequestError
+
+if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
+    from certd.signing.dsse import KeyRing
+    from certd.signing.keys import VerifierKey
 
 __all__ = [
     "Connection",
@@ -63,7 +64,7 @@ _ENV = {
     "tls_server_name": "FORKGATE_TLS_SERVER_NAME",
 }
 
-Keys = KeyRing | Iterable[str | Path | VerifierKey] | None
+Keys = Union["KeyRing", Iterable[Union[str, Path, "VerifierKey"]], None]
 
 
 def split_addresses(value: str | Sequence[str]) -> tuple[str, ...]:

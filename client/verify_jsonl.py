@@ -163,11 +163,15 @@ def _bad_index(error: InvalidRequestError) -> int | None:
     return None
 
 
-def _verify_chunk(client: CertdClient, items: list[_Item]) -> list[dict[str, Any]]:
-    """One batch: send the well-formed items, drop a server-rejected one and resend; the output
-    objects in input order."""
+_Outcome = dict[str, Any] | verifier_pb2.Verdict
+"""An item's error fields, or its verdict (made a line by the reader, off the sending thread)."""
+
+
+def _verify_chunk(client: CertdClient, items: list[_Item]) -> list[_Outcome]:
+    """One batch: send the well-formed items, drop a server-rejected one and resend; each
+    item's outcome, in input order."""
     pending = [it for it in items if it.request is not None]
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[int, _Outcome] = {}
     while pending:
         try:
             verdicts = client.verify_batch([it.request for it in pending])  # type: ignore[misc]
@@ -180,10 +184,15 @@ def _verify_chunk(client: CertdClient, items: list[_Item]) -> list[dict[str, Any
             it = pending.pop(bad)
             results[id(it)] = _error_fields(it.line_no, str(e), e.field[e.field.index("]") + 2 :])
             continue
-        for it, v in zip(pending, verdicts, strict=True):
-            results[id(it)] = verdict_line(v)
+        results.update(zip(map(id, pending), verdicts, strict=True))
         break
-    return [it.output(it.error if it.error is not None else results[id(it)]) for it in items]
+    return [it.error if it.error is not None else results[id(it)] for it in items]
+
+
+def _outputs(items: list[_Item], sent: Future[list[_Outcome]]) -> Iterator[dict[str, Any]]:
+    """A chunk's output objects: the input objects with their verdict or error fields."""
+    for it, outcome in zip(items, sent.result(), strict=True):
+        yield it.output(outcome if isinstance(outcome, dict) else verdict_line(outcome))
 
 
 def _chunks(lines: Iterable[str | bytes], batch_size: int) -> Iterator[list[_Item]]:
@@ -221,14 +230,14 @@ def verify_lines(
     if inflight < 1:
         raise InvalidRequestError(f"--inflight: expected >= 1, got {inflight}", field="inflight")
     with ThreadPoolExecutor(inflight, thread_name_prefix="verify-batch") as pool:
-        running: deque[Future[list[dict[str, Any]]]] = deque()
+        running: deque[tuple[list[_Item], Future[list[_Outcome]]]] = deque()
         try:
             for chunk in _chunks(lines, batch_size):
-                running.append(pool.submit(_verify_chunk, client, chunk))
-                while len(running) > inflight or (running and running[0].done()):
-                    yield from running.popleft().result()
+                running.append((chunk, pool.submit(_verify_chunk, client, chunk)))
+                while len(running) > inflight or (running and running[0][1].done()):
+                    yield from _outputs(*running.popleft())
             while running:
-                yield from running.popleft().result()
+                yield from _outputs(*running.popleft())
         finally:
-            for f in running:
+            for _, f in running:
                 f.cancel()

@@ -49,6 +49,10 @@ class CheckItem:
     response: str
     domain: str = "countdown"
 
+    def __reduce__(self) -> tuple[type[CheckItem], tuple[str, DomainTask, str, str, str]]:
+        # Pickled as a constructor call (see ``CheckResult``): each chunk goes to a worker.
+        return (CheckItem, (self.item_id, self.task, self.task_sha256, self.response, self.domain))
+
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:

@@ -177,19 +177,30 @@ def verdict_to_pb(verdict: Verdict, item_id: str, elapsed_ms: float) -> verifier
 
 
 def encode_verdicts(
-    items: Sequence[CheckItem], results: Sequence[CheckResult]
+    items: Sequence[CheckItem],
+    results: Sequence[CheckResult],
+    paths: Sequence[Sequence[bytes]] | None = None,
 ) -> verifier_pb2.VerifyBatchResponse:
-    """A batch's verdicts, with their digests, as a reply (receipt and paths not yet set).
+    """A batch's verdicts, with their digests, as a reply (the receipt not yet set).
 
     Args:
         items: the checked items (their ids).
         results: the authority's results, one per item, in the same order.
+        paths: each verdict's inclusion path in the batch's receipt (``receipt_path`` is set
+            with index, batch size and hashes); None leaves ``receipt_path`` unset.
     """
     reply = verifier_pb2.VerifyBatchResponse()
     add = reply.verdicts.add
-    for item, result in zip(items, results, strict=True):
+    if paths is None:
+        for item, result in zip(items, results, strict=True):
+            fields = _verdict_fields(result.verdict, item.item_id, result.elapsed_ms)
+            add(digest=result.digest, **fields)
+        return reply
+    size = len(results)
+    for i, (item, result, path) in enumerate(zip(items, results, paths, strict=True)):
         fields = _verdict_fields(result.verdict, item.item_id, result.elapsed_ms)
-        add(digest=result.digest, **fields)
+        where = {"index": i, "batch_size": size, "hashes": path}  # a dict: the cheapest build
+        add(digest=result.digest, receipt_path=where, **fields)
     return reply
 
 

@@ -10,6 +10,7 @@ receipt (``ReceiptIssuer.issue``: signed, logged, proved), and encodes both once
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 
 import grpc
@@ -23,25 +24,50 @@ from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.convert import checked_task, encode_verdicts, proof_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
-from certd.v1 import verifier_pb2, verifier_pb2_grpc
+from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]
 
 
 class _TaskCache:
-    """Converts each distinct task of a batch once (rollout batches repeat tasks n times)."""
+    """Converts each distinct task once, across batches (rollout batches repeat tasks n times,
+    and the next batch asks about the same tasks again).
 
-    def __init__(self, cfg: CertdConfig) -> None:
+    Bounded: past ``max_entries`` tasks or ``max_bytes`` of wire tasks the oldest are
+    forgotten. A cached task is a copy of the wire task, so it never keeps a request alive.
+    Thread-safe: the gRPC threads share one cache (a miss converts under a lock).
+    """
+
+    def __init__(self, cfg: CertdConfig, max_entries: int = 4096, max_bytes: int = 8 << 20) -> None:
         self._cfg = cfg
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._seen: dict[bytes, CheckedTask] = {}
+        self._lock = threading.Lock()
 
     def get(self, item: verifier_pb2.VerifyRequest, field: str) -> CheckedTask:
+        """The checked task of a request.
+
+        Raises:
+            InvalidInputError, LimitExceededError, UnsupportedError: as ``checked_task``.
+        """
         raw = item.task.SerializeToString(deterministic=True)
         hit = self._seen.get(raw)
-        if hit is None:
-            hit = checked_task(item.task, self._cfg, field)
-            if len(self._seen) < 4096:
-                self._seen[raw] = hit
+        if hit is not None:
+            return hit
+        hit = checked_task(tasks_pb2.Task.FromString(raw), self._cfg, field)
+        if len(raw) <= self._max_bytes:
+            with self._lock:
+                while self._seen and (
+                    len(self._seen) >= self._max_entries or self._bytes + len(raw) > self._max_bytes
+                ):
+                    oldest = next(iter(self._seen))
+                    self._bytes -= len(oldest)
+                    del self._seen[oldest]
+                if raw not in self._seen:
+                    self._seen[raw] = hit
+                    self._bytes += len(raw)
         return hit
 
 
@@ -52,6 +78,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         self._cfg = cfg
         self._pool = pool
         self._receipts = receipts
+        self._tasks = _TaskCache(cfg)
 
     @staticmethod
     def _pb(item: CheckItem, result: CheckResult) -> verifier_pb2.Verdict:
@@ -60,28 +87,11 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         return pb
 
     def _receipt(
-        self,
-        verdicts: Sequence[verifier_pb2.Verdict],
-        digests: Sequence[bytes],
-        seq: int = 0,
-        *,
-        fill_paths: bool = True,
+        self, verdicts: Sequence[verifier_pb2.Verdict], digests: Sequence[bytes], seq: int
     ) -> verifier_pb2.Receipt:
-        issued: IssuedReceipt = self._receipts.issue(digests, [v.verifier for v in verdicts])
-        if fill_paths:
-            for i, (v, path) in enumerate(zip(verdicts, issued.paths, strict=True)):
-                v.receipt_path.CopyFrom(
-                    verifier_pb2.ReceiptPath(
-                        index=i, batch_size=len(digests), hashes=path, receipt_seq=seq
-                    )
-                )
-        return verifier_pb2.Receipt(
-            envelope=issued.envelope,
-            batch_root=issued.root,
-            batch_size=len(digests),
-            inclusion=proof_to_pb(issued.index, issued.envelope, issued.checkpoint, issued.proof),
-            receipt_seq=seq,
-        )
+        """A stream group's receipt (its verdicts have left already, without paths)."""
+        issued = self._receipts.issue(digests, [v.verifier for v in verdicts])
+        return _receipt_pb(issued, len(digests), seq)
 
     def _batch(
         self, items: Sequence[verifier_pb2.VerifyRequest], field: str, job: Job
@@ -93,12 +103,15 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             raise LimitExceededError(
                 f"{field}: at most {limit} items per batch, got {len(items)}", field=field
             )
-        tasks = _TaskCache(self._cfg)
-        checks = [_item(req, tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)]
+        checks = [
+            _item(req, self._tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)
+        ]
         results = self._pool.check(checks, job)
-        reply = encode_verdicts(checks, results)
-        receipt = self._receipt(reply.verdicts, [r.digest for r in results])
-        reply.receipt.CopyFrom(receipt)
+        issued = self._receipts.issue(
+            [r.digest for r in results], [r.verdict.verifier for r in results]
+        )
+        reply = encode_verdicts(checks, results, issued.paths)  # each verdict with its path
+        reply.receipt.CopyFrom(_receipt_pb(issued, len(results)))
         return reply
 
     def Verify(
@@ -126,12 +139,11 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         """
         every = self._cfg.limits.stream_receipt_every
         job = rpc_job(context)
-        tasks = _TaskCache(self._cfg)
         group: list[verifier_pb2.Verdict] = []
         digests: list[bytes] = []
         seq = 0
         for n, req in enumerate(request_iterator):
-            check = _item(req, tasks.get(req, f"stream[{n}].task"))
+            check = _item(req, self._tasks.get(req, f"stream[{n}].task"))
             [result] = self._pool.check([check], job)
             verdict = self._pb(check, result)
             verdict.receipt_path.CopyFrom(
@@ -141,12 +153,22 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             digests.append(result.digest)
             yield verifier_pb2.VerifyStreamResponse(verdict=verdict)
             if len(group) == every:
-                receipt = self._receipt(group, digests, seq, fill_paths=False)
+                receipt = self._receipt(group, digests, seq)
                 yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
                 group, digests, seq = [], [], seq + 1
         if group:
-            receipt = self._receipt(group, digests, seq, fill_paths=False)
+            receipt = self._receipt(group, digests, seq)
             yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
+
+
+def _receipt_pb(issued: IssuedReceipt, size: int, seq: int = 0) -> verifier_pb2.Receipt:
+    return verifier_pb2.Receipt(
+        envelope=issued.envelope,
+        batch_root=issued.root,
+        batch_size=size,
+        inclusion=proof_to_pb(issued.index, issued.envelope, issued.checkpoint, issued.proof),
+        receipt_seq=seq,
+    )
 
 
 def _item(req: verifier_pb2.VerifyRequest, task: CheckedTask) -> CheckItem:
