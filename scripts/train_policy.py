@@ -112,7 +112,7 @@ def evaluate(
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data-seed", type=int, default=20261202)
     p.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
@@ -128,7 +128,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--eval-puzzles", type=int, default=200)
     p.add_argument("--eval-n", type=int, default=16)
     p.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS)
-    args = p.parse_args(argv)
+    return p
+
+
+def _train(
+    policy: Policy,
+    examples: list[Example],
+    args: argparse.Namespace,
+    rng: random.Random,
+    started: float,
+) -> list[float]:
+    """SFT with AdamW, linear warm-up then cosine decay to 10%; returns the per-step losses."""
+    opt = torch.optim.AdamW(
+        policy.model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98)
+    )
+    warmup = max(1, args.steps // 50)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: (
+            min(1.0, (s + 1) / warmup)
+            * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
+        ),
+    )
+    order: list[int] = []
+    losses: list[float] = []
+    for step in range(args.steps):
+        if len(order) < args.batch_size:
+            fresh = list(range(len(examples)))
+            rng.shuffle(fresh)
+            order.extend(fresh)
+        idx, order = order[: args.batch_size], order[args.batch_size :]
+        losses.append(sft_step(policy, [examples[i] for i in idx], opt))
+        sched.step()
+        if step % 100 == 0 or step == args.steps - 1:
+            recent = sum(losses[-100:]) / len(losses[-100:])
+            print(f"step {step} loss {recent:.4f} {time.time() - started:.0f}s", flush=True)
+    return losses
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     started = time.time()
     rng = random.Random(args.seed)
@@ -142,30 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     puzzles = small_countdown_puzzles(args.puzzles, seed=args.data_seed)
     examples, data_stats = build_examples(policy, puzzles, args.per_puzzle, rng)
     print(json.dumps({"data": data_stats, "params": policy.model.num_params()}), flush=True)
-    opt = torch.optim.AdamW(
-        policy.model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98)
-    )
-    warmup = max(1, args.steps // 50)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt,
-        lambda s: (
-            min(1.0, (s + 1) / warmup)
-            * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
-        ),
-    )
-    order: list[int] = []
-    losses = []
-    for step in range(args.steps):
-        if len(order) < args.batch_size:
-            fresh = list(range(len(examples)))
-            rng.shuffle(fresh)
-            order.extend(fresh)
-        idx, order = order[: args.batch_size], order[args.batch_size :]
-        losses.append(sft_step(policy, [examples[i] for i in idx], opt))
-        sched.step()
-        if step % 100 == 0 or step == args.steps - 1:
-            recent = sum(losses[-100:]) / len(losses[-100:])
-            print(f"step {step} loss {recent:.4f} {time.time() - started:.0f}s", flush=True)
+    losses = _train(policy, examples, args, rng, started)
     train_s = time.time() - started
     held_out = small_countdown_puzzles(args.eval_puzzles, seed=args.data_seed + 1)
     policy.model.eval()
