@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -42,6 +42,7 @@ __all__ = [
     "TrustedKey",
     "pae",
     "sign_envelope",
+    "unique_keys",
     "verify_envelope",
 ]
 
@@ -81,19 +82,24 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):  # rare: name the first key seen twice
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise SigningError(f"expected unique JSON keys, got {k!r} twice")
-            seen.add(k)
-    return out
+def unique_keys(error: type[SigningError]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json`` ``object_pairs_hook`` that refuses an object with a key twice, as ``error``."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):  # rare: name the first key seen twice
+            seen: set[str] = set()
+            for k, _ in pairs:
+                if k in seen:
+                    raise error(f"expected unique JSON keys, got {k!r} twice")
+                seen.add(k)
+        return out
+
+    return hook
 
 
 # ``json.loads(text, object_pairs_hook=...)``, without building a decoder per call.
-_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_reject_duplicates)
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=unique_keys(SigningError))
 
 
 def _b64decode(text: object, what: str) -> bytes:

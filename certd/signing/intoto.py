@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from certd.errors import InvalidInputError, MalformedStatementError
-from certd.signing.dsse import Envelope, KeyRing, verify_envelope
+from certd.signing.dsse import Envelope, KeyRing, unique_keys, verify_envelope
 from certd.signing.keys import VerifierKey
 
 __all__ = [
@@ -167,19 +167,7 @@ def make_statement(
     return Statement(tuple(pairs), predicate_type, predicate).to_json()
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):  # rare: name the first key seen twice
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise MalformedStatementError(f"expected unique JSON keys, got {k!r} twice")
-            seen.add(k)
-    return out
-
-
-# ``json.loads(text, object_pairs_hook=...)``, without building a decoder per call.
-_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_reject_duplicates)
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=unique_keys(MalformedStatementError))
 
 
 def parse_statement(data: bytes) -> Statement:
