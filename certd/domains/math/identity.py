@@ -19,7 +19,8 @@ The rules (``docs/math-domain.md`` "Exactness" states them with their error boun
   arbitrary-precision ``evalf(strict=True)``: a value it can bound away from zero to 30
   significant digits is nonzero (a *relative* bound: ``e^{-200}`` and ``2^{-200}`` are not
   0). A value that stays at 0 up to a working precision of ``100 + 2·D`` digits, where D is
-  the number of digits of all the literals in the expression, is then proved zero exactly
+  the number of digits of all the literals in the expression and of the integer parts of
+  its numeric function arguments, is then proved zero exactly
   (``simplify``, or the minimal polynomial of an algebraic number); a constant that cannot be
   proved zero is **not** equal.
 - **Expressions in variables that are not rational functions** are tested at ``points``
@@ -57,14 +58,36 @@ def literal_digits(expr: Any) -> int:
         expr: a SymPy expression.
 
     Returns:
-        The total, an upper bound on how much cancellation the literals can hide.
+        The total, with the integer-part digits of every numeric function argument: an upper
+        bound on how much cancellation the literals, and a huge argument's reduction, can hide.
     """
     total = 0
     for r in expr.atoms(sympy.Rational):
         total += int((abs(int(r.p)).bit_length() + int(r.q).bit_length()) * 0.30103) + 2
     for f in expr.atoms(sympy.Float):
         total += int(f._prec * 0.30103) + 2
+    for call in expr.atoms(sympy.Function):
+        total += sum(_magnitude_digits(arg) for arg in call.args)
     return total
+
+
+def _magnitude_digits(arg: Any) -> int:
+    """Decimal digits of a numeric function argument's integer part (0 if small or symbolic).
+
+    ``\\sin(1000!\\,\\pi x)`` at ``x = a/q`` needs its argument to ~2,570 digits before the
+    sine is known to any: the working precision must cover the argument's size, not only its
+    literals (``1000`` is four digits; ``1000!`` is 2,568).
+    """
+    if arg.free_symbols or not isinstance(arg, sympy.Expr):
+        return 0
+    try:
+        m = arg.evalf(15)
+    except (*_ERRORS, PrecisionExhausted):
+        return 0
+    if not isinstance(m, sympy.Float) or m.is_zero or not m.is_finite:
+        return 0
+    digits = int(sympy.log(abs(m), 10).evalf(15))
+    return digits + 2 if digits > 0 else 0
 
 
 @dataclass(slots=True)

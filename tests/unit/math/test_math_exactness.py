@@ -208,3 +208,21 @@ def test_infinity_and_integrals_survive_normalisation() -> None:
     assert parse_answer(r"\infty").value == sympy.oo
     assert parse_answer(r"x \in (0, \infty)").value == sympy.Interval.open(0, sympy.oo)
     assert parse_answer(r"\int_0^1 2x\,dx").value.doit() == 1
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        # Seeds that passed x + sin(1000!πx)·sin(1000!πy) for x before the working precision
+        # covered the size of a function's argument (only 1000's four digits were counted).
+        "ca2d41b1b2fa6dbf7a71aa6618cfeb32",
+        "33369f62ba76862b3743e4ce8491447a",
+        "230406bb774e642dc24b61263555f6aa",
+        "639f0c0b31490891f7e76a207d49e759",
+        "41d1830d1dfa8176aad6ca84dbfcbfef",
+    ],
+)
+def test_a_huge_argument_is_reduced_at_every_seed(seed: str) -> None:
+    answer = r"\boxed{x + \sin(1000!\pi x)\sin(1000!\pi y)}"
+    v = verify_math(MathTask(gold="x"), answer, seed=bytes.fromhex(seed))
+    assert v.status is W, v.detail
