@@ -61,10 +61,14 @@ def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) ->
             assert r["intervention_start"]["pairs"] == iv["pairs"]
     # A rerun with one more seed runs only the new pairs, and finds the fork trees the first
     # run left in the workdir (strat-v2 refuses to run without them).
-    # kl-cov@0.05: a point of the KL-Cov sweep the matched-entropy comparison interpolates.
-    again, _ = _run(work, ["strat-v2", "kl-cov@0.05"], ["0", "1"])
-    assert again["skipped"] == 2 and again["ran"] == 4
+    # kl-cov@0.05, kl-cov@1/10: points of the KL-Cov sweeps the matched-entropy comparison
+    # interpolates (the share; at full share, the coefficient).
+    again, _ = _run(work, ["strat-v2", "kl-cov@0.05", "kl-cov@1/10"], ["0", "1"])
+    assert again["skipped"] == 2 and again["ran"] == 6
+    recs = [json.loads(x) for x in (work / "results.jsonl").read_text().splitlines()]
+    knobs = {(r["cov_ratio"], r["kl_cov_coef"]) for r in recs if r["arm"] == "kl-cov@1/10"}
+    assert knobs == {(1.0, 10.0)}
     doc = write_analysis(work / "results.jsonl", work / "analysis")
-    assert doc["matched"]["methods"]["kl-cov"]["arms"] == ["kl-cov", "kl-cov@0.05"]
+    assert doc["matched"]["methods"]["kl-cov"]["arms"] == ["kl-cov", "kl-cov@0.05", "kl-cov@1/10"]
     assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}
     assert (work / "analysis" / "pareto.png").stat().st_size > 1000

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from forkgate.jobs.experiment.arms import parse_arm
-from forkgate.jobs.experiment.matched import matched_comparison
+from forkgate.jobs.experiment.arms import cov_knobs, parse_arm
+from forkgate.jobs.experiment.matched import _knob, matched_comparison
 from forkgate.jobs.experiment.options import ExperimentOptions
-from forkgate.jobs.experiment.protocol import LEGACY, config_key
+from forkgate.jobs.experiment.protocol import LEGACY, config_key, run_experiment
 
 
 def _parsed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *flags: str) -> ExperimentOptions:
@@ -59,6 +59,33 @@ def test_cov_arms_sweep_the_selected_share() -> None:
     for bad in ("clip-cov@0", "kl-cov@2"):
         with pytest.raises(ValueError, match="share"):
             parse_arm(bad)
+
+
+def test_cov_arms_take_a_second_knob_after_the_share() -> None:
+    kl = parse_arm("kl-cov@1/10")
+    assert (kl.cov_ratio, kl.kl_cov_coef, kl.clip_cov_lb) == (1.0, 10.0, None)
+    assert cov_knobs(kl, ExperimentOptions()) == (1.0, 10.0, (1.0, 5.0))
+    clip = parse_arm("clip-cov@1/0.25")
+    assert cov_knobs(clip, ExperimentOptions()) == (1.0, 1.0, (0.25, 5.0))
+    assert cov_knobs(parse_arm("kl-cov"), ExperimentOptions()) == (0.01, 1.0, (1.0, 5.0))
+    for bad, msg in (
+        ("grpo+kl@0.1/2", "second knob"),
+        ("kl-cov@1/0", "coefficient"),
+        ("kl-cov@1/x", "not a number"),
+        ("clip-cov@2/0.5", "share"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            parse_arm(bad)
+    assert _knob("kl-cov@1/10") == 10.0 and _knob("clip-cov@1/0.25") == 0.25
+    assert _knob("kl-cov@0.05") == 0.05 and _knob("grpo+kl@0.3") == 0.3
+
+
+def test_a_clip_cov_window_that_is_empty_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    work = tmp_path / "never"
+    opts = ExperimentOptions(workdir=work, arms=("grpo", "clip-cov@1/5"), seeds=(0,))
+    with pytest.raises(ValueError, match=r"lower bound 5\.0 must be below 5\.0"):
+        run_experiment(opts)
+    assert not work.exists()  # no certd started, no results file
 
 
 def _rec(h: float, p1: float, ec: float) -> dict[str, Any]:

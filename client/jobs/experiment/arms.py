@@ -3,19 +3,33 @@
 An arm is named by a spec string: a base name from ``ARMS``, optionally ``@weight`` for the
 arms with a weight knob (``grpo+kl@0.3``, ``grpo+replay@0.5``), so a Pareto sweep over the
 weight is a list of arms. For ``kl-cov`` and ``clip-cov`` the knob is the share of scored tokens
-they select (``kl-cov@0.05``; bare: ``ExperimentOptions.cov_ratio``): a sweep of it is what
-``matched`` interpolates at an entropy budget.
+they select (``kl-cov@0.05``; bare: ``ExperimentOptions.cov_ratio``), and an optional second
+knob after a slash: KL-Cov's coefficient (``kl-cov@1/10``: every token, coefficient 10) or
+Clip-Cov's lower covariance bound (``clip-cov@1/0.25``: every token whose covariance lies in
+(0.25, high)). Past a share of 1 the share no longer binds, so the second knob is how a sweep
+reaches an entropy budget; such a sweep is what ``matched`` interpolates.
+
+Example:
+    >>> parse_arm("kl-cov@1/10").kl_cov_coef
+    10.0
+    >>> from forkgate.jobs.experiment.options import ExperimentOptions
+    >>> cov_knobs(parse_arm("clip-cov@1/0.25"), ExperimentOptions())
+    (1.0, 1.0, (0.25, 5.0))
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .options import ExperimentOptions  # options imports KEY_ARMS from here
 
 __all__ = [
     "ARMS",
     "ArmSpec",
     "KEY_ARMS",
+    "cov_knobs",
     "parse_arm",
 ]
 
@@ -41,6 +55,8 @@ class ArmSpec:
         sft: fork-tree SFT before RL.
         loss: ``pg`` (clipped policy gradient), ``kl-cov`` or ``clip-cov`` (Cui et al. 2025).
         cov_ratio: the share of tokens KL-Cov / Clip-Cov select (None: the options' value).
+        kl_cov_coef: KL-Cov's coefficient (None: the options' value).
+        clip_cov_lb: Clip-Cov's lower covariance bound (None: the options' value).
     """
 
     name: str
@@ -53,6 +69,8 @@ class ArmSpec:
     sft: bool = False
     loss: Loss = "pg"
     cov_ratio: float | None = None
+    kl_cov_coef: float | None = None
+    clip_cov_lb: float | None = None
 
     @property
     def needs_forktrees(self) -> bool:
@@ -82,8 +100,16 @@ ARMS = tuple(_BASE)
 KEY_ARMS = ("grpo", "grpo-unscored", "grpo+replay", "strat-v2")
 
 
+def _number(spec: str, text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError as e:
+        raise ValueError(f"arm {spec!r}: {what} {text!r} is not a number") from e
+
+
 def parse_arm(spec: str) -> ArmSpec:
-    """The arm of a spec string (``name`` or ``name@weight``).
+    """The arm of a spec string (``name``, ``name@weight``, or ``name@share/knob`` for the
+    token-level arms).
 
     Raises:
         ValueError: unknown name, a weight on an arm without a knob, or a bad weight.
@@ -94,18 +120,34 @@ def parse_arm(spec: str) -> ArmSpec:
     arm = replace(_BASE[name], name=spec)
     if not weight:
         return arm
-    try:
-        w = float(weight)
-    except ValueError as e:
-        raise ValueError(f"arm {spec!r}: weight {weight!r} is not a number") from e
+    weight, slash, second = weight.partition("/")
+    if slash and arm.loss == "pg":
+        raise ValueError(f"arm {spec!r}: only kl-cov and clip-cov take a second knob")
+    w = _number(spec, weight, "weight")
     if w < 0:
         raise ValueError(f"arm {spec!r}: weight must be >= 0")
     if arm.kl_weight:
         return replace(arm, kl_weight=w)
     if arm.replay != "none":
         return replace(arm, replay_weight=w)
-    if arm.loss != "pg":
-        if not 0 < w <= 1:
-            raise ValueError(f"arm {spec!r}: the selected share must be in (0, 1]")
-        return replace(arm, cov_ratio=w)
-    raise ValueError(f"arm {name!r} has no weight knob")
+    if arm.loss == "pg":
+        raise ValueError(f"arm {name!r} has no weight knob")
+    if not 0 < w <= 1:
+        raise ValueError(f"arm {spec!r}: the selected share must be in (0, 1]")
+    arm = replace(arm, cov_ratio=w)
+    if not slash:
+        return arm
+    k = _number(spec, second, "second knob")
+    if arm.loss == "kl-cov":
+        if not k > 0:
+            raise ValueError(f"arm {spec!r}: the KL-Cov coefficient must be > 0")
+        return replace(arm, kl_cov_coef=k)
+    return replace(arm, clip_cov_lb=k)
+
+
+def cov_knobs(arm: ArmSpec, opts: ExperimentOptions) -> tuple[float, float, tuple[float, float]]:
+    """(selected share, KL-Cov coefficient, Clip-Cov window) of ``arm`` under ``opts``."""
+    ratio = opts.cov_ratio if arm.cov_ratio is None else arm.cov_ratio
+    coef = opts.kl_cov_coef if arm.kl_cov_coef is None else arm.kl_cov_coef
+    lo, hi = opts.clip_cov_bounds
+    return ratio, coef, (lo if arm.clip_cov_lb is None else arm.clip_cov_lb, hi)

@@ -1,7 +1,9 @@
 """KL-Cov, Clip-Cov and the entry KL compared at a matched entropy budget.
 
-Each method runs as a sweep of its knob (``kl-cov@0.002 … kl-cov@0.2``, ``grpo+kl@0.1 …``);
-nothing is tuned inside a run. For each seed, the method's arms give points (exact
+Each method runs as a sweep of one knob (``kl-cov@0.002 … kl-cov@0.2``, or at full share
+``kl-cov@1/1 … kl-cov@1/10``; ``grpo+kl@0.1 …``); nothing is tuned inside a run. The
+interpolation runs over entropy, so the arms of one configuration should sweep one knob: the
+knob reported is each arm's own (``_knob``). For each seed, the method's arms give points (exact
 feasible-entry entropy at the end, pass@1, EC@16, knob); the budget is the end feasible
 entropy of a reference arm at that seed (default ``grpo-unscored``) or a given number. The
 matched pass@1 and EC@16 are the linear interpolations between the two sweep points that
@@ -35,7 +37,13 @@ Point = tuple[float, float, float, float]  # (feasible entropy, pass@1, EC@16, k
 
 
 def _knob(arm: str) -> float:
+    """The knob a sweep varies: the second knob where set (``kl-cov@1/10``: 10), else the
+    share of a token-level arm, else the entry KL's weight."""
     spec = parse_arm(arm)
+    if spec.kl_cov_coef is not None:
+        return spec.kl_cov_coef
+    if spec.clip_cov_lb is not None:
+        return spec.clip_cov_lb
     if spec.loss != "pg":
         return ExperimentOptions.cov_ratio if spec.cov_ratio is None else spec.cov_ratio
     return spec.kl_weight

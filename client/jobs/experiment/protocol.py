@@ -16,7 +16,7 @@ from ...client import CertdClient
 from ...local import LocalCertd
 from ...puzzles import small_countdown_puzzles
 from . import seeds
-from .arms import parse_arm
+from .arms import cov_knobs, parse_arm
 from .evaluate import feasible_families
 from .options import ExperimentOptions
 from .train import Context, run_one, run_start
@@ -88,11 +88,15 @@ def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
     """Run the (arm, seed) pairs not yet in ``results.jsonl``; append each; return 0.
 
     Raises:
-        ValueError: an unknown arm.
+        ValueError: an unknown arm, or a Clip-Cov lower bound not below the window's top.
     """
     import torch
 
     arms = [parse_arm(a) for a in opts.arms]
+    for a in arms:
+        lo, hi = cov_knobs(a, opts)[2]
+        if a.loss == "clip-cov" and not lo < hi:
+            raise ValueError(f"arm {a.name!r}: the lower bound {lo} must be below {hi}")
     torch.set_num_threads(max(1, opts.threads))
     opts.workdir.mkdir(parents=True, exist_ok=True)
     out = opts.workdir / "results.jsonl"

@@ -22,7 +22,7 @@ from ...replay import FamilyReplay, coverage_plan
 from ..policy.policy import Policy
 from ..policy.train import MAX_GRAD_NORM, batch, example, sft_step, token_logprobs
 from ..run import entry_of
-from .arms import ArmSpec
+from .arms import ArmSpec, cov_knobs
 from .evaluate import (
     Feasible,
     evaluate,
@@ -151,6 +151,7 @@ def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor
     rows = list(range(len(b.examples)))
     run.rng.shuffle(rows)
     mbs = max(1, o.minibatches)
+    ratio, coef, bounds = cov_knobs(run.arm, o)
     for k in range(mbs):
         mb = torch.tensor(sorted(rows[k::mbs]))
         lp = token_logprobs(policy, ids[mb])
@@ -161,9 +162,9 @@ def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor
             mask[mb],
             kind=run.arm.loss,
             clip=o.clip,
-            cov_ratio=o.cov_ratio if run.arm.cov_ratio is None else run.arm.cov_ratio,
-            kl_coef=o.kl_cov_coef,
-            cov_bounds=o.clip_cov_bounds,
+            cov_ratio=ratio,
+            kl_coef=coef,
+            cov_bounds=bounds,
             seed=run.seeds.token_selection(step, k),
         )
         share = o.replay_n // mbs
@@ -293,7 +294,8 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     started = time.perf_counter()
     rec: dict[str, Any] = {"arm": arm.name, "seed": seed}
     if arm.loss != "pg":
-        rec["cov_ratio"] = o.cov_ratio if arm.cov_ratio is None else arm.cov_ratio
+        ratio, coef, (lb, _) = cov_knobs(arm, o)
+        rec.update(cov_ratio=ratio, kl_cov_coef=coef, clip_cov_lb=lb)
     run = _start_run(arm, ctx, RunSeeds(seed), rec)
     monitor = EntropyMonitor(max_drop=0.5, cooldown_steps=20)
     curve, entropies, rewards = [], [], []
