@@ -14,7 +14,7 @@ import torch
 from forkgate.advantages import grpo_advantages
 from forkgate.entry import feasible_mass
 from forkgate.forktree import countdown_prompt
-from forkgate.jobs.experiment.analysis import paired, pareto, verdicts
+from forkgate.jobs.experiment.analysis import intervention_summary, paired, pareto, verdicts
 from forkgate.jobs.experiment.arms import parse_arm
 from forkgate.jobs.experiment.losses import policy_loss, shuffled_rewards
 from forkgate.jobs.experiment.options import ExperimentOptions
@@ -245,3 +245,25 @@ def test_the_seeding_block_draws_the_seeds_the_results_were_made_with(run: int) 
     assert rollout_seed(11, 3, 2) == 11 + 7 * 3 + 104723 * 2
     assert forced_pair_seed(11, 4, 9) == 11 + 31 * 4 + 9
     assert pool_sample_seed(0, 5) == 5
+
+
+def _iv(pi: float, free: float, hits: int, forced: float) -> dict[str, Any]:
+    return {"pairs": 4, "mean_pi": pi, "free": free, "free_hits": hits, "free_samples": 256,
+            "forced": forced, "forced_samples": 32}  # fmt: skip
+
+
+def test_intervention_summary_pools_seeds_and_pairs_end_with_start() -> None:
+    end = {0: _iv(0.01, 0.5, 2, 0.25), 1: _iv(0.03, 0.0, 6, 0.5)}
+    start = {0: _iv(0.1, 0.5, 8, 0.5), 1: _iv(0.2, 0.25, 8, 0.5)}
+    runs = {
+        "start": {0: {"end": {}, "intervention": _iv(0.1, 0.5, 10, 0.5)}},
+        "grpo": {s: {"intervention": end[s], "intervention_start": start[s]} for s in (0, 1)},
+    }
+    out = intervention_summary(runs)
+    assert list(out) == ["grpo"]  # the start record has no starting-policy comparison
+    g = out["grpo"]
+    # free pooled over the entries, not averaged over seeds: (0.5·2 + 0·6) / 8
+    assert g["end"]["free"] == 0.125 and g["end"]["free_hits"] == 8
+    assert g["start"]["free"] == 0.375 and g["end"]["mean_pi"] == 0.02
+    assert g["end"]["forced"] == 0.375 and g["end"]["pairs"] == 8
+    assert g["Δforced"]["diffs"] == [-25.0, 0.0]  # per seed, end − start, points

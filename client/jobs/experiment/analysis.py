@@ -34,7 +34,7 @@ from . import matched
 from .matched import matched_comparison
 from .stats import interval
 
-__all__ = ["load", "paired", "pareto", "verdicts", "write_analysis"]
+__all__ = ["intervention_summary", "load", "paired", "pareto", "verdicts", "write_analysis"]
 
 STRAT, UNSCORED, REPLAY, UNBAL, GRPO = (
     "strat-v2", "grpo-unscored", "grpo+replay", "grpo+unbal-replay", "grpo",
@@ -200,6 +200,38 @@ def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[
     plt.close(fig)
 
 
+def _pooled(ivs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Intervention records of several seeds pooled: rates over the summed samples."""
+    hits = sum(iv["free_hits"] for iv in ivs)
+    forced_n = sum(iv["forced_samples"] for iv in ivs)
+    return {
+        "pairs": sum(iv["pairs"] for iv in ivs),
+        "mean_pi": round(sum(iv["mean_pi"] for iv in ivs) / len(ivs), 5),
+        "free": round(sum(iv["free"] * iv["free_hits"] for iv in ivs) / max(1, hits), 4),
+        "free_hits": hits,
+        "forced": round(sum(iv["forced"] * iv["forced_samples"] for iv in ivs) / forced_n, 4),
+        "forced_samples": forced_n,
+    }
+
+
+def intervention_summary(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Per trained arm: the intervention under the end and the starting policy on the same
+    pairs, pooled over seeds, and the paired change of the forced completion rate (points)."""
+    out: dict[str, Any] = {}
+    for arm, by_seed in sorted(runs.items()):
+        recs = [r for _, r in sorted(by_seed.items()) if "intervention_start" in r]
+        if not recs or "free_hits" not in recs[0]["intervention"]:
+            continue  # the start record, or the first runs' end-only intervention
+        end = [r["intervention"] for r in recs]
+        start = [r["intervention_start"] for r in recs]
+        row: dict[str, Any] = {"seeds": len(recs), "end": _pooled(end), "start": _pooled(start)}
+        if len(recs) >= 2:
+            d = [100 * (e["forced"] - s["forced"]) for e, s in zip(end, start, strict=True)]
+            row["Δforced"] = interval(d)
+        out[arm] = row
+    return out
+
+
 METRICS = (
     "pass@1",
     "pass@16",
@@ -230,6 +262,7 @@ def write_analysis(
         a: [r["intervention_start"] for _, r in sorted(s.items()) if "intervention_start" in r]
         for a, s in runs.items()
     }
+    doc["intervention_summary"] = intervention_summary(runs)
     doc["matched"] = matched_comparison(runs, ref=budget_arm, budget=budget)
     out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -274,11 +307,31 @@ def markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _summary_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The intervention pooled over seeds: end vs start on the same pairs."""
+    rows = doc.get("intervention_summary", {})
+    if not rows:
+        return []
+    cols = ("Arm", "seeds", "pairs", "mean π_f end / start", "free end / start (hits)",
+            "forced end / start (samples)", "Δforced, points")  # fmt: skip
+    lines = ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for arm, r in rows.items():
+        e, s = r["end"], r["start"]
+        lines.append(
+            f"| {arm} | {r['seeds']} | {e['pairs']} | {e['mean_pi']} / {s['mean_pi']} | "
+            f"{e['free']} / {s['free']} ({e['free_hits']} / {s['free_hits']}) | "
+            f"{e['forced']} / {s['forced']} ({e['forced_samples']}) | {_fmt(r.get('Δforced'))} |"
+        )
+    return lines
+
+
 def _intervention_lines(doc: Mapping[str, Any]) -> list[str]:
-    """One row per (arm, seed) and policy: the end policy's and, where run, the start's."""
+    """The pooled summary, then one row per (arm, seed) and policy: the end policy's and,
+    where run, the start's."""
     icols = ("Arm", "policy", "pairs", "mean π_f", "free completion (hits / samples)",
              "free, exact π_f", "forced (samples)")  # fmt: skip
-    lines = ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
+    lines = _summary_lines(doc)
+    lines += ["", "| " + " | ".join(icols) + " |", "|" + "---|" * len(icols)]
     for key, policy in (("interventions", "end"), ("interventions_start", "start")):
         for arm, ivs in sorted(doc.get(key, {}).items()):
             for iv in ivs:
