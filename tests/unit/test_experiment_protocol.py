@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shlex
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -113,3 +115,42 @@ def test_matched_comparison_interpolates_at_the_budget_and_never_extrapolates() 
     fixed = matched_comparison(runs, budget=0.25)["methods"]["kl-cov"]
     assert fixed["seeds_matched"] == [0] and fixed["per_seed"][1] is None  # 0.25 < seed 1's 0.3
     assert fixed["per_seed"][0]["pass@1"] == pytest.approx(0.3875)
+
+
+REPORT = Path(__file__).resolve().parents[2] / "docs" / "experiment-countdown.md"
+
+
+def _report_commands() -> list[list[str]]:
+    """Every ``forkgate experiment countdown`` command of the report's sh blocks, as argv."""
+    blocks = re.findall(r"```sh\n(.*?)```", REPORT.read_text(encoding="utf-8"), re.S)
+    text = "\n".join(blocks).replace("\\\n", " ")
+    return [
+        shlex.split(line, comments=True)[1:]
+        for line in text.splitlines()
+        if line.startswith(".venv/bin/forkgate experiment countdown")
+    ]
+
+
+def test_every_experiment_command_in_the_report_parses(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The report's commands are hours of training: here the real CLI parses each one and every
+    arm it names (``run_experiment`` replaced); the pipeline test runs the arms at a tiny size."""
+    commands = _report_commands()
+    assert len(commands) >= 4
+    for argv in commands:
+        flags = argv[2:]
+        if "--workdir" in argv:  # keep the report's workdir out of the repository
+            i = argv.index("--workdir")
+            flags = argv[2:i] + argv[i + 2 :]
+        opts = _parsed(monkeypatch, tmp_path, *flags)
+        for arm in opts.arms:
+            parse_arm(arm)
+
+
+def test_every_arm_of_the_committed_run_scripts_parses() -> None:
+    scripts = sorted((REPORT.parent / "results" / "exp18").rglob("*.sh"))
+    arms = {a for s in scripts for a in re.findall(r"--arm (\S+?)\"?(?=\s|$)", s.read_text())}
+    assert {"kl-cov@1/10", "clip-cov@1/-1", "strat-v2+replay"} <= arms
+    for arm in arms:
+        parse_arm(arm)

@@ -1,0 +1,18 @@
+#!/bin/sh
+# The full protocol's extra arms, in their own workdirs (x-seed*): the entry KL at the
+# recommended weight, and KL-Cov / Clip-Cov swept over their second knob at a share of 1 for
+# the matched-entropy comparison (the share alone does not reach the budget: see the report).
+# Resumable like run.sh.
+#   usage: docs/results/exp18/full/run-extra.sh kl|kl-cov|clip-cov SEED...
+set -e
+W=docs/results/exp18/full
+WHAT=$1; shift
+case $WHAT in
+  kl) ARMS="--arm grpo+kl@0.1" ;;
+  kl-cov) ARMS="--arm kl-cov@1/1 --arm kl-cov@1/10" ;;
+  clip-cov) ARMS="--arm clip-cov@1/-1 --arm clip-cov@1/0.25" ;;
+  *) echo "usage: $0 kl|kl-cov|clip-cov SEED..." >&2; exit 2 ;;
+esac
+for s in "$@"; do
+  .venv/bin/forkgate experiment countdown --workdir $W/x-seed$s --seed $s $ARMS
+done
