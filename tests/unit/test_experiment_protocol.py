@@ -137,7 +137,7 @@ def test_every_experiment_command_in_the_report_parses(
     """The report's commands are hours of training: here the real CLI parses each one and every
     arm it names (``run_experiment`` replaced); the pipeline test runs the arms at a tiny size."""
     commands = _report_commands()
-    assert len(commands) >= 4
+    assert len(commands) >= 5
     for argv in commands:
         flags = argv[2:]
         if "--workdir" in argv:  # keep the report's workdir out of the repository
