@@ -267,3 +267,11 @@ def test_intervention_summary_pools_seeds_and_pairs_end_with_start() -> None:
     assert g["start"]["free"] == 0.375 and g["end"]["mean_pi"] == 0.02
     assert g["end"]["forced"] == 0.375 and g["end"]["pairs"] == 8
     assert g["Δforced"]["diffs"] == [-25.0, 0.0]  # per seed, end − start, points
+
+
+def test_intervention_summary_without_entries_says_none_not_zero() -> None:
+    empty = {**_iv(0.0, 0.0, 0, 0.0), "free": None, "pairs": 0, "forced": None}
+    empty["forced_samples"] = 0
+    runs = {"grpo": {s: {"intervention": empty, "intervention_start": empty} for s in (0, 1)}}
+    g = intervention_summary(runs)["grpo"]
+    assert g["end"]["free"] is None and g["end"]["forced"] is None and "Δforced" not in g

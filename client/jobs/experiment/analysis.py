@@ -201,15 +201,18 @@ def _plots(out: Path, tab: Sequence[Mapping[str, Any]], front: Sequence[Mapping[
 
 
 def _pooled(ivs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Intervention records of several seeds pooled: rates over the summed samples."""
+    """Intervention records of several seeds pooled: rates over the summed samples (None
+    where no sample counts: no entry into the families, or no pairs)."""
     hits = sum(iv["free_hits"] for iv in ivs)
     forced_n = sum(iv["forced_samples"] for iv in ivs)
+    free_ok = sum((iv["free"] or 0.0) * iv["free_hits"] for iv in ivs)
+    forced_ok = sum((iv["forced"] or 0.0) * iv["forced_samples"] for iv in ivs)
     return {
         "pairs": sum(iv["pairs"] for iv in ivs),
-        "mean_pi": round(sum(iv["mean_pi"] for iv in ivs) / len(ivs), 5),
-        "free": round(sum(iv["free"] * iv["free_hits"] for iv in ivs) / max(1, hits), 4),
+        "mean_pi": round(sum(iv["mean_pi"] or 0.0 for iv in ivs) / len(ivs), 5),
+        "free": round(free_ok / hits, 4) if hits else None,
         "free_hits": hits,
-        "forced": round(sum(iv["forced"] * iv["forced_samples"] for iv in ivs) / forced_n, 4),
+        "forced": round(forced_ok / forced_n, 4) if forced_n else None,
         "forced_samples": forced_n,
     }
 
@@ -225,9 +228,9 @@ def intervention_summary(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) ->
         end = [r["intervention"] for r in recs]
         start = [r["intervention_start"] for r in recs]
         row: dict[str, Any] = {"seeds": len(recs), "end": _pooled(end), "start": _pooled(start)}
-        if len(recs) >= 2:
-            d = [100 * (e["forced"] - s["forced"]) for e, s in zip(end, start, strict=True)]
-            row["Δforced"] = interval(d)
+        pairs = [(e, s) for e, s in zip(end, start, strict=True) if e["forced"] is not None]
+        if len(pairs) >= 2 and all(s["forced"] is not None for _, s in pairs):
+            row["Δforced"] = interval([100 * (e["forced"] - s["forced"]) for e, s in pairs])
         out[arm] = row
     return out
 
@@ -317,10 +320,12 @@ def _summary_lines(doc: Mapping[str, Any]) -> list[str]:
     lines = ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for arm, r in rows.items():
         e, s = r["end"], r["start"]
+        free = " / ".join("–" if x["free"] is None else str(x["free"]) for x in (e, s))
+        forced = " / ".join("–" if x["forced"] is None else str(x["forced"]) for x in (e, s))
         lines.append(
             f"| {arm} | {r['seeds']} | {e['pairs']} | {e['mean_pi']} / {s['mean_pi']} | "
-            f"{e['free']} / {s['free']} ({e['free_hits']} / {s['free_hits']}) | "
-            f"{e['forced']} / {s['forced']} ({e['forced_samples']}) | {_fmt(r.get('Δforced'))} |"
+            f"{free} ({e['free_hits']} / {s['free_hits']}) | "
+            f"{forced} ({e['forced_samples']}) | {_fmt(r.get('Δforced'))} |"
         )
     return lines
 
