@@ -154,3 +154,20 @@ def test_every_arm_of_the_committed_run_scripts_parses() -> None:
     assert {"kl-cov@1/10", "clip-cov@1/-1", "strat-v2+replay"} <= arms
     for arm in arms:
         parse_arm(arm)
+
+
+def test_the_reports_full_protocol_tables_are_the_committed_records_analysis(
+    tmp_path: Path,
+) -> None:
+    """The figures quoted come from the committed JSONL by the command the report gives."""
+    from forkgate.jobs.experiment.analysis import markdown, write_analysis
+
+    full = REPORT.parent / "results" / "exp18" / "full"
+    records = sorted(full.glob("seed*/results.jsonl")) + sorted(full.glob("x-seed*/results.jsonl"))
+    md = markdown(write_analysis(records, tmp_path, plots=False))
+    assert md == (full / "analysis.md").read_text(encoding="utf-8")
+    report = REPORT.read_text(encoding="utf-8")
+    per_seed = md[md.index("| Arm | policy |") :].split("\n\n")[0]  # left in analysis.md
+    rows = [x for x in md.splitlines() if x.startswith("| ") and x not in per_seed]
+    assert len(rows) > 40
+    assert [r for r in rows if r not in report] == []
