@@ -75,6 +75,9 @@ def test_cov_arms_take_a_second_knob_after_the_share() -> None:
         ("kl-cov@1/0", "coefficient"),
         ("kl-cov@1/x", "not a number"),
         ("clip-cov@2/0.5", "share"),
+        ("grpo+kl@nan", "finite"),  # nan passes every comparison
+        ("kl-cov@1/inf", "finite"),
+        ("clip-cov@1/-inf", "finite"),
     ):
         with pytest.raises(ValueError, match=msg):
             parse_arm(bad)
@@ -159,15 +162,22 @@ def test_every_arm_of_the_committed_run_scripts_parses() -> None:
 def test_the_reports_full_protocol_tables_are_the_committed_records_analysis(
     tmp_path: Path,
 ) -> None:
-    """The figures quoted come from the committed JSONL by the command the report gives."""
+    """The figures quoted come from the committed JSONL by the analysis command the report
+    gives (its ``--pair`` list included)."""
     from forkgate.jobs.experiment.analysis import markdown, write_analysis
 
     full = REPORT.parent / "results" / "exp18" / "full"
+    blocks = re.findall(r"```sh\n(.*?)```", REPORT.read_text(encoding="utf-8"), re.S)
+    [command] = [
+        shlex.split(b.replace("\\\n", " ")) for b in blocks if "--out docs/results/exp18/full" in b
+    ]
+    pairs = [(command[i + 1], command[i + 2]) for i, a in enumerate(command) if a == "--pair"]
+    assert len(pairs) >= 5
     records = sorted(full.glob("seed*/results.jsonl")) + sorted(full.glob("x-seed*/results.jsonl"))
-    md = markdown(write_analysis(records, tmp_path, plots=False))
+    md = markdown(write_analysis(records, tmp_path, plots=False, pairs=pairs))
     assert md == (full / "analysis.md").read_text(encoding="utf-8")
     report = REPORT.read_text(encoding="utf-8")
     per_seed = md[md.index("| Arm | policy |") :].split("\n\n")[0]  # left in analysis.md
-    rows = [x for x in md.splitlines() if x.startswith("| ") and x not in per_seed]
+    rows = [x for x in md.splitlines() if x.startswith(("| ", "Run time")) and x not in per_seed]
     assert len(rows) > 40
     assert [r for r in rows if r not in report] == []

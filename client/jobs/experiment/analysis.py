@@ -207,9 +207,10 @@ def _pooled(ivs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     forced_n = sum(iv["forced_samples"] for iv in ivs)
     free_ok = sum((iv["free"] or 0.0) * iv["free_hits"] for iv in ivs)
     forced_ok = sum((iv["forced"] or 0.0) * iv["forced_samples"] for iv in ivs)
+    pis = [iv["mean_pi"] for iv in ivs if iv["mean_pi"] is not None]
     return {
         "pairs": sum(iv["pairs"] for iv in ivs),
-        "mean_pi": round(sum(iv["mean_pi"] or 0.0 for iv in ivs) / len(ivs), 5),
+        "mean_pi": round(sum(pis) / len(pis), 5) if pis else None,
         "free": round(free_ok / hits, 4) if hits else None,
         "free_hits": hits,
         "forced": round(forced_ok / forced_n, 4) if forced_n else None,
@@ -253,11 +254,19 @@ def write_analysis(
     plots: bool = True,
     budget_arm: str = UNSCORED,
     budget: float | None = None,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis."""
+    """Write ``analysis.json`` (and the plots) next to ``out``; return the analysis.
+
+    ``pairs``: further (A, B) arms whose paired differences (EC@16, pass@1) a report quotes.
+    """
     runs = load(results)
     tab = table(runs, METRICS)
     doc: dict[str, Any] = {"arms": tab, "verdicts": verdicts(runs), "pareto": pareto(runs)}
+    doc["more_pairs"] = [
+        p for a, b in pairs for m in ("EC@16", "pass@1") if (p := paired(runs, a, b, m))
+    ]
+    doc["run_time"] = _run_time(runs)
     doc["interventions"] = {
         a: [r["intervention"] for _, r in sorted(s.items())] for a, s in runs.items()
     }
@@ -272,6 +281,22 @@ def write_analysis(
     if plots and runs:
         _plots(out, tab, doc["pareto"])
     return doc
+
+
+def _run_time(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The records' ``seconds``: trained runs (median, range) and all records (hours)."""
+    every = [r["seconds"] for by_seed in runs.values() for r in by_seed.values()]
+    trained = sorted(
+        r["seconds"] for arm, by_seed in runs.items() if arm != "start" for r in by_seed.values()
+    )
+    if not trained:
+        return {"records": len(every), "hours": round(sum(every) / 3600, 2)}
+    mid = len(trained) // 2
+    median = trained[mid] if len(trained) % 2 else (trained[mid - 1] + trained[mid]) / 2
+    return {
+        "records": len(every), "hours": round(sum(every) / 3600, 2), "trained": len(trained),
+        "median_s": round(median, 1), "min_s": trained[0], "max_s": trained[-1],
+    }  # fmt: skip
 
 
 def _fmt(p: Mapping[str, Any] | None) -> str:
@@ -294,7 +319,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
     v = doc["verdicts"]
     lines += ["", "| Paired difference (points) | n | mean [t95] | bootstrap 95% |"]
     lines.append("|---|---|---|---|")
-    for p in v["pairs"]:
+    for p in [*v["pairs"], *doc.get("more_pairs", [])]:
         boot = f"[{p['boot95'][0]:+.1f}, {p['boot95'][1]:+.1f}]"
         lines.append(f"| {p['a']} − {p['b']}, {p['metric']} | {p['n']} | {_fmt(p)} | {boot} |")
     lines += ["", "| Criterion | met |", "|---|---|"]
@@ -305,6 +330,11 @@ def markdown(doc: Mapping[str, Any]) -> str:
     lines += ["", f"Recovery of GRPO's EC@16 drop by stratified-v2: {v['recovery']}; "
               f"upper t95 bound of stratified-v2 − unscored (EC@16): {v['refute_bound']}; "
               f"**overall: {v['overall']}**."]  # fmt: skip
+    t = doc.get("run_time", {})
+    if t.get("trained"):
+        lines += ["", f"Run time (the records' `seconds`): {t['trained']} trained runs, median "
+                  f"{t['median_s']} s ({t['min_s']}–{t['max_s']} s); all {t['records']} records "
+                  f"{t['hours']} h."]  # fmt: skip
     lines += _intervention_lines(doc)
     lines += matched.markdown(doc["matched"])
     return "\n".join(lines) + "\n"
@@ -359,9 +389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--budget-arm", default=UNSCORED, help="arm whose end feasible entropy is the budget"
     )
     p.add_argument("--budget", type=float, default=None, help="a fixed entropy budget (nats)")
+    p.add_argument(
+        "--pair", nargs=2, action="append", default=[], metavar=("A", "B"),
+        help="also report the paired difference A − B (repeatable)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     out = args.out or args.results[0].parent
-    doc = write_analysis(args.results, out, budget_arm=args.budget_arm, budget=args.budget)
+    doc = write_analysis(
+        args.results, out, budget_arm=args.budget_arm, budget=args.budget,
+        pairs=[tuple(x) for x in args.pair],
+    )  # fmt: skip
     (out / "analysis.md").write_text(markdown(doc), encoding="utf-8")
     print(markdown(doc))
     return 0

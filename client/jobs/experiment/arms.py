@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -102,9 +103,12 @@ KEY_ARMS = ("grpo", "grpo-unscored", "grpo+replay", "strat-v2")
 
 def _number(spec: str, text: str, what: str) -> float:
     try:
-        return float(text)
+        x = float(text)
     except ValueError as e:
         raise ValueError(f"arm {spec!r}: {what} {text!r} is not a number") from e
+    if not math.isfinite(x):  # nan passes every comparison below, inf poisons the loss
+        raise ValueError(f"arm {spec!r}: {what} {text!r} is not a finite number")
+    return x
 
 
 def parse_arm(spec: str) -> ArmSpec:
