@@ -63,10 +63,13 @@ def best_at_k(correct_per_prompt: Sequence[Sequence[bool]], k: int) -> float:
 
 
 def ec_at_k(correct_families: Iterable[str], feasible: int) -> float:
-    """EC@K: distinct families among the correct samples ÷ feasible families.
+    """EC@K from exactly K draws: distinct families among the correct samples ÷ feasible.
+
+    With n > K draws use ``forkgate.coverage_metrics.ec_at_k_counts`` (the unbiased
+    estimator); this is its n = K case.
 
     Args:
-        correct_families: the κ labels of the correct samples among K draws.
+        correct_families: the κ labels of the correct samples among the K draws.
         feasible: the task's feasible families (from enumeration or certification).
 
     Raises:

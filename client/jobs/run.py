@@ -37,10 +37,11 @@ from typing import Any
 from certd.v1 import tasks_pb2
 
 from ..client import CertdClient
+from ..coverage_metrics import ec_at_k_counts, family_correct_counts
 from ..errors import InvalidRequestError
 from ..forktree import ForkTreeBuilder, countdown_prompt
 from ..local import LocalCertd
-from ..metrics import ec_at_k, entry_entropy, first_token_entropy, pass_at_k
+from ..metrics import entry_entropy, first_token_entropy, pass_at_k
 from ..progress import Progress
 from ..puzzles import small_countdown_puzzles
 from ..samplers import Sample, Sampler
@@ -110,13 +111,16 @@ def evaluate_tasks(
     top_p: float = 1.0,
     seed: int = 0,
     progress: bool | None = None,
+    ec_k: int | None = None,
 ) -> list[dict[str, Any]]:
     """K samples per task, verified; one row of coverage figures per task.
 
     ``progress``: False shows none; otherwise a bar on a terminal, log lines off one.
+    ``ec_k``: the K of the row's unbiased ``ec_at_k`` (default ``k``, all the draws).
 
     Returns:
-        Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``, ``ec_at_k``,
+        Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``,
+        ``family_correct`` (feasible family → correct samples), ``ec_at_k`` (unbiased, at ``ec_k``),
         ``pass_at_k`` (``{k: value}``), ``entry_counts`` (initiated entry → samples),
         ``entry_entropy``, ``family_completion`` (entry → ``{correct, total}``),
         ``first_token_entropy`` (None when the backend gives no log-probabilities) and
@@ -133,7 +137,7 @@ def evaluate_tasks(
                 top_p=top_p,
                 seed=seed + 7919 * i,
             )
-            rows.append(_task_row(client, task, group))
+            rows.append(_task_row(client, task, group, ec_k))
     return rows
 
 
@@ -149,7 +153,7 @@ def entry_of(v: Any) -> str:
 
 
 def _task_row(
-    client: CertdClient, task: Mapping[str, Any], group: Sequence[Sample]
+    client: CertdClient, task: Mapping[str, Any], group: Sequence[Sample], ec_k: int | None
 ) -> dict[str, Any]:
     """One task's samples verified, against its feasible families (certd's enumerator)."""
     enum = client.enumerate_families(task)
@@ -169,22 +173,19 @@ def _task_row(
         fam["correct"] += good
     firsts = [s.first_token_logprobs for s in group if s.first_token_logprobs]
     ks = [x for x in (1, 2, 4, 8, 16, 32, 64, 128) if x <= len(ok)]
+    fam_ok = family_correct_counts(
+        str(family_of.get(v.family.value, v.family.value))
+        for v, good in zip(verdicts, ok, strict=True)
+        if good
+    )
     return {
         "task": dict(task),
         "feasible": feasible,
         "samples": len(ok),
         "correct": sum(ok),
         # Labels of one family are one family (the pseudo-fork rule): count families.
-        "ec_at_k": ec_at_k(
-            [
-                str(family_of.get(v.family.value, v.family.value))
-                for v, good in zip(verdicts, ok, strict=True)
-                if good
-            ],
-            feasible,
-        )
-        if feasible
-        else 0.0,
+        "family_correct": fam_ok,
+        "ec_at_k": ec_at_k_counts(fam_ok, n=len(ok), k=ec_k or len(ok), feasible=feasible),
         "pass_at_k": {str(x): pass_at_k(len(ok), sum(ok), x) for x in ks},
         "entry_counts": dict(Counter(entries)),
         "entry_entropy": entry_entropy(entries),

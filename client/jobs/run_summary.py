@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..coverage_metrics import ec_of_rows
+
 if TYPE_CHECKING:
     from .run import RunOptions
 
@@ -81,7 +83,7 @@ def summary(
         "correct_evaluation": correct,
         "pass@1": round(correct / samples, 4) if samples else 0.0,
         f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
-        f"EC@{opts.k}": round(sum(r["ec_at_k"] for r in rows) / per_task, 4),
+        **ec_of_rows(rows, opts.k),
         "entry_entropy": round(sum(r["entry_entropy"] for r in rows) / per_task, 4),
         "first_token_entropy": round(sum(fte) / len(fte), 4) if fte else None,
         "families_feasible": sum(r["feasible"] for r in rows),
@@ -111,7 +113,8 @@ def screen(s: Mapping[str, Any], address: str) -> str:
             f"  verified correct     {s['correct_evaluation']} of {s['samples_evaluation']} "
             f"evaluation samples",
             f"  {f'pass@1 / pass@{k}':21}{s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
-            f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks)",
+            f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks; multi-family tasks: "
+            f"{_fmt_multi(s.get(f'EC@{k} multi'))} over {s.get('multi_tasks', 0)})",
             f"  entry entropy        {s['entry_entropy']:.3f} nats"
             + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
             f"  families certified   {s['families_certified']} of {s['families_feasible']} "
@@ -126,6 +129,10 @@ def screen(s: Mapping[str, Any], address: str) -> str:
             f"  report               {s['report']} ({s['seconds']} s)",
         ]
     )
+
+
+def _fmt_multi(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}"
 
 
 def _fmt_audit(a: Mapping[str, str]) -> str:

@@ -46,12 +46,21 @@ def test_no_size_flags_run_issue_18s_protocol(
 
 def test_legacy_fields_at_their_old_value_stay_out_of_the_key() -> None:
     """The key of the first runs is the hash of the fields they had: ``free_n`` is not one."""
-    old = ExperimentOptions(free_n=LEGACY["free_n"])
+    old = ExperimentOptions(free_n=LEGACY["free_n"], eval_n=16)  # the first runs drew 16
     fields = {k: v for k, v in asdict(old).items() if k not in LEGACY}
     fields = {k: v for k, v in fields.items() if k not in ("workdir", "arms", "seeds", "threads")}
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
     assert config_key(old) == digest.hexdigest()[:12]
     assert config_key(old) != config_key(ExperimentOptions(free_n=64))
+
+
+def test_runs_drawing_more_than_k_samples_start_a_new_configuration() -> None:
+    """EC@16 over 32 draws was the plug-in count; the unbiased one is a new configuration."""
+    opts = ExperimentOptions(eval_n=32)
+    fields = {k: v for k, v in asdict(opts).items() if k not in ("workdir", "arms", "seeds")}
+    fields.pop("threads")
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
+    assert config_key(opts) != digest.hexdigest()[:12]
 
 
 def test_cov_arms_sweep_the_selected_share() -> None:

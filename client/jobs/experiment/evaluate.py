@@ -10,6 +10,7 @@ import torch
 from certd.v1 import tasks_pb2
 
 from ...client import CertdClient
+from ...coverage_metrics import ec_of_rows
 from ...entry import feasible_entropy, feasible_mass, reach_at_k
 from ...forktree import countdown_prompt
 from ..embedded import EmbeddedSampler
@@ -28,6 +29,7 @@ __all__ = [
     "intervention",
     "legacy_intervention",
     "low_reach_pairs",
+    "task_counts",
 ]
 
 Feasible = list[list[str]]  # per feasible family, its κ labels
@@ -63,12 +65,17 @@ def evaluate(
     max_tokens: int,
     seed: int,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Sampled and exact metrics, means over the held-out tasks."""
+    """Sampled and exact metrics, means over the held-out tasks.
+
+    ``EC@16`` is the unbiased estimator over the ``n`` draws (``forkgate.coverage_metrics``),
+    with ``EC@16 multi`` over the multi-family tasks beside it (None when there are none).
+    """
     sampler = EmbeddedSampler(policy=policy, top_k_logprobs=policy.tokenizer.vocab_size)
-    rows = evaluate_tasks(
-        client, sampler, tasks, k=n, max_tokens=max_tokens, seed=seed, progress=False
-    )
     k = str(min(16, n))
+    rows = evaluate_tasks(
+        client, sampler, tasks, k=n, max_tokens=max_tokens, seed=seed, progress=False,
+        ec_k=int(k),
+    )  # fmt: skip
     reach, ent, mass = [], [], []
     for task, fams, row in zip(tasks, feasible, rows, strict=True):
         probs = exact_family_probs(policy, task, fams)
@@ -81,13 +88,22 @@ def evaluate(
     point = {
         "pass@1": sum(r["correct"] / r["samples"] for r in rows) / m,
         "pass@16": sum(r["pass_at_k"].get(k, 0.0) for r in rows) / m,
-        "EC@16": sum(r["ec_at_k"] for r in rows) / m,
+        **ec_of_rows(rows, int(k)),
         "entry_entropy": sum(r["entry_entropy"] for r in rows) / m,
         "reach@16": sum(reach) / max(1, len(reach)),
         "feasible_entropy": sum(ent) / max(1, len(ent)),
         "feasible_mass": sum(mass) / max(1, len(mass)),
     }
-    return {key: round(v, 4) for key, v in point.items()}, rows
+    point = {k: v if v is None or k == "multi_tasks" else round(v, 4) for k, v in point.items()}
+    return point, rows
+
+
+def task_counts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per task, what recomputes EC@K for any K <= n offline (``coverage_metrics.ec_of_rows``)."""
+    return [
+        {"samples": r["samples"], "feasible": r["feasible"], "family_correct": r["family_correct"]}
+        for r in rows
+    ]
 
 
 Pair = tuple[int, list[str]]  # (held-out task index, a feasible family's κ labels)

@@ -21,7 +21,10 @@ from .evaluate import feasible_families
 from .options import ExperimentOptions
 from .train import Context, run_one, run_start
 
-__all__ = ["LEGACY", "config_key", "done_runs", "run_experiment"]
+__all__ = ["EC_K", "LEGACY", "config_key", "done_runs", "run_experiment"]
+
+EC_K = 16
+"""The K of the records' EC@K."""
 
 # The options that do not change a run's result; every other one enters the configuration key.
 _NOT_SIZE = ("workdir", "arms", "seeds", "threads")
@@ -37,6 +40,10 @@ def config_key(opts: ExperimentOptions) -> str:
         for k, v in asdict(opts).items()
         if k not in _NOT_SIZE and not (k in LEGACY and v == LEGACY[k])
     }
+    if opts.eval_n > EC_K:
+        # EC@16 became the unbiased estimator over eval_n draws (issue 33); with eval_n <= 16
+        # it always was, so only runs with more draws start a new configuration.
+        size["ec"] = "unbiased"
     return hashlib.sha256(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -30,6 +30,7 @@ from .evaluate import (
     intervention,
     legacy_intervention,
     low_reach_pairs,
+    task_counts,
 )
 from .losses import policy_loss, shuffled_rewards
 from .options import ExperimentOptions
@@ -267,6 +268,7 @@ def run_start(ctx: Context, seed: int) -> dict[str, Any]:
         "arm": "start",
         "seed": seed,
         "end": point,
+        "end_tasks": task_counts(rows),
         **_intervene(ctx, policy, rows, seeds),
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -312,6 +314,7 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
     point, rows = _eval(ctx, run.policy, run.seeds)
     rec.update(
         end=point,
+        end_tasks=task_counts(rows),
         curve=curve,
         **_intervene(ctx, run.policy, rows, run.seeds, start=run.ref),
         train_reward_last10=round(sum(rewards[-10:]) / max(1, len(rewards[-10:])), 4),
