@@ -37,6 +37,7 @@ __all__ = [
     "EntropyMonitor",
     "FamilyRate",
     "best_at_k",
+    "default_monitor",
     "ec_at_k",
     "entry_entropy",
     "family_completion_rates",
@@ -189,3 +190,11 @@ class EntropyMonitor:
     def __call__(self, step: int, entropy: float) -> EntropyAlarm | None:
         """Same as ``observe``."""
         return self.observe(step, entropy)
+
+
+def default_monitor(monitor: EntropyMonitor | bool) -> EntropyMonitor | None:
+    """The adapters' ``entropy_monitor`` argument: True (their default) gives
+    ``EntropyMonitor(max_drop=0.5)``, False none, a monitor itself."""
+    if monitor is True:
+        return EntropyMonitor(max_drop=0.5)
+    return monitor or None

@@ -15,11 +15,13 @@ Example::
 ``CertdReward`` verifies every completion against its row's task (the ``task`` column: a task
 mapping or its JSON text) and returns the verdict's reward; on an infrastructure failure (an
 INFRA_ERROR verdict, or certd unreachable) it returns ``None`` for the row, which TRL leaves
-out of the baseline and gives advantage 0. ``StratifiedGRPOTrainer`` then replaces TRL's
-per-question advantages with ``forkgate.advantages.StratifiedAdvantages`` over the key
-(task digest, κ label of the verdict); see ``docs/adapters.md``. Entry-level protection:
-``informed=True`` (stratified advantages v2), ``entry_unscored=fn`` (the entry tokens leave the
-loss), ``entropy_monitor=EntropyMonitor(...)`` (watches each batch's entry entropy) and
+out of the baseline and gives advantage 0. By default ``StratifiedGRPOTrainer`` trains with
+plain GRPO advantages (``forkgate.advantages.grpo_advantages`` per question over the rows
+certd scored) and an ``EntropyMonitor`` on; every coverage protection is opt-in
+(``docs/adapters.md`` gives each one's measured trade-off): ``stratified=StratifiedAdvantages(
+scale=TRAINER_SCALE)`` (groups keyed by task digest and κ label), ``informed=True``
+(stratified advantages v2), ``entry_unscored=fn`` (the entry tokens leave the loss),
+``entropy_monitor=False`` (the monitor off, or a monitor of your own) and
 ``entry_kl=w, entry_candidates=fn`` (an entry-distribution KL to the starting policy added to
 TRL's loss). Needs the ``trl`` extra.
 """
@@ -38,10 +40,14 @@ from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 
 from .._base import ClientSettings
-from ..advantages import TRAINER_SCALE, StratifiedAdvantages, informed_stratified_advantages
+from ..advantages import (
+    StratifiedAdvantages,
+    grpo_advantages,
+    informed_stratified_advantages,
+)
 from ..connection import Connection
 from ..entry import batch_entry_entropy, entry_kl
-from ..metrics import EntropyMonitor
+from ..metrics import EntropyMonitor, default_monitor
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
@@ -117,9 +123,9 @@ class StratifiedGRPOTrainer(GRPOTrainer):
 
     Args:
         *args: passed to ``GRPOTrainer``.
-        stratified: the advantage estimator (its prior window persists across steps); default
-            ``StratifiedAdvantages(scale=TRAINER_SCALE)`` (``"family"``, as the verl adapter:
-            GRPO's loss expects unit-scale advantages; the formula's own default is ``"none"``).
+        stratified: opt in to the stratified estimator (its prior window persists across
+            steps), e.g. ``StratifiedAdvantages(scale=TRAINER_SCALE)``; default None: plain
+            GRPO advantages per question (``forkgate.advantages.grpo_advantages``).
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
         ratchet: when given, only rollouts in groups it admits are trained on.
@@ -130,7 +136,8 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         entry_unscored: a function of a completion's token ids giving how many leading tokens
             are its entry (the κ decision); those tokens are left out of the loss
             (``completion_mask`` cleared). None scores every token.
-        entropy_monitor: observes each training batch's plug-in entry entropy (mean over
+        entropy_monitor: default True, ``EntropyMonitor(max_drop=0.5)``; False: off. It
+            observes each training batch's plug-in entry entropy (mean over
             questions of the entropy of the κ labels) and raises its alarms; logged as
             ``forkgate/entry_entropy``.
         entry_kl: the weight of the entry-distribution KL added to TRL's loss (0: none): per
@@ -157,7 +164,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         ratchet: Ratchet | None = None,
         informed: bool = False,
         entry_unscored: Callable[[Sequence[int]], int] | None = None,
-        entropy_monitor: EntropyMonitor | None = None,
+        entropy_monitor: EntropyMonitor | bool = True,
         entry_kl: float = 0.0,
         entry_candidates: Callable[[Any], Sequence[str]] | None = None,
         **kwargs: Any,
@@ -175,7 +182,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             ref = self.ref_model
             self._entry_ref = ref if ref is not None else _frozen_copy(self.model)
         self.entry_unscored = entry_unscored
-        self.entropy_monitor = entropy_monitor
+        self.entropy_monitor = default_monitor(entropy_monitor)
         self._batches = 0
         found: list[CertdReward] = []
         for func in self.reward_funcs:
@@ -186,7 +193,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
                 f"expected exactly one CertdReward among reward_funcs, got {len(found)}"
             )
         self.certd_reward: CertdReward = certd_reward or found[0]
-        self.stratified = stratified or StratifiedAdvantages(scale=TRAINER_SCALE)
+        self.stratified = stratified
         self.ratchet = ratchet
         self.refused: list[Admission] = []
         self._scored: list[Scored] = []
@@ -272,13 +279,16 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             )
             adv = torch.tensor(total, dtype=torch.float32)
             out[rows] = adv / (adv.std(unbiased=False) + 1e-6)
-        elif rows:
+        elif rows and self.stratified is not None:
             adv = self.stratified(
                 rewards[rows].to(torch.float32),
                 [scored[i].question for i in rows],
                 [scored[i].family or "" for i in rows],
             )
             out[rows] = adv.to(torch.float32)
+        elif rows:  # the default: plain GRPO per question
+            qs = [scored[i].question for i in rows]
+            out[rows] = torch.tensor(grpo_advantages(rewards[rows].tolist(), qs))
         return out
 
     def _remember_entries(self, inputs: Sequence[Any], output: Any) -> None:

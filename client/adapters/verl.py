@@ -35,7 +35,9 @@ only to GDPO. So ``stratify_uids`` writes the key (task digest, family, left-out
 estimator called with ``non_tensor_batch`` reads the labels from there instead. Needs the
 ``verl`` extra and verl itself (``make`` installs it; see ``docs/adapters.md``).
 
-Entry-level protection: ``StratifiedEstimator(informed=True)`` (stratified advantages v2),
+The estimator's default is plain GRPO with an ``EntropyMonitor`` on; the protections are
+opt-in: ``StratifiedEstimator(stratified=True)`` (the family prior window),
+``StratifiedEstimator(informed=True)`` (stratified advantages v2),
 ``entry_unscored=True`` with ``mark_entry_tokens(batch, fn)`` before ``stratify_uids`` (the
 entry tokens get advantage 0), and ``entropy_monitor=EntropyMonitor(...)``.
 """
@@ -57,11 +59,12 @@ from ..advantages import (
     TRAINER_SCALE,
     Scale,
     StratifiedAdvantages,
+    grpo_advantages,
     informed_stratified_advantages,
 )
 from ..connection import Connection, split_addresses
 from ..entry import batch_entry_entropy
-from ..metrics import EntropyMonitor
+from ..metrics import EntropyMonitor, default_monitor
 from ..ratchet import Admission, Ratchet
 from ._scoring import Scored, Scorer
 
@@ -290,14 +293,19 @@ def restore_uids(data: Any) -> None:
 
 
 class StratifiedEstimator:
-    """A verl advantage estimator over (question, family) groups with a family prior.
+    """A verl advantage estimator: plain GRPO by default, (question, family) groups opt-in.
 
+    By default each row's advantage is plain GRPO's ``(r − mean) / std`` within its question
+    (``forkgate.advantages.grpo_advantages``, refused and INFRA_ERROR rows left out) and an
+    ``EntropyMonitor`` is on; every coverage protection is opt-in (``docs/adapters.md``).
     Call ``register(name)`` to make it a verl ``adv_estimator``; the instance keeps the prior
     window across steps (see ``forkgate.advantages`` for the formulas). Outcome rewards only:
     each row's score is the sum of its ``token_level_rewards``, and its advantage is spread
     over its response tokens.
 
     Args:
+        stratified: opt in to the stratified advantages over (question, family) groups with
+            the family prior window (default False: plain GRPO).
         window_batches, alpha, beta, prior_weight, scale, eps: as ``StratifiedAdvantages``,
             except ``scale``, which defaults to ``forkgate.advantages.TRAINER_SCALE``
             (``"family"``: a trainer's loss expects unit-scale advantages), as in the TRL
@@ -307,12 +315,14 @@ class StratifiedEstimator:
             the batch, instead of the prior window.
         entry_unscored: leave each row's entry tokens (``mark_entry_tokens`` before
             ``stratify_uids``) out: their advantage is 0.
-        entropy_monitor: observes each batch's plug-in entry entropy and raises its alarms.
+        entropy_monitor: observes each batch's plug-in entry entropy and raises its alarms;
+            default True, ``EntropyMonitor(max_drop=0.5)``; False: off.
     """
 
     def __init__(
         self,
         *,
+        stratified: bool = False,
         window_batches: int = 16,
         alpha: float = 1.0,
         beta: float = 1.0,
@@ -321,11 +331,12 @@ class StratifiedEstimator:
         eps: float = 1e-6,
         informed: bool = False,
         entry_unscored: bool = False,
-        entropy_monitor: EntropyMonitor | None = None,
+        entropy_monitor: EntropyMonitor | bool = True,
     ) -> None:
+        self.stratified = stratified
         self.informed = informed
         self.entry_unscored = entry_unscored
-        self.entropy_monitor = entropy_monitor
+        self.entropy_monitor = default_monitor(entropy_monitor)
         self.batches = 0
         self.advantages = StratifiedAdvantages(
             window_batches=window_batches,
@@ -385,6 +396,8 @@ class StratifiedEstimator:
     def _advantages(
         self, scores: torch.Tensor, questions: list[str], families: list[str]
     ) -> torch.Tensor:
+        if not self.informed and not self.stratified:
+            return torch.tensor(grpo_advantages(scores.tolist(), questions), dtype=torch.float32)
         if not self.informed:
             return self.advantages(scores, questions, families)
         total, _ = informed_stratified_advantages(scores.tolist(), questions, families)

@@ -22,8 +22,12 @@ from forkgate.adapters.trl import (  # noqa: E402
     StratifiedGRPOTrainer,
     unscore_completion_entries,
 )
-from forkgate.advantages import StratifiedAdvantages, informed_stratified_advantages  # noqa: E402
-from forkgate.metrics import EntropyMonitor  # noqa: E402
+from forkgate.advantages import (  # noqa: E402
+    StratifiedAdvantages,
+    grpo_advantages,
+    informed_stratified_advantages,
+)
+from forkgate.metrics import EntropyMonitor, default_monitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
@@ -224,7 +228,7 @@ def test_a_step_during_a_certd_outage_learns_nothing_and_does_not_fail(
 def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
     t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
     t.stratified = StratifiedAdvantages(scale="none")
-    t.informed = False  # the shipped default (v1 advantages)
+    t.informed = False
     t.reward_weights = torch.ones(1)
     nan = float("nan")
     per_func = torch.tensor([[1.0], [0.0], [nan], [1.0]])
@@ -242,6 +246,27 @@ def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
     )
     with pytest.raises(ValueError, match="verdicts"):
         t.stratified_advantages(per_func, scored[:3])
+
+
+def test_the_default_advantages_are_plain_grpo_with_the_monitor_on() -> None:
+    """Coverage protections are opt-in (docs/adapters.md); the default is GRPO per question."""
+    import inspect
+
+    params = inspect.signature(StratifiedGRPOTrainer.__init__).parameters
+    assert params["stratified"].default is None and params["informed"].default is False
+    assert params["entropy_monitor"].default is True
+    assert isinstance(default_monitor(True), EntropyMonitor) and default_monitor(False) is None
+    t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
+    t.stratified, t.informed, t.reward_weights = None, False, torch.ones(1)
+    per_func = torch.tensor([[1.0], [0.0], [float("nan")], [1.0]])
+    scored = [
+        Scored(1.0, "25,-", "CORRECT", "q"),
+        Scored(0.0, "4,*", "WRONG_ANSWER", "q"),
+        Scored(None, None, "INFRA_ERROR", "q"),
+        Scored(1.0, "4,*", "CORRECT", "r"),
+    ]
+    want = [*grpo_advantages([1.0, 0.0], ["q", "q"]), 0.0, 0.0]
+    assert t.stratified_advantages(per_func, scored).tolist() == pytest.approx(want)
 
 
 @pytest.mark.slow

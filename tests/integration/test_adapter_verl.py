@@ -27,7 +27,11 @@ from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import CertdClient  # noqa: E402
 from forkgate.adapters import verl as fg  # noqa: E402
-from forkgate.advantages import StratifiedAdvantages, informed_stratified_advantages  # noqa: E402
+from forkgate.advantages import (  # noqa: E402
+    StratifiedAdvantages,
+    grpo_advantages,
+    informed_stratified_advantages,
+)
 from forkgate.metrics import EntropyMonitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
@@ -161,7 +165,7 @@ def _batch(rows: list[tuple[str, str, str, float]], length: int = 5) -> DataProt
 
 def test_registered_estimator_through_verls_compute_advantage() -> None:
     assert get_adv_estimator_fn(fg.ESTIMATOR_NAME) is fg.DEFAULT_ESTIMATOR
-    est = fg.StratifiedEstimator(scale="none").register("forkgate_stratified_test")
+    est = fg.StratifiedEstimator(stratified=True, scale="none").register("forkgate_stratified_test")
     reference = StratifiedAdvantages(scale="none")
     batches = [
         [
@@ -213,7 +217,7 @@ def test_estimator_refuses_a_batch_without_family_labels() -> None:
 
 
 def test_estimator_reads_labels_from_non_tensor_batch_when_given() -> None:
-    est = fg.StratifiedEstimator(scale="none")
+    est = fg.StratifiedEstimator(stratified=True, scale="none")
     data = _batch([("q1", "25,-", "CORRECT", 1.0), ("q1", "4,*", "WRONG_ANSWER", 0.0)])
     adv, _ = est(
         data.batch["token_level_rewards"],
@@ -222,6 +226,26 @@ def test_estimator_reads_labels_from_non_tensor_batch_when_given() -> None:
         non_tensor_batch=data.non_tensor_batch,
     )
     assert adv[:, 0].tolist() == pytest.approx([0.5, -0.5])  # every row masks token 0 in
+
+
+def test_the_default_estimator_is_plain_grpo_with_the_monitor_on() -> None:
+    """Coverage protections are opt-in (docs/adapters.md); the default is GRPO per question."""
+    est = fg.StratifiedEstimator()
+    assert not est.stratified and not est.informed and not est.entry_unscored
+    assert isinstance(est.entropy_monitor, EntropyMonitor)
+    assert fg.StratifiedEstimator(entropy_monitor=False).entropy_monitor is None
+    assert not fg.DEFAULT_ESTIMATOR.stratified
+    rows = [("q1", "25,-", "CORRECT", 1.0), ("q1", "4,*", "WRONG_ANSWER", 0.0)]
+    rows += [("q1", "", "INFRA_ERROR", 0.0), ("q2", "6,*", "CORRECT", 1.0)]
+    data = _batch(rows)
+    adv, _ = est(
+        data.batch["token_level_rewards"],
+        data.batch["response_mask"],
+        index=data.non_tensor_batch["uid"],
+        non_tensor_batch=data.non_tensor_batch,
+    )
+    want = [*grpo_advantages([1.0, 0.0], ["q1", "q1"]), 0.0, 0.0]
+    assert adv[:, 0].tolist() == pytest.approx(want)
 
 
 def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path: Path) -> None:
