@@ -54,6 +54,7 @@ __all__ = [
     "Scale",
     "StratifiedAdvantages",
     "TRAINER_SCALE",
+    "forced_entry_credit",
     "grpo_advantages",
     "stratified_advantages",
 ]
@@ -329,3 +330,70 @@ def informed_stratified_advantages(
         entry.append(e)
         total.append(execution + entry_weight * e)
     return total, entry
+
+
+def forced_entry_credit(
+    rewards: Sequence[float],
+    questions: Sequence[str],
+    families: Sequence[str],
+    forced: Sequence[bool],
+    entry_prob: Sequence[float],
+    *,
+    floor: float | None = None,
+    cap: float = 1.0,
+) -> tuple[list[float], list[float]]:
+    """Plain GRPO for free rollouts; entry credit for successful forced entries of
+    under-covered families (``docs/stratified-advantages.md``, "Expected entry gradient").
+
+    For question q with G free rollouts of mean V̂ (all of q's rollouts when none is free):
+
+    * free rollout i: advantage ``r_i − V̂``, entry credit 0 (its sampled entry tokens carry
+      the advantage already);
+    * forced rollout j of family f, m forced rollouts of (q, f): execution advantage
+      ``r_j − mean of the other forced rollouts of (q, f)`` (0 alone); when no free rollout
+      of q entered f, entry credit ``w_f · (G / m) · max(0, r_j − V̂)`` with
+      ``w_f = clip(entry_prob_j, floor, cap)`` (the policy's own probability of the entry,
+      clipped; ``floor`` defaults to 1 / G), else 0.
+
+    The caller applies the entry credit to the teacher-forced log-probability of the forced
+    entry and the advantage to the rollout's scored tokens, both in the same units.
+
+    Returns:
+        ``(advantage, entry_credit)``, one each per rollout.
+
+    Raises:
+        ValueError: lengths differ, or ``cap`` is below the floor.
+    """
+    n = len(rewards)
+    if not (len(questions) == len(families) == len(forced) == len(entry_prob) == n):
+        raise ValueError(f"expected {n} questions, families, forced flags and entry probs")
+    free: dict[str, list[float]] = {}
+    every: dict[str, list[float]] = {}
+    entered: set[tuple[str, str]] = set()
+    fsum: dict[tuple[str, str], float] = {}
+    fn: dict[tuple[str, str], int] = {}
+    for r, q, f, fo in zip(rewards, questions, families, forced, strict=True):
+        every.setdefault(q, []).append(r)
+        if fo:
+            fsum[(q, f)] = fsum.get((q, f), 0.0) + r
+            fn[(q, f)] = fn.get((q, f), 0) + 1
+        else:
+            free.setdefault(q, []).append(r)
+            entered.add((q, f))
+    adv, credit = [], []
+    for r, q, f, fo, p in zip(rewards, questions, families, forced, entry_prob, strict=True):
+        rs = free.get(q) or every[q]
+        v = sum(rs) / len(rs)
+        if not fo:
+            adv.append(r - v)
+            credit.append(0.0)
+            continue
+        m = fn[(q, f)]
+        adv.append(r - (fsum[(q, f)] - r) / (m - 1) if m > 1 else 0.0)
+        lo = 1.0 / max(1, len(free.get(q, []))) if floor is None else floor
+        if cap < lo:
+            raise ValueError(f"cap {cap} is below the floor {lo}")
+        w = min(cap, max(lo, p))
+        g = len(free.get(q, []))
+        credit.append(0.0 if (q, f) in entered else w * (g / m) * max(0.0, r - v))
+    return adv, credit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import defaultdict
@@ -9,7 +10,13 @@ from collections import defaultdict
 import pytest
 import torch
 
-from forkgate.advantages import PriorWindow, StratifiedAdvantages, stratified_advantages
+from forkgate.advantages import (
+    PriorWindow,
+    StratifiedAdvantages,
+    forced_entry_credit,
+    informed_stratified_advantages,
+    stratified_advantages,
+)
 
 
 def reference(
@@ -111,3 +118,56 @@ def test_module_example_runs() -> None:
     import forkgate.advantages
 
     assert doctest.testmod(forkgate.advantages).failed == 0
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_v2_entry_credit_is_grpos_scaled_by_k_over_k_plus_1(k: int) -> None:
+    """docs/stratified-advantages.md: Σ_{i∈f} A_i = k²/(k+1)·(m_f − V̂) with prior_weight 1."""
+    rng = random.Random(k)
+    fam = [float(rng.random() < 0.6) for _ in range(k)]
+    other = [float(rng.random() < 0.3) for _ in range(6)]
+    rewards = fam + other
+    total, _ = informed_stratified_advantages(rewards, ["q"] * len(rewards), ["f"] * k + ["g"] * 6)
+    v_hat = sum(rewards) / len(rewards)
+    m_f = sum(fam) / k
+    assert sum(total[:k]) == pytest.approx(k * k / (k + 1) * (m_f - v_hat), abs=1e-12)
+    grpo = sum(r - v_hat for r in fam)
+    assert sum(total[:k]) == pytest.approx(grpo * k / (k + 1), abs=1e-12)
+
+
+def test_forced_entry_credit_by_hand() -> None:
+    # q: 4 free rollouts (two in "a", mean 1/2), two forced into "b" (never entered freely, π 0.01),
+    # one forced into "a" (entered freely: no credit).
+    rewards = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    fams = ["a", "a", "c", "c", "b", "b", "a"]
+    forced = [False] * 4 + [True] * 3
+    probs = [0.5, 0.5, 0.2, 0.2, 0.01, 0.01, 0.5]
+    adv, credit = forced_entry_credit(rewards, ["q"] * 7, fams, forced, probs)
+    assert adv[:4] == pytest.approx([0.5, -0.5, 0.5, -0.5])
+    assert adv[4:6] == pytest.approx([1.0, -1.0]) and adv[6] == 0.0
+    # floor 1/G = 1/4 > π_b: w = 1/4; e = w · (G/m) · (1 − 1/2) = 1/4 · 2 · 1/2
+    assert credit == pytest.approx([0, 0, 0, 0, 0.25, 0.0, 0.0])
+    _, capped = forced_entry_credit(rewards, ["q"] * 7, fams, forced, probs, floor=0.0)
+    assert capped[4] == pytest.approx(0.01 * 2 * 0.5)  # unclipped: the importance weight π_b
+    with pytest.raises(ValueError):
+        forced_entry_credit(rewards, ["q"] * 6, fams, forced, probs)
+    with pytest.raises(ValueError):
+        forced_entry_credit(rewards, ["q"] * 7, fams, forced, probs, floor=0.5, cap=0.1)
+
+
+@pytest.mark.parametrize(("pi", "v_f", "m"), [(0.001, 0.3, 2), (0.02, 0.7, 3), (0.4, 0.5, 4)])
+def test_forced_entry_credit_expected_gradient(pi: float, v_f: float, m: int) -> None:
+    """E[Σ_j e_j] = G · clip(π_f, 1/G, 1) · V_f · (1 − V̂), exactly over the forced outcomes."""
+    free = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]  # G = 8, V̂ = 1/4, family "b" never entered
+    g, v_hat = len(free), sum(free) / len(free)
+    expected = 0.0
+    for outcome in itertools.product([0.0, 1.0], repeat=m):
+        prob = math.prod(v_f if r else 1 - v_f for r in outcome)
+        rewards = free + list(outcome)
+        _, credit = forced_entry_credit(
+            rewards, ["q"] * len(rewards), ["a"] * g + ["b"] * m,
+            [False] * g + [True] * m, [0.9] * g + [pi] * m,
+        )  # fmt: skip
+        expected += prob * sum(credit)
+    w = min(1.0, max(1 / g, pi))
+    assert expected == pytest.approx(g * w * v_f * (1 - v_hat), abs=1e-12)
