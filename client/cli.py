@@ -211,6 +211,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         free_n=args.free_n,
         max_pairs=args.max_pairs,
         threads=args.threads,
+        frontier=args.frontier,
+        interp_alphas=tuple(args.interp_alpha) if args.interp_alpha else (0.25, 0.5, 0.75),
     )
     return run_experiment(opts, as_json=args.json)
 
@@ -412,6 +414,13 @@ def _add_experiment(sub: Any) -> argparse.ArgumentParser:
     )
     xc.add_argument("--max-pairs", type=int, default=48, help="intervention pairs at most")
     xc.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    xc.add_argument(
+        "--frontier", action="store_true",
+        help="issue 33: evaluations every --eval-every steps on the multi-family held-out tasks; "
+        "grpo keeps checkpoints and evaluates weight interpolations toward the start",
+    )  # fmt: skip
+    xc.add_argument("--interp-alpha", action="append", type=float, default=[],
+                    help="interpolation weights α (default 0.25, 0.5, 0.75)")  # fmt: skip
     xc.set_defaults(fn=_cmd_experiment)
     return xc
 

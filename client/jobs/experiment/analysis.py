@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import matched
+from .frontier import frontier_analysis
 from .matched import matched_comparison
 from .stats import interval
 
@@ -276,6 +277,8 @@ def write_analysis(
     }
     doc["intervention_summary"] = intervention_summary(runs)
     doc["matched"] = matched_comparison(runs, ref=budget_arm, budget=budget)
+    if any("interp" in r for by_seed in runs.values() for r in by_seed.values()):
+        doc["frontier"] = frontier_analysis(runs)  # issue 33's primary outcome
     out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(doc, indent=1) + "\n")
     if plots and runs:

@@ -34,7 +34,7 @@ __all__ = [
     "parse_arm",
 ]
 
-Advantage = Literal["grpo", "v2", "shuffled"]
+Advantage = Literal["grpo", "v2", "fec", "shuffled"]
 Replay = Literal["none", "balanced", "unbalanced"]
 Loss = Literal["pg", "kl-cov", "clip-cov"]
 
@@ -46,7 +46,8 @@ class ArmSpec:
     Attributes:
         name: the spec string.
         advantage: ``grpo`` (per-question normalisation), ``v2`` (informed stratified
-            advantages) or ``shuffled`` (GRPO on rewards permuted over the batch: the null).
+            advantages), ``fec`` (GRPO plus forced-entry credit, ``forced_entry_credit``) or
+            ``shuffled`` (GRPO on rewards permuted over the batch: the null).
         unscored_entry: leave the free rollouts' entry tokens out of the loss.
         replay: fork-tree replay each step (balanced over certified families, or the
             unbalanced control of the same size).
@@ -88,6 +89,7 @@ _BASE: dict[str, ArmSpec] = {
         ArmSpec("grpo+unbal-replay", replay="unbalanced", replay_weight=0.5),
         ArmSpec("grpo+kl", kl_weight=0.3),
         ArmSpec("strat-v2", advantage="v2", coverage_m=2),
+        ArmSpec("grpo+fec", advantage="fec", coverage_m=2),
         ArmSpec(
             "strat-v2+replay", advantage="v2", coverage_m=2, replay="balanced", replay_weight=0.5
         ),

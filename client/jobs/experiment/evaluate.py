@@ -89,6 +89,7 @@ def evaluate(
         "pass@1": sum(r["correct"] / r["samples"] for r in rows) / m,
         "pass@16": sum(r["pass_at_k"].get(k, 0.0) for r in rows) / m,
         **ec_of_rows(rows, int(k)),
+        "pass@1 multi": _mean([r["correct"] / r["samples"] for r in rows if r["feasible"] >= 2]),
         "entry_entropy": sum(r["entry_entropy"] for r in rows) / m,
         "reach@16": sum(reach) / max(1, len(reach)),
         "feasible_entropy": sum(ent) / max(1, len(ent)),
@@ -104,6 +105,10 @@ def task_counts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         {"samples": r["samples"], "feasible": r["feasible"], "family_correct": r["family_correct"]}
         for r in rows
     ]
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
 Pair = tuple[int, list[str]]  # (held-out task index, a feasible family's κ labels)

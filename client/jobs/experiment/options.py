@@ -90,3 +90,10 @@ class ExperimentOptions:
     """Intervention pairs (held-out task, low-reach family) at most."""
     max_tokens: int = 80
     """Generation length in tokens."""
+    frontier: bool = False
+    """Issue 33's frontier runs: the ``eval_every`` evaluations are on the multi-family
+    held-out tasks, and ``grpo`` keeps its checkpoints and evaluates the interpolations
+    (``frontier.py``). False: left out of the configuration key."""
+    interp_alphas: tuple[float, ...] = (0.25, 0.5, 0.75)
+    """The α of θ = (1 − α) θ_start + α θ_GRPO(step) (frontier runs); left out of the key at
+    this default."""

@@ -55,6 +55,7 @@ class Batch:
     forced: list[bool] = field(default_factory=list)
     examples: list[tuple[list[int], list[int]]] = field(default_factory=list)
     unscored: list[int] = field(default_factory=list)  # response tokens left out at the start
+    labels: list[str] = field(default_factory=list)  # the forced κ label ("" when free)
 
 
 def sample_batch(
@@ -74,6 +75,7 @@ def sample_batch(
         free = group_size - sum(p.n for p in plan)
         parts: list[tuple[str | None, int]] = [(None, free)]
         parts += [(THINK + entry_prefix(p.family), p.n) for p in plan]
+        labels = ["", *(p.family for p in plan)]
         prompt_ids = policy.prompt_ids(prompt)
         for j, (prefix, n) in enumerate(parts):
             [group] = policy.sample(
@@ -89,6 +91,7 @@ def sample_batch(
                 out.items.append((task, s.text))
                 out.questions.append(str(idx))
                 out.forced.append(prefix is not None)
+                out.labels.append(labels[j])
                 out.examples.append((prompt_ids, tok.encode(head) + list(s.token_ids) + ended))
                 skip = len(tok.encode(head))
                 if prefix is None and unscored_entry:

@@ -28,7 +28,7 @@ EC_K = 16
 
 # The options that do not change a run's result; every other one enters the configuration key.
 _NOT_SIZE = ("workdir", "arms", "seeds", "threads")
-LEGACY: dict[str, Any] = {"free_n": 0}
+LEGACY: dict[str, Any] = {"free_n": 0, "frontier": False, "interp_alphas": (0.25, 0.5, 0.75)}
 """Options added after the first results, with the value that reproduces those runs: at that
 value a field stays out of the configuration key, so ``docs/results/exp18`` keeps its key."""
 

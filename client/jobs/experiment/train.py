@@ -23,6 +23,7 @@ from ..policy.policy import Policy
 from ..policy.train import MAX_GRAD_NORM, batch, example, sft_step, token_logprobs
 from ..run import entry_of
 from .arms import ArmSpec, cov_knobs
+from .entry_credit import entry_credit_loss, fec_advantages
 from .evaluate import (
     Feasible,
     evaluate,
@@ -32,6 +33,7 @@ from .evaluate import (
     low_reach_pairs,
     task_counts,
 )
+from .frontier import interpolate, multi_family, save_checkpoint
 from .losses import policy_loss, shuffled_rewards
 from .options import ExperimentOptions
 from .policyops import Batch, family_logprobs, sample_batch, scored_mask
@@ -142,7 +144,14 @@ def _rollouts(run: _Run, step: int) -> tuple[list[int], Batch]:
     return chosen, b
 
 
-def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor) -> None:
+def _update(
+    run: _Run,
+    step: int,
+    chosen: list[int],
+    b: Batch,
+    adv: torch.Tensor,
+    credit: list[float] | None = None,
+) -> None:
     """The step's policy updates: one per minibatch, PPO-style (the later ones off-policy)."""
     o, policy = run.ctx.opts, run.policy
     ids, mask = scored_mask(b, policy.tokenizer.pad)
@@ -172,6 +181,8 @@ def _update(run: _Run, step: int, chosen: list[int], b: Batch, adv: torch.Tensor
         loss = loss + _extra_loss(
             run.arm, run.ctx, policy, run.ref, run.replay, chosen[k::mbs], share
         )
+        if credit is not None:
+            loss = loss + entry_credit_loss(policy, run.ctx.train, b, credit, mb.tolist())
         run.opt.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated in torch
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), MAX_GRAD_NORM)
@@ -184,8 +195,12 @@ def _step(run: _Run, step: int) -> tuple[float, float]:
     verdicts = run.ctx.client.verify_batch(b.items)
     rewards = [float(v.reward) for v in verdicts]
     families = [entry_of(v) for v in verdicts]
-    adv = _advantages(run.arm, rewards, b, families, run.seeds.shuffle(step))
-    _update(run, step, chosen, b, adv)
+    credit = None
+    if run.arm.advantage == "fec":
+        adv, credit = fec_advantages(run.policy, run.ctx.train, rewards, b, families)
+    else:
+        adv = _advantages(run.arm, rewards, b, families, run.seeds.shuffle(step))
+    _update(run, step, chosen, b, adv, credit)
     free = [(q, f) for q, f, fo in zip(b.questions, families, b.forced, strict=True) if not fo]
     h = batch_entry_entropy([q for q, _ in free], [f for _, f in free])
     return sum(rewards) / len(rewards), h
@@ -212,18 +227,34 @@ def _sft(ctx: Context, policy: Policy, seed: int) -> float | None:
 
 
 def _eval(
-    ctx: Context, policy: Policy, seeds: RunSeeds
+    ctx: Context, policy: Policy, seeds: RunSeeds, *, multi: bool = False
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The held-out evaluation; ``multi``: on the multi-family tasks only (frontier runs)."""
     o = ctx.opts
+    keep = multi_family(ctx.held_feasible) if multi else range(len(ctx.held_out))
     return evaluate(
         ctx.client,
         policy,
-        ctx.held_out,
-        ctx.held_feasible,
+        [ctx.held_out[i] for i in keep],
+        [ctx.held_feasible[i] for i in keep],
         n=o.eval_n,
         max_tokens=o.max_tokens,
         seed=seeds.evaluation,
     )
+
+
+def _frontier_points(run: _Run, seed: int, step: int) -> list[dict[str, Any]]:
+    """GRPO's checkpoint at ``step`` kept, and its interpolations toward the start evaluated."""
+    o = run.ctx.opts
+    if not o.frontier or run.arm.name != "grpo":
+        return []
+    save_checkpoint(run.policy, o.workdir, seed, step)
+    out = []
+    for a in o.interp_alphas:
+        mixed = interpolate(run.ref, run.policy, a)
+        point, _ = _eval(run.ctx, mixed, run.seeds, multi=True)
+        out.append({"step": step, "alpha": a, **point})
+    return out
 
 
 def _intervene(
@@ -300,7 +331,7 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
         rec.update(cov_ratio=ratio, kl_cov_coef=coef, clip_cov_lb=lb)
     run = _start_run(arm, ctx, RunSeeds(seed), rec)
     monitor = EntropyMonitor(max_drop=0.5, cooldown_steps=20)
-    curve, entropies, rewards = [], [], []
+    curve, entropies, rewards, interp = [], [], [], []
     with Progress(f"{arm.name} seed {seed}", unit="steps", total=o.steps) as progress:
         for step in range(1, o.steps + 1):
             reward, h = _step(run, step)
@@ -308,10 +339,15 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
             entropies.append(round(h, 4))
             monitor.observe(step, h)
             if o.eval_every and step % o.eval_every == 0 and step != o.steps:
-                curve.append({"step": step, **_eval(ctx, run.policy, run.seeds)[0]})
+                point, _ = _eval(ctx, run.policy, run.seeds, multi=o.frontier)
+                curve.append({"step": step, **point})
+                interp += _frontier_points(run, seed, step)
             progress.set_postfix(reward=round(reward, 3), entropy=round(h, 3))
             progress.update(1)
     point, rows = _eval(ctx, run.policy, run.seeds)
+    interp += _frontier_points(run, seed, o.steps)
+    if o.frontier:
+        rec.update(interp=interp, steps=o.steps)
     rec.update(
         end=point,
         end_tasks=task_counts(rows),
