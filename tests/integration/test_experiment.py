@@ -29,13 +29,16 @@ def test_standard_grpo_advantages_normalise_within_each_question() -> None:
     assert [round(a, 3) for a in adv] == [1.0, -1.0, 1.0, -1.0, 0.0, 0.0]
 
 
-def _run(work: Path, arms: list[str], seeds: list[str]) -> tuple[dict[str, object], str]:
+def _run(
+    work: Path, arms: list[str], seeds: list[str], extra: list[str] | None = None
+) -> tuple[dict[str, object], str]:
     argv = [sys.executable, "-m", "forkgate.cli", "experiment", "countdown", "--workdir", str(work)]
     for a in arms:
         argv += ["--arm", a]
     for s in seeds:
         argv += ["--seed", s]
-    run = subprocess.run(argv + TINY, capture_output=True, text=True, timeout=600, check=False)
+    argv += TINY + (extra or [])
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     out: dict[str, object] = json.loads(run.stdout.strip().splitlines()[-1])
     return out, run.stderr
@@ -72,3 +75,26 @@ def test_every_arm_runs_appends_one_line_and_a_rerun_skips_it(tmp_path: Path) ->
     assert doc["matched"]["methods"]["kl-cov"]["arms"] == ["kl-cov", "kl-cov@0.05", "kl-cov@1/10"]
     assert doc["verdicts"]["overall"] in {"insufficient data", "between", "Refuted", "Confirmed"}
     assert (work / "analysis" / "pareto.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_frontier_machinery_runs_end_to_end(tmp_path: Path) -> None:
+    """Issue 33 at a tiny size: multi-family evaluations, GRPO checkpoints and interpolations,
+    the forced-entry-credit arm, and the frontier analysis over the records."""
+    work = tmp_path / "frontier"
+    extra = ["--frontier", "--eval-every", "1", "--interp-alpha", "0.5"]
+    out, _ = _run(work, ["grpo", "grpo+fec"], ["0", "1"], extra=[*extra, "--steps", "2"])
+    assert out["ran"] == 6
+    recs = {(r["arm"], r["seed"]): r for r in map(json.loads, (work / "results.jsonl").open())}
+    grpo = recs[("grpo", 0)]
+    assert [c["step"] for c in grpo["curve"]] == [1]
+    assert [(p["step"], p["alpha"]) for p in grpo["interp"]] == [(1, 0.5), (2, 0.5)]
+    assert "EC@16 multi" in grpo["end"] and "pass@1 multi" in grpo["end"]
+    assert len(grpo["end_tasks"]) == 2 and "family_correct" in grpo["end_tasks"][0]
+    assert recs[("grpo+fec", 0)]["interp"] == []
+    ckpts = sorted(p.name for p in (work / "checkpoints").glob("*.safetensors"))
+    assert ckpts == [f"grpo-seed{s}-step{n}.safetensors" for s in (0, 1) for n in (1, 2)]
+    doc = write_analysis(work / "results.jsonl", work / "analysis", plots=False)
+    assert set(doc["frontier"]) == {"grpo+fec"}
+    assert set(doc["frontier"]["grpo+fec"]) == {"60", "200"}

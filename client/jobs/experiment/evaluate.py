@@ -88,7 +88,8 @@ def evaluate(
     point = {
         "pass@1": sum(r["correct"] / r["samples"] for r in rows) / m,
         "pass@16": sum(r["pass_at_k"].get(k, 0.0) for r in rows) / m,
-        **ec_of_rows(rows, int(k)),
+        # "EC@16" whatever n (below 16 draws it is EC@n, as the records always had it)
+        **{key.replace(f"EC@{k}", "EC@16"): v for key, v in ec_of_rows(rows, int(k)).items()},
         "pass@1 multi": _mean([r["correct"] / r["samples"] for r in rows if r["feasible"] >= 2]),
         "entry_entropy": sum(r["entry_entropy"] for r in rows) / m,
         "reach@16": sum(reach) / max(1, len(reach)),

@@ -32,6 +32,7 @@ from typing import Any
 from .stats import interval
 
 __all__ = [
+    "ALL_TASKS_AT",
     "decide",
     "excess",
     "frontier_analysis",
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 Point = tuple[float, float]  # (pass@1, EC@16) over the multi-family tasks
+
+ALL_TASKS_AT = (60,)
+"""Frontier runs evaluate every held-out task (not only the multi-family ones) at these steps,
+besides the start and the end."""
 
 
 def multi_family(feasible: Sequence[Sequence[Any]]) -> list[int]:

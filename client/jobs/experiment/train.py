@@ -33,7 +33,7 @@ from .evaluate import (
     low_reach_pairs,
     task_counts,
 )
-from .frontier import interpolate, multi_family, save_checkpoint
+from .frontier import ALL_TASKS_AT, interpolate, multi_family, save_checkpoint
 from .losses import policy_loss, shuffled_rewards
 from .options import ExperimentOptions
 from .policyops import Batch, family_logprobs, sample_batch, scored_mask
@@ -339,7 +339,8 @@ def run_one(arm: ArmSpec, ctx: Context, seed: int) -> dict[str, Any]:
             entropies.append(round(h, 4))
             monitor.observe(step, h)
             if o.eval_every and step % o.eval_every == 0 and step != o.steps:
-                point, _ = _eval(ctx, run.policy, run.seeds, multi=o.frontier)
+                multi = o.frontier and step not in ALL_TASKS_AT
+                point, _ = _eval(ctx, run.policy, run.seeds, multi=multi)
                 curve.append({"step": step, **point})
                 interp += _frontier_points(run, seed, step)
             progress.set_postfix(reward=round(reward, 3), entropy=round(h, 3))
