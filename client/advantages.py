@@ -367,19 +367,7 @@ def forced_entry_credit(
     n = len(rewards)
     if not (len(questions) == len(families) == len(forced) == len(entry_prob) == n):
         raise ValueError(f"expected {n} questions, families, forced flags and entry probs")
-    free: dict[str, list[float]] = {}
-    every: dict[str, list[float]] = {}
-    entered: set[tuple[str, str]] = set()
-    fsum: dict[tuple[str, str], float] = {}
-    fn: dict[tuple[str, str], int] = {}
-    for r, q, f, fo in zip(rewards, questions, families, forced, strict=True):
-        every.setdefault(q, []).append(r)
-        if fo:
-            fsum[(q, f)] = fsum.get((q, f), 0.0) + r
-            fn[(q, f)] = fn.get((q, f), 0) + 1
-        else:
-            free.setdefault(q, []).append(r)
-            entered.add((q, f))
+    free, every, entered, fsum, fn = _forced_stats(rewards, questions, families, forced)
     adv, credit = [], []
     for r, q, f, fo, p in zip(rewards, questions, families, forced, entry_prob, strict=True):
         rs = free.get(q) or every[q]
@@ -397,3 +385,32 @@ def forced_entry_credit(
         g = len(free.get(q, []))
         credit.append(0.0 if (q, f) in entered else w * (g / m) * max(0.0, r - v))
     return adv, credit
+
+
+def _forced_stats(
+    rewards: Sequence[float],
+    questions: Sequence[str],
+    families: Sequence[str],
+    forced: Sequence[bool],
+) -> tuple[
+    dict[str, list[float]],
+    dict[str, list[float]],
+    set[tuple[str, str]],
+    dict[tuple[str, str], float],
+    dict[tuple[str, str], int],
+]:
+    """Free rewards and all rewards per question; (q, f) entered freely; forced sums, counts."""
+    free: dict[str, list[float]] = {}
+    every: dict[str, list[float]] = {}
+    entered: set[tuple[str, str]] = set()
+    fsum: dict[tuple[str, str], float] = {}
+    fn: dict[tuple[str, str], int] = {}
+    for r, q, f, fo in zip(rewards, questions, families, forced, strict=True):
+        every.setdefault(q, []).append(r)
+        if fo:
+            fsum[(q, f)] = fsum.get((q, f), 0.0) + r
+            fn[(q, f)] = fn.get((q, f), 0) + 1
+        else:
+            free.setdefault(q, []).append(r)
+            entered.add((q, f))
+    return free, every, entered, fsum, fn

@@ -101,3 +101,12 @@ def test_interpolation_mixes_the_weights() -> None:
 
 def test_doctests() -> None:
     assert doctest.testmod(frontier).failed == 0
+
+
+def test_the_report_table() -> None:
+    from forkgate.jobs.experiment.frontier import frontier_markdown
+
+    lines = frontier_markdown({"x": {"60": decide([3.0, 3.5, 4.0]), "200": decide([1.0])}})
+    assert lines[3] == "| x | 60 | 3 | +3.5 [+2.3, +4.7] | recommended |"
+    assert lines[4] == "| x | 200 | 1 | – | insufficient data |"
+    assert frontier_markdown(None) == []

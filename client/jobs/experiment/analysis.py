@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import matched
-from .frontier import frontier_analysis
+from .frontier import frontier_analysis, frontier_markdown
 from .matched import matched_comparison
 from .stats import interval
 
@@ -340,6 +340,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
                   f"{t['hours']} h."]  # fmt: skip
     lines += _intervention_lines(doc)
     lines += matched.markdown(doc["matched"])
+    lines += frontier_markdown(doc.get("frontier"))
     return "\n".join(lines) + "\n"
 
 

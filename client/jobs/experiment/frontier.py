@@ -36,6 +36,7 @@ __all__ = [
     "decide",
     "excess",
     "frontier_analysis",
+    "frontier_markdown",
     "grpo_frontier",
     "hull_at",
     "interpolate",
@@ -165,3 +166,18 @@ def frontier_analysis(runs: Runs, at: Sequence[int] = (60, 200)) -> dict[str, An
     """
     arms = sorted(a for a in runs if a not in ("start", "grpo"))
     return {a: {str(s): decide(excess(runs, a, s)) for s in at} for a in arms}
+
+
+def frontier_markdown(doc: Mapping[str, Any] | None) -> list[str]:
+    """The frontier table of the analysis report (none without frontier records)."""
+    if not doc:
+        return []
+    lines = ["", "| Arm | step | seeds | EC@16 above GRPO's frontier (points) [t95] | decision |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for arm, by_step in doc.items():
+        for step, d in by_step.items():
+            iv = "–"
+            if "mean" in d:
+                iv = f"{d['mean']:+.1f} [{d['t95'][0]:+.1f}, {d['t95'][1]:+.1f}]"
+            lines.append(f"| {arm} | {step} | {d['n']} | {iv} | {d['decision']} |")
+    return lines
