@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 from certd.support import pass_at_k  # the unbiased estimator (Chen et al., 2021), pure stdlib
 
+from .coverage_metrics import ec_at_k_counts, family_correct_counts
+
 __all__ = [
     "EntropyAlarm",
     "EntropyMonitor",
@@ -78,7 +80,9 @@ def ec_at_k(correct_families: Iterable[str], feasible: int) -> float:
     """
     if feasible <= 0:
         raise ValueError(f"feasible: expected > 0, got {feasible}")
-    return len(set(correct_families)) / feasible
+    counts = family_correct_counts(correct_families)
+    n = max(1, sum(counts.values()))
+    return ec_at_k_counts(counts, n=n, k=n, feasible=feasible)  # the one EC computation
 
 
 @dataclass(frozen=True, slots=True)
