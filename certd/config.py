@@ -199,7 +199,16 @@ class ServiceLimits(_Strict):
         24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
     )
     max_rpcs_per_client: int = Field(
-        16, ge=1, description="RPCs in flight per principal (or peer host without auth)"
+        12,
+        ge=1,
+        description="RPCs in flight per principal (the token; without authentication the "
+        "connection, peer address and port); never more than half of max_concurrent_rpcs",
+    )
+    first_message_timeout_s: float = Field(
+        3.0,
+        gt=0.0,
+        description="a call whose first request message has not arrived by then ends with "
+        "DEADLINE_EXCEEDED (a stream that never sends, a unary call stalled after its headers)",
     )
     stream_idle_timeout_s: float = Field(
         30.0,

@@ -15,8 +15,10 @@ died expires after ``idempotency_claim_s`` and a retry then runs the request (a 
 yields the same certificate: the ledger key of (task, κ, label) is unique).
 
 Rate limits: a token bucket per client in Redis (``rate_limit_per_s`` tokens a second, at
-most ``rate_limit_burst``), one token per request, refilled by Redis's own clock so replicas
-agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to retry.
+most ``rate_limit_burst``), one token per request message — a unary call takes one, a
+streaming call (``VerifyStream``) one per item it sends, as each arrives — refilled by Redis's
+own clock so replicas agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to
+retry (a stream ends there; the verdicts it already received stand).
 
 The client is the authenticated principal (``certd.service.access``) when access control is
 on, else the peer's address without its port.
@@ -29,7 +31,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -45,6 +47,7 @@ from certd.errors import (
     StoreError,
 )
 from certd.service.access import client_of
+from certd.service.handlers import Behaviour, rewrap
 
 __all__ = ["ClusterInterceptor", "ClusterState", "client_of"]
 
@@ -207,11 +210,11 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
         method = handler_call_details.method
-        if method.startswith("/grpc.health.") or method.startswith("/grpc.reflection."):
+        if handler is None or method.startswith(("/grpc.health.", "/grpc.reflection.")):
             return handler
+        if handler.unary_unary is None:
+            return self._rate_items(handler)
         inner = handler.unary_unary
         serialize = handler.response_serializer
         if serialize is None:
@@ -230,6 +233,37 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             request_deserializer=handler.request_deserializer,
             response_serializer=lambda r: r if isinstance(r, bytes) else serialize(r),
         )
+
+    def _rate_items(
+        self, handler: grpc.RpcMethodHandler[Any, Any]
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        """The handler with one token taken per request message a client streams."""
+        check = self.check_rate
+
+        def each_item(requests: Iterator[Any], client: str) -> Iterator[Any]:
+            for item in requests:
+                check(client)  # as a unary call would, before the item is served
+                yield item
+
+        def metered(request: Any, client: str, streamed: bool) -> Any:
+            if not streamed:
+                check(client)
+                return request
+            return each_item(request, client)
+
+        def unary(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                return fn(metered(request, self._principal(context), streamed), context)
+
+            return call
+
+        def stream(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                yield from fn(metered(request, self._principal(context), streamed), context)
+
+            return call
+
+        return rewrap(handler, unary, stream)
 
     def check_rate(self, client: str) -> None:
         """Take one token from the client's bucket.
