@@ -207,7 +207,7 @@ def _cmd_kappa_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from sandboxes.doctor import diagnose_bwrap, diagnose_docker
+    from sandboxes.doctor import diagnose_bwrap, diagnose_docker, diagnose_gvisor
 
     cfg = load_config(args.config)
     bwrap = diagnose_bwrap()
@@ -216,8 +216,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         if cfg.code.backend == "docker" or args.docker
         else []
     )
-    findings = bwrap + docker
-    failed = [f for f in (docker if cfg.code.backend == "docker" else bwrap) if f.status == "fail"]
+    gvisor = diagnose_gvisor() if cfg.code.backend == "gvisor" else []
+    findings = bwrap + docker + gvisor
+    chosen = {"docker": docker, "gvisor": gvisor}.get(cfg.code.backend, bwrap)
+    failed = [f for f in chosen if f.status == "fail"]
     lines = [f"{f.status.upper():4}  {f.name}: {f.detail}" for f in findings]
     lines.append(f"code backend: {cfg.code.backend} ({'not usable' if failed else 'usable'})")
     emit(

@@ -242,7 +242,12 @@ class ServiceLimits(_Strict):
 class CodeConfig(_Strict):
     """The code domain: sandbox backend, warm pool, per-run limits, task sizes, rewards."""
 
-    backend: str = Field("bwrap", pattern="^(bwrap|docker)$")
+    backend: str = Field(
+        "bwrap",
+        pattern="^(bwrap|docker|gvisor)$",
+        description="gvisor: a fresh runsc sandbox (its own kernel) per check; see "
+        "docs/sandboxes.md for its cost",
+    )
     pool_size: int = Field(2, ge=1, description="warm sandboxed workers (checks at once)")
     max_runs_per_worker: int = Field(200, ge=1, description="checks before a worker is replaced")
     queue_limit: int = Field(1024, ge=0, description="checks waiting for a worker; more = busy")

@@ -14,11 +14,12 @@ Whatever cannot be removed or verified is reported, and the supervisor replaces 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
 import time
 
-__all__ = ["cleanup", "other_pids", "self_state"]
+__all__ = ["cleanup", "exited", "open_pidfd", "other_pids", "self_state"]
 
 # ---- inline: worker.zygote_source() copies everything below into the zygote ----
 _WIPE = ("/work", "/tmp", "/dev/shm")
@@ -28,6 +29,25 @@ _WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
 _WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
 _IPC_RMID = 0
 _IPC_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def open_pidfd(pid: int) -> int:
+    """A pidfd of the run; -1 where the kernel has none (gVisor: the zygote polls ``exited``)."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError as exc:
+        if exc.errno != errno.ENOSYS:
+            raise
+        return -1
+
+
+def exited(pid: int) -> bool:
+    """Whether the run has exited (a zombie, or reaped by the template), without a pidfd."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
 
 
 def other_pids() -> list[int]:
@@ -136,11 +156,15 @@ def self_state() -> tuple[object, ...]:
     return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
 
 
-def cleanup(baseline: tuple[object, ...], keep: int | None) -> list[str]:
-    """Return the sandbox to its start state; what is left that could not be (empty = clean)."""
+def cleanup(baseline: tuple[object, ...], keep: int | None, ipc: bool = True) -> list[str]:
+    """Return the sandbox to its start state; what is left that could not be (empty = clean).
+
+    ``ipc=False`` where the kernel itself is discarded after one run (gVisor: a fresh Sentry
+    per check, no ``/proc/sysvipc`` to enumerate): IPC objects then die with the sandbox.
+    """
     left: list[str] = []
     try:
-        left += _purge_ipc()
+        left += _purge_ipc() if ipc else []
         budget_end = time.monotonic() + _WIPE_BUDGET_S
         left += [f"{p} not emptied" for p in _WIPE if not _empty_dir(p, budget_end)]
         if [p for p in other_pids() if p != keep]:

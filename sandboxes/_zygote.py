@@ -27,6 +27,7 @@ sandbox's system python3.
 from __future__ import annotations
 
 import ctypes
+import errno  # noqa: F401 - used by the inlined _cleanup.py (open_pidfd)
 import fcntl
 import json
 import os
@@ -40,7 +41,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox these come from the inlined _cleanup.py (see below)
-    from sandboxes._cleanup import cleanup, other_pids, self_state
+    from sandboxes._cleanup import cleanup, exited, open_pidfd, other_pids, self_state
 
 __all__ = ["main"]
 
@@ -319,7 +320,7 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
             _exec_child(req, child)
     for fd in child:
         os.close(fd)
-    pidfd = os.pidfd_open(pid)
+    pidfd = open_pidfd(pid)
     if req.get("inline"):
         box["template"].go()
     run: dict[str, Any] = {"pid": pid, "pidfd": pidfd, "out": out_r, "err": err_r}
@@ -368,9 +369,12 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
                 killed_for = "wall"
                 _kill_run(box)
                 deadline = float("inf")
-            watch = open_fds + ([pidfd] if exited_at is None else [])
+            watch = open_fds + ([pidfd] if exited_at is None and pidfd >= 0 else [])
             limit_at = exited_at + _DRAIN_S if exited_at is not None else deadline
-            ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, 1.0)))
+            tick = 1.0 if pidfd >= 0 else 0.01  # without a pidfd, poll the run's state
+            ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, tick)))
+            if pidfd < 0 and exited_at is None and exited(run["pid"]):
+                exited_at = time.monotonic()
             for fd in ready:
                 if fd == pidfd:
                     exited_at = time.monotonic()
@@ -457,7 +461,8 @@ def main() -> None:
         return
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     baseline = self_state()
-    left = cleanup(baseline, None)
+    ipc = "--fresh-kernel" not in sys.argv[1:]  # gVisor: IPC state dies with the one-run kernel
+    left = cleanup(baseline, None, ipc)
     if left:
         _send({"error": "the sandbox is not empty at start: " + "; ".join(left)})
         return
@@ -479,7 +484,7 @@ def main() -> None:
         finally:
             frame[:] = bytes(len(frame))  # nothing of this run lingers for the next one
         template = box.get("template")
-        left = cleanup(baseline, template.pid if template is not None else None)
+        left = cleanup(baseline, template.pid if template is not None else None, ipc)
         _send({"clean": not left, "left": "; ".join(left)})
         if left:
             return

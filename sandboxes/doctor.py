@@ -22,7 +22,7 @@ from .errors import SandboxError
 from .limits import Limits
 from .program import Program
 
-__all__ = ["Finding", "diagnose_bwrap", "diagnose_docker"]
+__all__ = ["Finding", "diagnose_bwrap", "diagnose_docker", "diagnose_gvisor"]
 
 
 @dataclass(frozen=True)
@@ -122,4 +122,28 @@ def diagnose_docker(image: str, runtime: str | None = None) -> list[Finding]:
         out.append(Finding("docker run", "ok", f"python3 ran in {result.wall_time_s * 1e3:.0f} ms"))
     else:
         out.append(Finding("docker run", "fail", f"{result.status.value}: {result.detail}"))
+    return out
+
+
+def diagnose_gvisor() -> list[Finding]:
+    """Check the gVisor backend: runsc, a real run in a fresh sandbox.
+
+    Returns:
+        The findings.
+    """
+    from .gvisor import GvisorSandbox
+
+    try:
+        box = GvisorSandbox(Limits(cpu_time_s=2, wall_time_s=5))
+    except SandboxError as exc:
+        return [Finding("gvisor", "fail", str(exc))]
+    out = [Finding("gvisor", "ok", f"runsc at {box.options.runsc}, {box.options.platform}")]
+    try:
+        result = box.run(Program(argv=("python3", "-c", "print('sandboxed')")))
+    finally:
+        box.close()
+    if result.ok and result.stdout == b"sandboxed\n":
+        out.append(Finding("gvisor run", "ok", f"python3 ran in {result.wall_time_s * 1e3:.0f} ms"))
+    else:
+        out.append(Finding("gvisor run", "fail", f"{result.status.value}: {result.detail}"))
     return out

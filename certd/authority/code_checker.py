@@ -99,6 +99,10 @@ def make_backend(cfg: CodeConfig) -> Sandbox:
             ceiling,
             DockerOptions(image=cfg.docker_image, runtime=cfg.docker_runtime, cpus=cfg.docker_cpus),
         )
+    if cfg.backend == "gvisor":
+        from sandboxes.gvisor import GvisorSandbox
+
+        return GvisorSandbox(ceiling)
     from sandboxes import BwrapSandbox
 
     return BwrapSandbox(ceiling)
