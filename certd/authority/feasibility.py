@@ -149,12 +149,14 @@ class Authority:
 
         Raises:
             LedgerError: the ledger write failed.
-            InvalidInputError: the learned κ's steps are malformed.
+            InvalidInputError: the learned κ's steps are malformed, or a math task has no
+                question (``CheckedTask.require_identity``).
 
         Returns:
             The certificate with its inclusion proof (``existing`` when certified before) or a
             refusal.
         """
+        task.require_identity("certify")
         request = CertifyRequest(task, kappa, label, witness, dict(fields or {}))
         return self._prove([self._wait(self._submit(request))])[0]
 
@@ -169,11 +171,14 @@ class Authority:
 
         Raises:
             LedgerError: a ledger write failed.
-            InvalidInputError: the learned κ's steps are malformed.
+            InvalidInputError: the learned κ's steps are malformed, or a math task has no
+                question (``CheckedTask.require_identity``).
 
         Returns:
             One outcome per request (a certificate with its inclusion proof, or a refusal).
         """
+        for request in requests:
+            request.task.require_identity("certify")
         submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
         drafts: list[tuple[int, IndexedCertificate, Verdict]] = []
         for request in requests:
@@ -358,7 +363,9 @@ class Authority:
 
         Raises:
             StoreError: the store failed.
+            InvalidInputError: a math task without a question.
         """
+        task.require_identity("a fork tree")
         more = None if limit is None else limit + 1
         found = self._certificates.labels(task.digest, kappa, after=after, limit=more)
         page = found[:limit] if limit is not None else found
