@@ -1,4 +1,4 @@
-"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report.
+"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report, kappa-fit.
 
 Example::
 
@@ -7,6 +7,7 @@ Example::
     certd audit --data-dir certd-data --json
     certd doctor                                 # what isolation the sandboxes get here
     certd kappa-report --in verdicts.jsonl --json
+    certd kappa-fit --config certd.json --rollouts trusted.jsonl   # operator: record κ models
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
 exits with the codes of ``certd.exitcodes`` (docs/exit-codes.md): 0 all good, 1 refused or
@@ -38,6 +39,7 @@ from certd.errors import (
     SigningError,
 )
 from certd.exitcodes import exit_code_of
+from certd.kappa_cli import add_parser as add_kappa_fit_parser
 
 __all__ = ["main"]
 
@@ -348,7 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = _add_serve(sub)
     k = _add_keygen(sub)
     _add_families(sub)
-    verbs = [s, k, add_audit_parser(sub), _add_doctor(sub), _add_kappa_report(sub)]
+    verbs = [
+        s,
+        k,
+        add_audit_parser(sub),
+        _add_doctor(sub),
+        _add_kappa_report(sub),
+        add_kappa_fit_parser(sub),
+    ]
     add_ops_parsers(sub)
     add_info_parser(sub)
     add_config_parser(sub)

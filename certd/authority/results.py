@@ -106,7 +106,7 @@ class CheckedTask:
 class CertifyRequest:
     """One Certify: the claim that ``label`` (under ``kappa``) is feasible, with its witness.
 
-    ``fields`` are the claimed label's fields; only the learned κ reads them.
+    ``fields`` are the claimed label's fields (nothing reads them: a client shapes no label).
     """
 
     task: CheckedTask
