@@ -59,6 +59,9 @@ def _cmd_kappa_fit(args: argparse.Namespace) -> int:
 
             def verify(task: Any) -> Any:
                 checker = checkers.for_domain(task.domain)
+                wait_ready = getattr(checker, "wait_ready", None)
+                if wait_ready is not None:  # an offline run may start before the math pool
+                    wait_ready(args.ready_wait_s)
                 return lambda rs: [
                     v.status for v in checker.verify_batch([(task.value, r) for r in rs])
                 ]
@@ -96,4 +99,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     f.add_argument("--rollouts", required=True, help="JSONL of {task, responses} ('-': stdin)")
     f.add_argument("--config", type=Path, default=None, help="certd's JSON config")
     f.add_argument("--data-dir", type=Path, default=None, help="data dir (default ./certd-data)")
+    f.add_argument(
+        "--ready-wait-s",
+        type=float,
+        default=300.0,
+        help="how long to wait for a domain's checker to warm up (default 300)",
+    )
     return f
