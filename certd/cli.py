@@ -152,8 +152,8 @@ def _cmd_families(args: argparse.Namespace) -> int:
         for lw in found.labels
     ]
     families = [list(f) for f in found.families]
-    lines = [
-        f"{len(labels)} feasible labels, {len(families)} families"
+    lines = [  # a label is what κ returns; a family is a set of labels (one solution family)
+        f"{len(labels)} feasible labels in {len(families)} families"
         f"{'' if found.complete else ' (family computation capped)'}"
     ]
     for n, fam in enumerate(families):
@@ -161,9 +161,13 @@ def _cmd_families(args: argparse.Namespace) -> int:
             f"({labels[i]['operand']}, {labels[i]['operator']}) {labels[i]['witness']}" for i in fam
         )
         lines.append(f"  family {n}: {members}")
-    emit(
-        args, {"labels": labels, "families": families, "complete": found.complete}, "\n".join(lines)
-    )
+    doc = {
+        "labels": labels,
+        "families": families,
+        "complete": found.complete,
+        "certifiable": found.certifiable,
+    }
+    emit(args, doc, "\n".join(lines))
     return 0
 
 
