@@ -32,6 +32,7 @@ from certd.authority.kappa_models import (
 from certd.authority.learned import LearnedLabeller
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError
+from certd.ledger.audit import audit_store
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.opening import PREDICATE_KAPPA_MODEL, open_statement
@@ -162,6 +163,9 @@ def test_the_operator_records_a_signed_model(setup: dict[str, Any]) -> None:
     assert p["embedding_model_sha256"] == s["labeller"].model_sha256
     assert p["method"] == "upgma-cos0.4" and p["task_digest"] == s["task"].digest
     assert json.loads(p["steps"]) == sorted(TRUSTED_STEPS)
+    # certd audit opens it as a statement certd signs, like every other entry.
+    report = audit_store(s["ledger"].store, KeyRing([s["key"].verifier()]), None)
+    assert report.ok, report.summary()
 
 
 def test_decoys_make_at_most_one_family_and_honest_routes_keep_three(
