@@ -93,7 +93,7 @@ def read_rollouts(lines: Iterable[str], source: str) -> list[FitRow]:
 
 
 def model_predicate(
-    task: CheckedTask, kappa: str, model_sha256: str, clusters: str, steps: str, issued_at: int
+    task: CheckedTask, kappa: str, model_sha256: str, clusters: str, steps: str, issued_at: float
 ) -> dict[str, Any]:
     """The predicate of a kappa-model statement (see the module docstring)."""
     from certd.payloads import sha256_hex
@@ -102,7 +102,7 @@ def model_predicate(
         "clusters": clusters,
         "clusters_digest": sha256_hex(clusters.encode()),
         "embedding_model_sha256": model_sha256,
-        "issued_at": issued_at,
+        "issued_at": int(issued_at),
         "kappa": kappa,
         "method": str(json.loads(clusters)["method"]),
         "steps": steps,
@@ -175,19 +175,19 @@ def record_models(
             out.append(_summary(task.digest, kappa, found, p, existing=True))
             continue
         model, steps = labeller.fit_model(task.digest, task.domain, row.responses, verify(task))
-        clusters = model.to_json()
-        predicate = model_predicate(
-            task, kappa, labeller.model_sha256, clusters, steps, int(clock())
-        )
-        statement = make_statement(
-            [("task", task.digest), ("clusters", str(predicate["clusters_digest"]))],
-            PREDICATE_KAPPA_MODEL,
-            predicate,
-        )
-        envelope = sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, signer).to_json()
-        (index,) = ledger.append([(key, envelope)])
-        out.append(_summary(task.digest, kappa, index, predicate, existing=False))
+        p = model_predicate(task, kappa, labeller.model_sha256, model.to_json(), steps, clock())
+        (index,) = ledger.append([(key, _signed(p, signer))])
+        out.append(_summary(task.digest, kappa, index, p, existing=False))
     return out
+
+
+def _signed(predicate: Mapping[str, Any], signer: SigningKey) -> bytes:
+    statement = make_statement(
+        [("task", str(predicate["task_digest"])), ("clusters", str(predicate["clusters_digest"]))],
+        PREDICATE_KAPPA_MODEL,
+        predicate,
+    )
+    return sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, signer).to_json()
 
 
 def _summary(
