@@ -1,4 +1,4 @@
-"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report.
+"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report, kappa-fit.
 
 Example::
 
@@ -7,6 +7,7 @@ Example::
     certd audit --data-dir certd-data --json
     certd doctor                                 # what isolation the sandboxes get here
     certd kappa-report --in verdicts.jsonl --json
+    certd kappa-fit --config certd.json --rollouts trusted.jsonl   # operator: record κ models
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
 exits with the codes of ``certd.exitcodes`` (docs/exit-codes.md): 0 all good, 1 refused or
@@ -38,6 +39,7 @@ from certd.errors import (
     SigningError,
 )
 from certd.exitcodes import exit_code_of
+from certd.kappa_cli import add_parser as add_kappa_fit_parser
 
 __all__ = ["main"]
 
@@ -150,8 +152,8 @@ def _cmd_families(args: argparse.Namespace) -> int:
         for lw in found.labels
     ]
     families = [list(f) for f in found.families]
-    lines = [
-        f"{len(labels)} feasible labels, {len(families)} families"
+    lines = [  # a label is what κ returns; a family is a set of labels (one solution family)
+        f"{len(labels)} feasible labels in {len(families)} families"
         f"{'' if found.complete else ' (family computation capped)'}"
     ]
     for n, fam in enumerate(families):
@@ -159,9 +161,13 @@ def _cmd_families(args: argparse.Namespace) -> int:
             f"({labels[i]['operand']}, {labels[i]['operator']}) {labels[i]['witness']}" for i in fam
         )
         lines.append(f"  family {n}: {members}")
-    emit(
-        args, {"labels": labels, "families": families, "complete": found.complete}, "\n".join(lines)
-    )
+    doc = {
+        "labels": labels,
+        "families": families,
+        "complete": found.complete,
+        "certifiable": found.certifiable,
+    }
+    emit(args, doc, "\n".join(lines))
     return 0
 
 
@@ -350,7 +356,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = _add_serve(sub)
     k = _add_keygen(sub)
     _add_families(sub)
-    verbs = [s, k, add_audit_parser(sub), _add_doctor(sub), _add_kappa_report(sub)]
+    verbs = [
+        s,
+        k,
+        add_audit_parser(sub),
+        _add_doctor(sub),
+        _add_kappa_report(sub),
+        add_kappa_fit_parser(sub),
+    ]
     add_ops_parsers(sub)
     add_info_parser(sub)
     add_config_parser(sub)

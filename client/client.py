@@ -207,13 +207,13 @@ class CertdClient:
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate for (task, label) with a witness.
 
-        ``fields`` are the claimed label's fields; the learned κ's first Certify of a question
-        carries the question's rollouts there (``{"responses": json.dumps([...])}``); certd
-        clusters the first steps of the ones that verify CORRECT.
+        ``fields`` are the claimed label's fields (certd recomputes the label and ignores them;
+        the learned κ applies the model the operator recorded with ``certd kappa-fit``).
 
         Raises:
-            CertificationRefusedError: the witness is wrong, carries another label, or is a
-                pseudo-fork of a certified family (``reason`` says which).
+            CertificationRefusedError: the witness is wrong, carries another label, is a
+                pseudo-fork of a certified label, or no learned-κ model is recorded
+                (``reason`` says which).
             ForkgateError: other typed failures.
 
         Returns:

@@ -77,8 +77,8 @@ class CertificationRefusedError(ForkgateError):
     """certd refused to certify.
 
     Attributes:
-        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN,
-            CLUSTERS_REQUIRED or CLUSTERS_UNVERIFIED.
+        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN or
+            KAPPA_NOT_FITTED (the learned κ: no model recorded by ``certd kappa-fit``).
     """
 
     def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:

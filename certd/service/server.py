@@ -66,6 +66,7 @@ __all__ = [
     "MATH_HEALTH",
     "SERVICE_NAMES",
     "ensure_key",
+    "open_ledger",
     "open_store",
 ]
 
@@ -160,6 +161,19 @@ def _open_ledger(
     except BaseException:
         store.close()
         raise
+
+
+def open_ledger(cfg: CertdConfig, key: SigningKey) -> Ledger:
+    """The ledger the config names, opened as ``certd serve`` opens it (for offline operator
+    verbs such as ``certd kappa-fit``; close it when done).
+
+    Raises:
+        ConfigError: a previous log key or the Redis settings are not valid.
+        StoreError: the store cannot be opened.
+    """
+    previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    return _open_ledger(cfg, open_store(cfg), key, previous_keys)
 
 
 class CertdServer:
