@@ -40,7 +40,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox these come from the inlined _cleanup.py (see below)
-    from sandboxes._cleanup import cleanup, other_pids, self_state
+    from sandboxes._cleanup import cleanup, other_pids, run_delay, self_state
 
 __all__ = ["main"]
 
@@ -96,7 +96,8 @@ def _arrange(fds: list[int]) -> None:
 def _set_limits(lim: dict[str, Any], nproc: int | None) -> None:
     cpu = max(1, int(lim["cpu_time_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_bytes"], lim["memory_bytes"]))
+    if lim.get("as_bytes", lim["memory_bytes"]):  # 0: the kernel's cgroup cap enforces it
+        resource.setrlimit(resource.RLIMIT_AS, (lim["as_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -309,7 +310,8 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
     start = time.monotonic()
     if req.get("inline"):
         cpu = max(1, int(lim["cpu_time_s"] + 0.999))
-        fields = [cpu, lim["memory_bytes"], lim["file_size_bytes"], lim["open_files"]]
+        fields = [cpu, lim.get("as_bytes", lim["memory_bytes"])]
+        fields += [lim["file_size_bytes"], lim["open_files"]]
         fields += [req.get("nproc") or 0, int(completion)]
         msg = "\0".join([str(v) for v in fields] + list(req["argv"])).encode()
         pid = _template_fork(box, msg, child)
@@ -358,6 +360,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
     open_fds = [out_r, err_r] + ([done_r] if done_r >= 0 else [])
     deadline = run["start"] + float(lim["wall_time_s"])
     killed_for = None
+    delay = 0.0
     exited_at = None
     try:
         while True:
@@ -366,6 +369,8 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
                 break
             if now >= deadline and exited_at is None:
                 killed_for = "wall"
+                template = box.get("template")
+                delay = run_delay(template.pid if template is not None else None)
                 _kill_run(box)
                 deadline = float("inf")
             watch = open_fds + ([pidfd] if exited_at is None else [])
@@ -402,6 +407,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
         "err_trunc": truncated[err_r],
         "killed_for": killed_for,
         "completed": bool(nonce) and bytes(done) == nonce,
+        "delay": delay,
     }
 
 
@@ -444,6 +450,7 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
         "killed_for": seen["killed_for"],
         "completed": seen["completed"],
         "anomaly": f"{len(leftovers)} leftover process(es) killed" if leftovers else None,
+        "delay_s": seen["delay"],
     }
     _send(header, seen["out"], seen["err"])
     for buf in (seen["out"], seen["err"]):
