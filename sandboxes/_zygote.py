@@ -15,13 +15,12 @@ output. pid 1 holds inputs and outputs in its heap, so no untrusted code ever ru
 forked from it without exec.
 
 After a run pid 1 kills every other process of the namespace (the template excepted), then
-returns the sandbox to its start state and checks it: the writable places (/work, /tmp,
-/dev/shm) emptied without recursion and verified empty, every SysV IPC object and POSIX message
-queue removed and verified gone, no process left, its own rlimits, niceness and scheduler
-unchanged. Anything it cannot verify makes the second frame say "dirty", and the supervisor
-replaces the whole sandbox. pid 1 is non-dumpable (no /proc/1/mem for runs) and, as pid 1 of
-the namespace, cannot be killed from inside it. Standard library only: it runs under the
-sandbox's system python3.
+returns the sandbox to its start state and checks it: /work, /tmp, /dev/shm emptied without
+recursion and verified empty, every SysV IPC object and POSIX message queue removed and verified
+gone, no process left, its own per-process attributes unchanged (``self_state``). Anything it
+cannot verify makes the second frame say "dirty", and the supervisor replaces the sandbox.
+pid 1 is non-dumpable (no /proc/1/mem for runs) and, as pid 1 of the namespace, cannot be
+killed from inside it. Standard library only: it runs under the sandbox's system python3.
 """
 
 from __future__ import annotations
@@ -344,6 +343,13 @@ def _template_fork(box: dict[str, Any], msg: bytes, fds: list[int]) -> int:
     raise AssertionError("unreachable")
 
 
+def _wall_kill(box: dict[str, Any]) -> float:
+    """Kill the run at its wall limit; how long its processes had waited for a CPU."""
+    delay: float = run_delay(box["template"].pid if box.get("template") else None)
+    _kill_run(box)
+    return delay
+
+
 def _kill_run(box: dict[str, Any]) -> None:
     template = box.get("template")
     _kill_except(template.pid if template is not None else None)
@@ -368,10 +374,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
             if exited_at is not None and (not open_fds or now >= exited_at + _DRAIN_S):
                 break
             if now >= deadline and exited_at is None:
-                killed_for = "wall"
-                template = box.get("template")
-                delay = run_delay(template.pid if template is not None else None)
-                _kill_run(box)
+                killed_for, delay = "wall", _wall_kill(box)
                 deadline = float("inf")
             watch = open_fds + ([pidfd] if exited_at is None else [])
             limit_at = exited_at + _DRAIN_S if exited_at is not None else deadline
