@@ -37,7 +37,10 @@ _LEN = struct.Struct(">I")
 _GRACE_S = 5.0
 _CLEAN_GRACE_S = 15.0  # the zygote gives up emptying after 5 s and says so
 _MAX_REPLY = 1 << 28
-_STARVED = 0.5  # at the wall limit: less CPU than this share of it, and as much waiting
+# A run stopped at the wall limit was starved when its sandbox used less CPU than this share of
+# min(wall, CPU limit) and its processes waited for a CPU at least this share of the wall time.
+_STARVED_CPU = 0.25
+_STARVED_WAIT = 0.5
 _TEMPLATE_SLOT = '_TEMPLATE_SOURCE = ""'
 _CLEANUP_SLOT = "# @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here"
 _CLEANUP_MARK = "# ---- inline: worker.zygote_source() copies everything below into the zygote ----"
@@ -275,16 +278,17 @@ def _overload(
 
     Two kernel counters decide: the sandbox's CPU seconds during the run (its cgroup, which
     counts every process, exited ones too) and the time the run's processes spent runnable but
-    not running (``/proc/PID/schedstat``, sampled by pid 1 at the wall limit). A run that got
-    half its CPU limit (or half a CPU), or slept, is the program's TIME_LIMIT; one that waited
-    at least half the wall time for a CPU and got less is an infrastructure error to retry.
+    not running (``/proc/PID/schedstat``, sampled by pid 1 at the wall limit). A run that got a
+    quarter of ``min(wall, CPU limit)`` in CPU seconds, or slept, is the program's TIME_LIMIT;
+    one that got less while it waited at least half the wall time for a CPU is an
+    infrastructure error to retry.
     Without a CPU counter the wall limit stays a TIME_LIMIT.
     """
     if cpu_used is None:
         return raw
     wall = raw.wall_time_s
     delay = float(reply.get("delay_s") or 0.0)
-    if cpu_used < _STARVED * min(wall, limits.cpu_time_s) and delay >= _STARVED * wall:
+    if cpu_used < _STARVED_CPU * min(wall, limits.cpu_time_s) and delay >= _STARVED_WAIT * wall:
         return raw._replace(
             killed_for="overload",
             anomaly=f"host overloaded: {cpu_used:.2f} CPU-s in {wall:.2f} s, "
