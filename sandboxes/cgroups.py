@@ -156,7 +156,11 @@ class WorkerCgroup:
             (self.dirs[2] / "cpu.shares").write_text("1024")
 
     def cpu_seconds(self) -> float | None:
-        """CPU seconds every process of the group has used so far (None without a counter)."""
+        """CPU seconds every process of the group has used so far, exited ones included.
+
+        Returns:
+            The seconds, or None when the group has no CPU counter (or it cannot be read).
+        """
         if self._cpu_dir is None:
             return None
         try:
@@ -171,7 +175,14 @@ class WorkerCgroup:
             return None
 
     def set_memory(self, memory_bytes: int) -> bool:
-        """Set the group's memory cap (per run); False when the kernel refuses it."""
+        """Set the group's memory cap for the next run.
+
+        Args:
+            memory_bytes: The cap: the run's memory plus the room of the tmpfs and pid 1.
+
+        Returns:
+            True when the cap is in place; False when the kernel refused it (e.g. usage above).
+        """
         if memory_bytes == self.memory_max:
             return True
         name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
