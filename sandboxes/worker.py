@@ -222,11 +222,9 @@ class Worker:
 
     def _kernel_memory(self, limits: Limits) -> bool:
         """Whether the kernel's memory cap of the sandbox is set to this run's limit."""
-        return (
-            self._set_memory is not None
-            and self._oom_kills is not None
-            and (self._set_memory(limits))
-        )
+        if self._set_memory is None or self._oom_kills is None:
+            return False
+        return self._set_memory(limits)
 
     def _cpu_used(self, before: float | None) -> float | None:
         after = self._cpu_seconds() if self._cpu_seconds else None
@@ -281,8 +279,7 @@ def _overload(
     not running (``/proc/PID/schedstat``, sampled by pid 1 at the wall limit). A run that got a
     quarter of ``min(wall, CPU limit)`` in CPU seconds, or slept, is the program's TIME_LIMIT;
     one that got less while it waited at least half the wall time for a CPU is an
-    infrastructure error to retry.
-    Without a CPU counter the wall limit stays a TIME_LIMIT.
+    infrastructure error to retry. Without a CPU counter the wall limit stays a TIME_LIMIT.
     """
     if cpu_used is None:
         return raw
