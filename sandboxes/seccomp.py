@@ -220,9 +220,7 @@ def docker_profile() -> str:
         masked = {"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}
         rules.append({"names": ["clone"], **eperm, "args": [masked]})
     rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS})
-    profile = {
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "architectures": ["SCMP_ARCH_X86_64"],
-        "syscalls": rules,
-    }
+    profile: dict[str, object] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": rules}
+    if platform.machine() in ("x86_64", "AMD64"):  # elsewhere: the engine's native arch only
+        profile["architectures"] = ["SCMP_ARCH_X86_64"]  # i386 and x32 calls: the bad-arch kill
     return json.dumps(profile, separators=(",", ":"))
