@@ -74,6 +74,8 @@ class ExecResult:
         died_during_run: SANDBOX_ERROR only: the sandbox died or broke off while the program ran
             (rather than before it started). The program may have caused that; a caller that
             must attribute it runs the program once more in a fresh sandbox.
+        host_overloaded: SANDBOX_ERROR only: the wall limit stopped a run that waited for a CPU
+            it never got (see ``worker._overload``); not the program's doing, worth a retry.
     """
 
     status: ExecStatus
@@ -90,6 +92,7 @@ class ExecResult:
     detail: str = ""
     anomaly: str | None = None
     died_during_run: bool = False
+    host_overloaded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -159,6 +162,7 @@ def classify(raw: RawOutcome, limits: Limits) -> ExecResult:
         completed=raw.completed,
         detail=detail,
         anomaly=raw.anomaly,
+        host_overloaded=raw.killed_for == "overload",
     )
 
 

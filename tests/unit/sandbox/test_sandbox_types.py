@@ -160,3 +160,11 @@ def test_emptying_a_deep_unreadable_tree_needs_no_recursion(tmp_path: Path) -> N
     (top / "link").symlink_to("/")
     assert _empty_dir(str(top), time.monotonic() + 60)
     assert os.listdir(top) == []
+
+
+def test_a_starved_wall_kill_is_host_overload_to_retry_not_a_time_limit() -> None:
+    raw = RAW._replace(exit_code=None, signal=9, killed_for="overload", anomaly="host overloaded")
+    result = classify(raw, Limits(cpu_time_s=5.0))
+    assert result.status is ExecStatus.SANDBOX_ERROR and result.host_overloaded
+    assert not result.died_during_run and "retry" in result.detail
+    assert not classify(RAW._replace(killed_for="wall"), Limits()).host_overloaded
