@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-__all__ = ["cleanup", "exited", "open_pidfd", "other_pids", "self_state"]
+__all__ = ["cleanup", "exited", "open_pidfd", "other_pids", "run_delay", "self_state"]
 
 # ---- inline: worker.zygote_source() copies everything below into the zygote ----
 _WIPE = ("/work", "/tmp", "/dev/shm")
@@ -29,6 +29,9 @@ _WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
 _WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
 _IPC_RMID = 0
 _IPC_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_GET_TIMERSLACK = 30
+_SYS_IOPRIO_GET = 252 if os.uname().machine == "x86_64" else None
+_IOPRIO_WHO_PROCESS = 1
 
 
 def open_pidfd(pid: int) -> int:
@@ -148,12 +151,46 @@ def _purge_ipc() -> list[str]:
     return left
 
 
+def run_delay(skip: int | None) -> float:
+    """Seconds the live processes but pid 1 and ``skip`` waited runnable for a CPU."""
+    total = 0
+    try:
+        pids = [p for p in other_pids() if p != skip]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def self_state() -> tuple[object, ...]:
-    """pid 1's own limits, niceness and scheduler: a run must not be able to change them."""
+    """pid 1's per-process attributes: what a syscall taking a *pid* could change from a run.
+
+    rlimits (prlimit64), niceness (setpriority), scheduler policy and parameters
+    (sched_setscheduler/setparam/setattr), CPU affinity (sched_setaffinity), I/O priority
+    (ioprio_set) and timer slack (/proc/PID/timerslack_ns). personality(2) and the OOM score
+    cannot be set on another process (no pid argument; pid 1 is non-dumpable, so its /proc
+    files belong to root).
+    """
     limits = tuple(
         resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
     )
-    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+    ioprio = None
+    if _SYS_IOPRIO_GET is not None:
+        ioprio = _IPC_LIBC.syscall(_SYS_IOPRIO_GET, _IOPRIO_WHO_PROCESS, 0)
+    return (
+        limits,
+        os.getpriority(os.PRIO_PROCESS, 0),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        tuple(sorted(os.sched_getaffinity(0))),
+        ioprio,
+        _IPC_LIBC.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0),
+    )
 
 
 def cleanup(baseline: tuple[object, ...], keep: int | None, ipc: bool = True) -> list[str]:
@@ -170,7 +207,7 @@ def cleanup(baseline: tuple[object, ...], keep: int | None, ipc: bool = True) ->
         if [p for p in other_pids() if p != keep]:
             left.append("processes survived")
         if self_state() != baseline:
-            left.append("the worker's own limits or priority were changed")
+            left.append("the worker's own limits, priorities or scheduling were changed")
     except (OSError, ValueError, MemoryError) as exc:
         left.append(f"cleanup failed: {exc}")
     return left

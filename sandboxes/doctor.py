@@ -65,7 +65,8 @@ def diagnose_bwrap(options: BwrapOptions | None = None) -> list[Finding]:
         )
     support = probe_cgroups() if os.geteuid() == 0 else None
     if support is not None and support.version is not None:
-        out.append(Finding("cgroups", "ok", f"cgroup v{support.version} memory and pids limits"))
+        cpu = "memory, pids and CPU" if support.cpu else "memory and pids (no CPU controller)"
+        out.append(Finding("cgroups", "ok", f"cgroup v{support.version} {cpu} limits"))
     else:
         why = support.reason if support is not None else "not root"
         out.append(
