@@ -26,6 +26,7 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from certd.domains.verdict import Status
 from sandboxes.program import Program
@@ -52,25 +53,23 @@ COMPILE_COMMANDS = {
 }
 _SOURCE_NAME = {"c": "main.c", "cpp": "main.cpp"}
 
-_HARNESS = """\
-import os as _fg_os
+_CODEC_IMPORT = "from ._codec import MAX_FRAME_BYTES, CodecError, decode, encode"
+_FUTURE = "from __future__ import annotations\n"
+_HERE = Path(__file__).parent
 
 
-def _fg_run():
-    with open("solution.py", encoding="utf-8") as f:
-        solution = f.read()
-    with open("tests.py", encoding="utf-8") as f:
-        tests = f.read()
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(compile(solution, "solution.py", "exec"), namespace)
-    exec(compile(tests, "tests.py", "exec"), namespace)
-    namespace["check"](namespace[ENTRY])
-    nonce = _fg_os.read(4, 256)
-    _fg_os.write(3, nonce)
+def _harness_source() -> str:
+    """``main.py`` of a function-test run: the codec, then the harness (both stdlib only)."""
+    codec = (_HERE / "_codec.py").read_text(encoding="utf-8")
+    harness = (_HERE / "_harness.py").read_text(encoding="utf-8")
+    for line in (_CODEC_IMPORT, _FUTURE):
+        assert harness.count(line) == 1, f"the harness lost its line {line!r}"
+    harness = harness.replace(_FUTURE, "").replace(_CODEC_IMPORT, "pass  # the codec is above")
+    return codec + "\n" + harness
 
 
-_fg_run()
-"""
+_HARNESS = _harness_source()
+EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
 _TESTS_LINE = re.compile(rb'File "tests\.py", line (\d+)')
 
 
@@ -125,7 +124,8 @@ def function_program(task: CodeTask, code: str) -> Program:
     return Program(
         argv=("python3", "main.py"),
         files={
-            "main.py": _HARNESS.replace("ENTRY", repr(task.entry_point)).encode(),
+            "main.py": (_HARNESS + f"\nmain({task.entry_point!r})\n").encode(),
+            "prompt.py": task.prompt.encode(),
             "solution.py": solution.encode(),
             "tests.py": task.test.encode(),
         },
@@ -189,6 +189,8 @@ def judge_function(task: CodeTask, result: ExecResult) -> Outcome:
         return Outcome(Status.WRONG_ANSWER, last or "AssertionError", failing_case=index)
     if result.exit_code == 0 and result.signal is None:
         return Outcome(Status.WRONG_ANSWER, "exited before the tests completed")
+    if result.exit_code == EXIT_TASK_ERROR and last.startswith("TaskBoundaryError:"):
+        return Outcome(Status.INFRA_ERROR, "task error: " + last.split(":", 1)[1].strip())
     return Outcome(Status.RUNTIME_ERROR, last or result.detail)
 
 
