@@ -279,7 +279,19 @@ def _run_tests(entry: str, proxy: _Proxy) -> None:
     candidate = proxy.candidate(entry)
     ns[entry] = candidate
     proxy.start()
-    ns["check"](candidate)
+    try:
+        ns["check"](candidate)
+    except NameError as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is None or tb.tb_frame.f_code.co_filename not in ("tests.py", "prompt.py"):
+            raise  # the solution's NameError, crossed as data
+        proxy.task_error = (
+            f"the test uses {exc.name!r}, which neither it nor the prompt defines; "
+            "the solution's globals never cross, only values"
+        )
+        raise TaskBoundaryError(proxy.task_error) from None
 
 
 def _finish(proxy: _Proxy) -> None:
