@@ -51,11 +51,11 @@ def test_all_164_canonical_solutions_pass_and_their_none_twins_do_not(
     assert len(problems) == 164
     tasks = _tasks(problems)
     canonical = checker.verify_batch(
-        [(t, p["canonical_solution"]) for t, p in zip(tasks, problems)]
+        [(t, p["canonical_solution"]) for t, p in zip(tasks, problems, strict=True)]
     )
     failed = {
         p["task_id"]: v.detail
-        for p, v in zip(problems, canonical)
+        for p, v in zip(problems, canonical, strict=True)
         if v.status is not Status.CORRECT
     }
     assert not failed, f"{len(failed)} of 164 canonical solutions not CORRECT: {failed}"
