@@ -37,6 +37,7 @@ SRT = _task(
     "    assert candidate([]) == []\n",
 )
 ROOT = _task("root", "def check(candidate):\n    assert abs(candidate(2.0) - 1.41421356) < 1e-6\n")
+EVENS = _task("even", "def check(candidate):\n    assert all(map(candidate, [2, 4, 6]))\n")
 RAISES = _task(
     "inv",
     "def check(candidate):\n    try:\n        candidate(0)\n        assert False, 'no error'\n"
@@ -191,6 +192,7 @@ def nonce_and_introspection() -> Iterator[tuple[str, dict[str, object], str]]:
                 "    return a + b if WON else 0\n"
             ),
         )
+    yield "stop-iteration-ends-the-tests-loop", EVENS, ("def even(x):\n    raise StopIteration\n")
     yield "exit-0-in-the-call", ADD, "import sys\ndef add(a, b):\n    sys.exit(0)\n"
     yield (
         "caller-frame-at-call",
