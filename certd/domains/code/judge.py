@@ -10,14 +10,13 @@ The verifier never trusts what a program says about itself:
 
 * stdin/stdout cases: the program only produces bytes; the comparison runs here, outside the
   sandbox, under the task's declared comparison.
-* function tests (HumanEval layout): a trusted harness runs the solution and ``check(entry)``
-  in one namespace, then reads a one-time nonce from fd 4 and writes it to fd 3. Only a run
-  that hands back exactly that nonce *and* exits 0 is CORRECT. ``sys.exit(0)``, ``os._exit(0)``,
-  ``SystemExit`` raised in a ``finally``, a printed "all tests passed", or killing the harness
-  all end the run before the nonce is read, so they score as failures. What stays possible
-  in-process (an ``__eq__`` that always returns True, patching ``check`` or builtins, reading
-  the harness's fds deliberately) is documented in docs/code-domain.md: the stdin/stdout mode
-  closes it.
+* function tests (HumanEval layout): the tests run in a process that never imports the
+  solution; ``candidate`` is a proxy to a second process that holds it, and values cross as
+  data through ``_codec.py`` (``_harness.py`` has the protocol). Only the test process holds
+  the completion channel: it reads a one-time nonce from fd 4 and writes it to fd 3 after
+  ``check`` returned with no fault of the solution recorded. Only a run that hands back exactly
+  that nonce *and* exits 0 is CORRECT. docs/code-domain.md says what the boundary guarantees
+  and what it does not.
 """
 
 from __future__ import annotations
