@@ -4,14 +4,15 @@ Example (judge.function_program() writes it, after ``_codec.py``, as ``main.py``
 
     python3 main.py   # with prompt.py, tests.py, solution.py in the work directory
 
-The run's process (the *test process*) forks the *solution process* before it reads anything,
+The run's process (the *test process*) forks the *solution process* before it reads the tests,
 so the solution's copy of its memory holds no test, no expected value and no nonce. The child
 closes every fd but stdio and its two pipes (the completion channel, fds 3 and 4, among them)
 and waits. The test process then makes itself non-dumpable (no ``/proc/PID/mem``, ``fd/``,
 ``ptrace`` or ``pidfd_getfd`` for a process of the same uid; seccomp denies ptrace as well),
-drops the work directory from ``sys.path``, reads ``prompt.py`` and ``tests.py`` and unlinks
-them, runs the prompt (trusted task text: helpers such as HumanEval's ``poly``) and the tests in
-its own namespace, and only then lets the solution process load ``solution.py``.
+drops the work directory from ``sys.path``, reads ``tests.py`` and unlinks it, runs the tests
+in its own namespace, and only then lets the solution process load ``solution.py``. The prompt
+(trusted task text, and the start of the solution's source anyway: helpers such as HumanEval's
+``poly``) runs in that namespace before the fork, so the modules it imports load once.
 
 ``candidate`` in the tests is a proxy: each call sends its arguments (encoded by the codec) to
 the solution process, which calls the entry function and sends back the encoded result or the
@@ -269,17 +270,13 @@ def _exec_prompt(source: bytes, ns: dict[str, Any]) -> None:
         return
 
 
-def _run_tests(entry: str, proxy: _Proxy) -> None:
+def _run_tests(entry: str, proxy: _Proxy, ns: dict[str, Any]) -> None:
     workdir = os.getcwd()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", workdir)]
-    sources = {}
-    for name in ("prompt.py", "tests.py"):
-        with open(name, "rb") as f:
-            sources[name] = f.read()
-        os.unlink(name)
-    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    _exec_prompt(sources["prompt.py"], ns)
-    exec(compile(sources["tests.py"], "tests.py", "exec", dont_inherit=True), ns)
+    with open("tests.py", "rb") as f:
+        tests = f.read()
+    os.unlink("tests.py")
+    exec(compile(tests, "tests.py", "exec", dont_inherit=True), ns)
     candidate = proxy.candidate(entry)
     ns[entry] = candidate
     proxy.start()
@@ -318,6 +315,11 @@ def _finish(proxy: _Proxy) -> None:
 
 def main(entry: str) -> None:
     """Run ``check(candidate)`` against the solution across the boundary; see the module doc."""
+    # The prompt (trusted task text, part of the solution's source too) runs before the fork,
+    # so the modules it imports (HumanEval's typing) are loaded once for both processes.
+    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    with open("prompt.py", "rb") as f:
+        _exec_prompt(f.read(), ns)
     req_r, req_w = os.pipe()
     resp_r, resp_w = os.pipe()
     sys.stdout.flush()
@@ -330,7 +332,7 @@ def main(entry: str) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     proxy = _Proxy(pid, req_w, resp_r)
     try:
-        _run_tests(entry, proxy)
+        _run_tests(entry, proxy, ns)
     except BaseException:
         _finish(proxy)
         raise

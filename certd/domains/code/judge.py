@@ -54,6 +54,7 @@ _SOURCE_NAME = {"c": "main.c", "cpp": "main.cpp"}
 
 _CODEC_IMPORT = "from ._codec import MAX_FRAME_BYTES, CodecError, decode, encode"
 _FUTURE = "from __future__ import annotations\n"
+_TYPING = "from typing import Any\n"
 _HERE = Path(__file__).parent
 
 
@@ -61,10 +62,13 @@ def _harness_source() -> str:
     """``main.py`` of a function-test run: the codec, then the harness (both stdlib only)."""
     codec = (_HERE / "_codec.py").read_text(encoding="utf-8")
     harness = (_HERE / "_harness.py").read_text(encoding="utf-8")
-    for line in (_CODEC_IMPORT, _FUTURE):
+    for line in (_CODEC_IMPORT, _FUTURE, _TYPING):
         assert harness.count(line) == 1, f"the harness lost its line {line!r}"
+    assert codec.count(_TYPING) == 1, "the codec lost its typing import"
     harness = harness.replace(_FUTURE, "").replace(_CODEC_IMPORT, "pass  # the codec is above")
-    return codec + "\n" + harness
+    # Annotations are never evaluated (``from __future__ import annotations``), and importing
+    # typing costs a run more than the rest of the harness: the inlined text goes without it.
+    return (codec + "\n" + harness).replace(_TYPING, "")
 
 
 _HARNESS = _harness_source()
