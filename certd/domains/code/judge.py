@@ -22,6 +22,8 @@ The verifier never trusts what a program says about itself:
 from __future__ import annotations
 
 import ast
+import importlib.util
+import marshal
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,6 +74,23 @@ def _harness_source() -> str:
 
 
 _HARNESS = _harness_source()
+# Compiling the harness costs a run more than the rest of it does: the run gets it compiled
+# (marshal, read by an interpreter with the same bytecode magic) and as source otherwise.
+_HARNESS_CODE = marshal.dumps(compile(_HARNESS, "harness.py", "exec", dont_inherit=True))
+_LOADER = """\
+import _frozen_importlib_external as _fg_ext
+
+if _fg_ext.MAGIC_NUMBER == @MAGIC@:
+    import marshal as _fg_marshal
+
+    with open("harness.bin", "rb") as _fg_f:
+        _fg_code = _fg_marshal.loads(_fg_f.read())
+else:
+    with open("harness.py", "rb") as _fg_f:
+        _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
+exec(_fg_code)
+main(@ENTRY@)
+""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER))
 EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
 _TESTS_LINE = re.compile(rb'File "tests\.py", line (\d+)')
 
@@ -127,7 +146,9 @@ def function_program(task: CodeTask, code: str) -> Program:
     return Program(
         argv=("python3", "main.py"),
         files={
-            "main.py": (_HARNESS + f"\nmain({task.entry_point!r})\n").encode(),
+            "main.py": _LOADER.replace("@ENTRY@", repr(task.entry_point)).encode(),
+            "harness.bin": _HARNESS_CODE,
+            "harness.py": _HARNESS.encode(),
             "prompt.py": task.prompt.encode(),
             "solution.py": solution.encode(),
             "tests.py": task.test.encode(),
