@@ -21,7 +21,9 @@ only; an exception crosses as an instance of its builtin base class (renamed aft
 solution's class), so ``except ValueError`` in a test still works. The solution's contract
 broken (a result outside the codec, a malformed reply, a ``SystemExit``, its process gone) is a
 *fault*: recorded, raised as a ``BaseException`` the test cannot mistake for a failure it
-expects, and reported as ``SolutionError: …`` with exit status 1 whatever the test caught. A
+expects, and reported as ``SolutionError: …`` with exit status 1 whatever the test caught (0,
+still without the nonce, when the solution exited 0 or raised ``SystemExit(0)``: the judge's
+"exited before the tests completed"). A
 test that passes something other than a value (a callback, an object) is refused: exit status 3
 and ``TaskBoundaryError: …``. Only the test process, after ``check`` returned and with no fault
 recorded, reads the nonce from fd 4 and writes it to fd 3.
@@ -152,6 +154,7 @@ class _Proxy:
         self.task_error = ""
         self.signal = 0
         self.exited = False
+        self.status = 1  # the run's exit status for a fault; 0 when the solution exited 0
 
     def fail(self, message: str) -> SolutionFault:
         self.fault = self.fault or message[:_MESSAGE_CHARS]
@@ -165,7 +168,9 @@ class _Proxy:
             if os.WIFSIGNALED(status):
                 self.signal = os.WTERMSIG(status)
                 return self.fail(f"its process was killed by {signal.Signals(self.signal).name}")
-            return self.fail(f"its process exited with status {os.waitstatus_to_exitcode(status)}")
+            code = os.waitstatus_to_exitcode(status)
+            self.status = 0 if code == 0 and not self.fault else self.status
+            return self.fail(f"its process exited with status {code}")
         return self.fail("its process is gone")
 
     def exchange(self, frame: bytes) -> bytes:
@@ -221,6 +226,8 @@ class _Proxy:
             raise self.fail("sent a malformed exception")
         cls = getattr(builtins, base, None)
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            if cls is SystemExit and message in ("", "0", "None") and not self.fault:
+                self.status = 0  # sys.exit(0): it ended the run before the tests completed
             raise self.fail(f"raised {name[:100]}: {message}")
         if issubclass(cls, StopIteration | StopAsyncIteration):
             # It would end the test's own iteration (all(map(candidate, xs)) would pass), so
@@ -305,7 +312,7 @@ def _finish(proxy: _Proxy) -> None:
         if proxy.signal in (signal.SIGXCPU, signal.SIGXFSZ, signal.SIGKILL):
             signal.signal(proxy.signal, signal.SIG_DFL)
             os.kill(os.getpid(), proxy.signal)  # its limit, reported as the run's
-        os._exit(1)
+        os._exit(proxy.status)
     if proxy.task_error:
         sys.stdout.flush()
         sys.stderr.write(f"TaskBoundaryError: {proxy.task_error}\n")
