@@ -325,3 +325,19 @@ def test_a_test_passing_a_callback_is_refused_as_a_task_error(client: CertdClien
     (v,) = _verify(client, [("cb", task, "def apply(f):\n    return f()\n")]).values()
     assert v.status == tasks_pb2.INFRA_ERROR
     assert "task error" in v.detail and "type function" in v.detail
+
+
+def test_a_test_without_check_is_a_task_error(client: CertdClient) -> None:
+    task = _task("add", "def verify(c):\n    assert c(1, 2) == 3\n")
+    (v,) = _verify(client, [("nocheck", task, HONEST["plain"][1])]).values()
+    assert v.status == tasks_pb2.INFRA_ERROR and "defines no check" in v.detail, v.detail
+
+
+def test_a_solution_that_closes_its_reply_pipe_is_not_correct(client: CertdClient) -> None:
+    program = (
+        "import os\ndef add(a, b):\n    for fd in range(3, 64):\n        try:\n"
+        "            os.write(fd, b'\\0\\0\\0\\0')\n            os.close(fd)\n"
+        "        except OSError:\n            pass\n    return a + b\n"
+    )
+    (v,) = _verify(client, [("empty", ADD, program)]).values()
+    assert v.status in (tasks_pb2.RUNTIME_ERROR, tasks_pb2.TIME_LIMIT), v.detail

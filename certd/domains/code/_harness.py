@@ -183,8 +183,10 @@ class _Proxy:
             reply = None
         except CodecError as exc:
             raise self.fail(f"sent a malformed reply ({exc})") from None
-        if not reply:
+        if reply is None:
             raise self.gone()
+        if not reply:
+            raise self.fail("sent an empty reply")
         return reply
 
     def start(self) -> None:
@@ -284,6 +286,9 @@ def _run_tests(entry: str, proxy: _Proxy, ns: dict[str, Any]) -> None:
         tests = f.read()
     os.unlink("tests.py")
     exec(compile(tests, "tests.py", "exec", dont_inherit=True), ns)
+    if not callable(ns.get("check")):
+        proxy.task_error = "the test defines no check(candidate)"
+        raise TaskBoundaryError(proxy.task_error)
     candidate = proxy.candidate(entry)
     ns[entry] = candidate
     proxy.start()
