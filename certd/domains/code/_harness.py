@@ -336,7 +336,12 @@ def main(entry: str) -> None:
     resp_r, resp_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # no solution code has run: the sandbox's limits leave no room
+        sys.stderr.write(f"TaskBoundaryError: cannot start the solution's process ({exc})\n")
+        sys.stderr.flush()
+        os._exit(_EXIT_TASK)
     if pid == 0:
         _solution(entry, req_r, resp_w)
     os.close(req_r)
