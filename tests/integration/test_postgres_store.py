@@ -1,0 +1,127 @@
+"""The PostgreSQL ledger store on a real PostgreSQL 15: the same contract as the Redis store."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from pg_helpers import PgServer, remove_root
+
+from certd.errors import ConfigError, StoreError
+from certd.ledger.merkle import leaf_hash, root_from_leaf_hashes
+from certd.ledger.postgres_store import PostgresStore
+from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store import KEY_SEPARATOR, AppendConflictError, DuplicateKeyError
+
+pytest.importorskip("psycopg")
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[PgServer]:
+    root = PgServer.make_root()
+    server = PgServer(root).init().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        remove_root(root)
+
+
+def reference_root(entries: list[bytes]) -> bytes:
+    return root_from_leaf_hashes([leaf_hash(e) for e in entries])
+
+
+_schemas = iter(f"t{i}" for i in range(1000))
+
+
+@pytest.fixture()
+def store(pg: PgServer) -> Iterator[PostgresStore]:
+    s = PostgresStore(pg.url(), schema=next(_schemas))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def test_appends_read_back_like_sqlite(store: PostgresStore) -> None:
+    ref = SQLiteStore(":memory:")
+    batches = [[(f"k{i}-{j}", f"entry {i} {j}".encode()) for j in range(i + 1)] for i in range(6)]
+    for batch in batches:
+        assert store.append(batch) == ref.append(batch)
+    size = ref.size()
+    assert store.size() == size == 21
+    assert store.entries(0, size) == ref.entries(0, size)
+    assert store.root(size) == ref.root(size) == reference_root(ref.entries(0, size))
+    assert store.root(7) == ref.root(7)
+    assert store.find("k3-2") == ref.find("k3-2")
+    assert store.find("absent") is None
+    assert store.unexplained() == []
+    store.put_checkpoint(size, "note at 21")
+    store.put_checkpoint(3, "note at 3")
+    assert store.latest_checkpoint() == (21, "note at 21")
+    assert store.checkpoint_at(3) == "note at 3"
+    with pytest.raises(Exception, match="beyond|expected a checkpoint size"):
+        store.put_checkpoint(size + 1, "too far")
+    ref.close()
+
+
+def test_duplicate_keys_and_key_parts_are_refused(store: PostgresStore) -> None:
+    store.append([(f"a{KEY_SEPARATOR}b", b"one")])
+    with pytest.raises(DuplicateKeyError) as got:
+        store.append([(f"c{KEY_SEPARATOR}b", b"two")])
+    assert got.value.index == 0
+    with pytest.raises(DuplicateKeyError):
+        store.append([(f"x{KEY_SEPARATOR}y", b"p"), (f"z{KEY_SEPARATOR}y", b"q")])
+    assert store.size() == 1 and store.find("c") is None
+    assert store.find("b") == 0 and store.find(f"c{KEY_SEPARATOR}b") == 0
+
+
+def test_compare_and_set_refuses_a_stale_writer(pg: PgServer, store: PostgresStore) -> None:
+    other = PostgresStore(pg.url(), schema=store.schema)
+    try:
+        other.append([(None, b"first")])
+        with pytest.raises(AppendConflictError):
+            store._write_batch(0, [(None, b"stale")], [])  # built on size 0
+        assert store.size() == 1 and store.entries(0, 1) == [b"first"]
+    finally:
+        other.close()
+
+
+def test_racing_writers_leave_dense_unique_indexes(pg: PgServer, store: PostgresStore) -> None:
+    stores = [PostgresStore(pg.url(), schema=store.schema) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def write(s: PostgresStore, n: int) -> None:
+        for i in range(15):
+            while True:
+                try:
+                    with s.writer_lock():
+                        s.append([(f"w{n}-{i}", f"{n}:{i}".encode())])
+                    break
+                except AppendConflictError:
+                    continue
+                except BaseException as e:  # noqa: BLE001  # reported by the test thread
+                    errors.append(e)
+                    return
+
+    threads = [threading.Thread(target=write, args=(s, n)) for n, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in stores:
+        s.close()
+    assert not errors, errors
+    entries = store.entries(0, store.size())
+    assert sorted(entries) == sorted(f"{n}:{i}".encode() for n in range(3) for i in range(15))
+    assert store.root(len(entries)) == reference_root(entries)
+
+
+def test_bad_settings_are_refused(pg: PgServer) -> None:
+    with pytest.raises(ConfigError):
+        PostgresStore(pg.url(), schema="Bad-Name")
+    with pytest.raises(ConfigError, match="synchronous standby"):
+        PostgresStore(pg.url(), schema="t_req", require_sync_standby=True)
+    with pytest.raises(StoreError):
+        PostgresStore("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1")
