@@ -123,16 +123,23 @@ class LedgerConfig(_Strict):
 
 
 class ClusterConfig(_Strict):
-    """A certd replica of a cluster: the shared Redis ledger, idempotency and rate limits.
+    """A certd replica of a cluster: the shared ledger, idempotency and rate limits.
 
-    With ``ledger_url`` unset certd runs embedded (SQLite in ``data_dir``) and the rest of
-    this section is unused. See ``docs/operating-a-cluster.md``.
+    The shared ledger is Redis (``redis://``) or PostgreSQL (``postgresql://``, several
+    hosts allowed: the replicas follow a failover). With ``ledger_url`` unset certd runs
+    embedded (SQLite in ``data_dir``) and the rest of this section is unused. See
+    ``docs/operating-a-cluster.md``.
     """
 
-    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix)://")
+    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix|postgresql|postgres)://")
     redis_prefix: str = Field("certd", pattern="^[A-Za-z0-9_.-]+$")
     redis_appendfsync: str = Field("always", pattern="^(always|everysec|no|any)$")
     redis_timeout_s: float = Field(10.0, gt=0.0)
+    postgres_schema: str = Field("certd", pattern="^[a-z_][a-z0-9_]{0,62}$")
+    postgres_connect_timeout_s: float = Field(5.0, gt=0.0, description="per host and attempt")
+    postgres_require_sync_standby: bool = Field(
+        False, description="refuse a primary that names no synchronous standby"
+    )
     checkpoint_refresh_ms: float = Field(50.0, ge=0.0)
     idempotency_ttl_s: int = Field(86_400, ge=1, description="how long a reply is kept")
     idempotency_wait_s: float = Field(30.0, gt=0.0, description="wait for a concurrent twin")

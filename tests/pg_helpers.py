@@ -87,7 +87,8 @@ class PgServer:
 
     def init(self, synchronous_standby: str = "") -> PgServer:
         """initdb, with settings for a fast test server that still fsyncs each commit."""
-        _run([str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", _USER, "-E", "UTF8"])
+        initdb = str(PG_BIN / "initdb")
+        _run([initdb, "-D", str(self.data), "-A", "trust", "-U", _USER, "-E", "UTF8"])
         conf = (
             "listen_addresses = '127.0.0.1'\n"
             f"unix_socket_directories = '{self.root}'\n"
@@ -140,7 +141,8 @@ class PgServer:
         auto = other.data / "postgresql.auto.conf"
         text = auto.read_text()
         if "application_name" not in text:
-            text = text.replace("primary_conninfo = '", f"primary_conninfo = 'application_name={name} ")
+            conninfo = "primary_conninfo = '"
+            text = text.replace(conninfo, f"{conninfo}application_name={name} ")
             auto.write_text(text)
         return other.start()
 
@@ -166,8 +168,13 @@ class PgServer:
         return done.stdout.strip()
 
     def promote(self) -> None:
-        """``pg_ctl promote``: this standby becomes a read-write primary."""
-        _run([str(PG_BIN / "pg_ctl"), "promote", "-w", "-D", str(self.data)])
+        """``pg_promote()``: this standby becomes a read-write primary (waits until it is).
+
+        Through psql, not ``pg_ctl`` as ``postgres``: a child that changes user is forked
+        (not spawned), and a fork while gRPC threads run in this process can crash the child.
+        """
+        if self.sql("SELECT pg_promote(true, 60)") != "t":
+            raise RuntimeError(f"postgres {self.name} was not promoted")
 
     def kill(self) -> None:
         """SIGKILL the postmaster (its backends exit on their own)."""
@@ -191,3 +198,82 @@ class PgServer:
 def remove_root(root: Path) -> None:
     """Delete a ``make_root`` directory."""
     shutil.rmtree(root, ignore_errors=True)
+
+
+class PgCluster:
+    """A PostgreSQL primary, its synchronous streaming standby and ``n`` certd replicas.
+
+    The replicas' URL lists both servers with ``target_session_attrs=read-write`` (certd adds
+    it), so after the standby's promotion they reconnect to it on their own.
+    """
+
+    def __init__(self, root: Path, n: int = 2) -> None:
+        from cluster_helpers import KEY_NAME, Replica, cluster_config
+
+        from certd.signing.keys import SigningKey, save_signing_key
+
+        self.root = root
+        self.pg_root = PgServer.make_root()
+        self.primary = PgServer(self.pg_root, "primary")
+        self.standby: PgServer | None = None
+        self.key = SigningKey.generate(KEY_NAME)
+        self.vkey = self.key.verifier().to_vkey()
+        self.config = cluster_config()
+        self.config["cluster"]["postgres_connect_timeout_s"] = 2.0
+        self.replicas: list[Replica] = []
+        for i in range(n):
+            data = root / f"replica-{i}"
+            data.mkdir(parents=True, exist_ok=True)
+            save_signing_key(data / "signing.key", self.key)
+            self.replicas.append(Replica(data, "", self.config))
+
+    @property
+    def url(self) -> str:
+        assert self.standby is not None
+        return self.primary.url(self.standby)
+
+    def start(self) -> PgCluster:
+        self.primary.init(synchronous_standby="standby").start()
+        self.standby = self.primary.standby("standby")
+        self.primary.wait_synchronous("standby")
+        for r in self.replicas:
+            r.ledger_url = self.url
+            r.start()
+        return self
+
+    @property
+    def addresses(self) -> list[str]:
+        return [r.address for r in self.replicas if r.proc is not None]
+
+    def fail_over(self) -> None:
+        """SIGKILL the primary and every process it started, then promote the standby."""
+        assert self.standby is not None and self.primary.proc is not None
+        pid = self.primary.proc.pid
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+        ).stdout.split()
+        self.primary.kill()
+        for child in children:
+            try:
+                os.kill(int(child), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.standby.promote()
+
+    def audit(self) -> subprocess.CompletedProcess[str]:
+        """``certd audit --ledger postgresql://…`` with a fresh auditor state."""
+        from cluster_helpers import run_certd
+
+        state = self.root / f"audit-state-{time.monotonic_ns()}.json"
+        return run_certd(
+            "audit", "--ledger", self.url, "--trust", self.vkey,
+            "--state", str(state), "--json",
+        )  # fmt: skip
+
+    def close(self) -> None:
+        for r in self.replicas:
+            r.kill()
+        for server in (self.primary, self.standby):
+            if server is not None:
+                server.stop()
+        remove_root(self.pg_root)

@@ -101,7 +101,7 @@ class PostgresStore(LedgerStore):
         """
         super().__init__(limits)
         if not _SCHEMA_NAME.match(schema):
-            raise ConfigError(f"expected a lower-case SQL identifier for the schema, got {schema!r}")
+            raise ConfigError(f"expected a lower-case SQL identifier as schema, got {schema!r}")
         self.url = url
         self.schema = schema
         self._conns = PgConnections(url, connect_timeout_s=connect_timeout_s)
@@ -183,7 +183,9 @@ class PostgresStore(LedgerStore):
         out: list[bytes | None] = [None] * (end - start)
         with self._conns.cursor(f"read nodes at level {level}") as cur:
             cur.execute(
-                self._sql("SELECT idx, hash FROM S.nodes WHERE level = %s AND idx >= %s AND idx < %s"),
+                self._sql(
+                    "SELECT idx, hash FROM S.nodes WHERE level = %s AND idx >= %s AND idx < %s"
+                ),
                 (level, start, end),
             )
             for idx, h in cur.fetchall():

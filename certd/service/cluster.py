@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import redis
@@ -46,7 +46,7 @@ from certd.errors import (
 )
 from certd.service.access import client_of
 
-__all__ = ["ClusterInterceptor", "ClusterState", "client_of"]
+__all__ = ["ClusterInterceptor", "ClusterState", "RequestState", "client_of"]
 
 log = logging.getLogger("certd.cluster")
 
@@ -95,6 +95,22 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {ok, wait_ms}
 """
+
+
+class RequestState(Protocol):
+    """The shared request state the interceptor reads and writes (Redis or PostgreSQL)."""
+
+    def take(self, client: str, rate_per_s: float, burst: int) -> int | None: ...
+
+    def record(self, client: str, method: str, key: str) -> str: ...
+
+    def claim(
+        self, record: str, digest: str, owner: str, claim_ms: int
+    ) -> tuple[str, str, bytes]: ...
+
+    def renew(self, record: str, claim_ms: int) -> None: ...
+
+    def settle(self, record: str, owner: str, reply: bytes, ttl_ms: int) -> None: ...
 
 
 class ClusterState:
@@ -166,7 +182,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
     def __init__(
         self,
-        state: ClusterState,
+        state: RequestState,
         cfg: ClusterConfig,
         *,
         principal: Callable[[grpc.ServicerContext], str] = client_of,
@@ -184,16 +200,27 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
     @classmethod
     def from_config(cls, cluster: ClusterConfig) -> ClusterInterceptor:
-        """The interceptor of a cluster replica, on its own connection to the cluster's Redis.
+        """The interceptor of a cluster replica, on its own connection to the cluster's store.
 
-        The state is kept next to the shared ledger (same URL, same hash-tagged prefix) but
-        through a connection of its own: the ledger store stays closed to everything else.
+        The state is kept next to the shared ledger (same URL, same hash-tagged prefix or
+        schema) but through a connection of its own: the ledger store stays closed to
+        everything else.
 
         Raises:
             ConfigError: the config has no ``ledger_url``.
+            StoreError: a PostgreSQL store cannot be reached.
         """
         if cluster.ledger_url is None:
             raise ConfigError("cluster.ledger_url: expected a Redis URL, got none")
+        if cluster.ledger_url.startswith("postgres"):
+            from certd.service.cluster_pg import PgClusterState
+
+            pg = PgClusterState(
+                cluster.ledger_url,
+                schema=cluster.postgres_schema,
+                connect_timeout_s=cluster.postgres_connect_timeout_s,
+            )
+            return cls(pg, cluster)
         client = redis.Redis.from_url(
             cluster.ledger_url,
             socket_timeout=cluster.redis_timeout_s,

@@ -113,13 +113,23 @@ def _vkey(source: str) -> VerifierKey:
 
 
 def open_store(cfg: CertdConfig) -> LedgerStore:
-    """The ledger store the config names: Redis (``cluster.ledger_url``) or SQLite.
+    """The ledger store the config names: Redis or PostgreSQL (``cluster.ledger_url``), or SQLite.
 
     Raises:
-        ConfigError: the Redis policy or URL is not valid.
+        ConfigError: the Redis policy, the PostgreSQL settings or the URL is not valid.
         StoreError: the store cannot be opened.
     """
     limits = StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes)
+    if cfg.cluster.ledger_url is not None and cfg.cluster.ledger_url.startswith("postgres"):
+        from certd.ledger.postgres_store import PostgresStore
+
+        return PostgresStore(
+            cfg.cluster.ledger_url,
+            schema=cfg.cluster.postgres_schema,
+            limits=limits,
+            connect_timeout_s=cfg.cluster.postgres_connect_timeout_s,
+            require_sync_standby=cfg.cluster.postgres_require_sync_standby,
+        )
     if cfg.cluster.ledger_url is not None:
         from certd.ledger.redis_store import RedisStore
 
