@@ -224,6 +224,18 @@ class ServiceLimits(_Strict):
     shutdown_grace_s: float = Field(10.0, ge=0.0)
     default_page_size: int = Field(100, ge=1, description="list RPCs: items a page by default")
     max_page_size: int = Field(1_000, ge=1, description="list RPCs: larger page sizes shrink to it")
+    ledger_entries_per_hour: int = Field(
+        100_000,
+        ge=0,
+        description="per principal and replica: receipts and new certificates it may add to the "
+        "ledger in any hour; more get RESOURCE_EXHAUSTED; 0 disables",
+    )
+    ledger_bytes_per_day: int = Field(
+        4 << 30,
+        ge=0,
+        description="per principal and replica: ledger bytes it may add in any 24 hours; "
+        "0 disables",
+    )
 
     @model_validator(mode="after")
     def _threads_to_spare(self) -> ServiceLimits:

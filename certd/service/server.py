@@ -27,6 +27,7 @@ from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
+from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
 from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
@@ -246,12 +247,13 @@ class CertdServer:
     ) -> None:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
+        quota = LedgerQuota.from_config(cfg.limits)  # one count per principal for both services
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts),
+            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts, quota),
             server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances),
+            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances, quota),
             server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)
