@@ -9,10 +9,13 @@ import pytest
 from pg_helpers import PgServer, remove_root
 
 from certd.errors import ConfigError, StoreError
+from certd.ledger.checkpoint import Checkpoint, sign_checkpoint
+from certd.ledger.log import Ledger
 from certd.ledger.merkle import leaf_hash, root_from_leaf_hashes
 from certd.ledger.postgres_store import PostgresStore
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import KEY_SEPARATOR, AppendConflictError, DuplicateKeyError
+from certd.signing.keys import SigningKey
 
 pytest.importorskip("psycopg")
 
@@ -125,3 +128,25 @@ def test_bad_settings_are_refused(pg: PgServer) -> None:
         PostgresStore(pg.url(), schema="t_req", require_sync_standby=True)
     with pytest.raises(StoreError):
         PostgresStore("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1")
+
+
+def test_a_replica_that_cannot_verify_the_shared_log_reports_unhealthy(
+    store: PostgresStore,
+) -> None:
+    """A newer checkpoint in the shared store signed by a key this replica does not trust:
+    ``Ledger.health`` names it (the health service then turns NOT_SERVING)."""
+    key = SigningKey.generate("forkgate.test/pg")
+    ledger = Ledger(store, key, "forkgate.test/pg")
+    try:
+        ledger.append([(None, b"entry")])
+        assert ledger.health() is None
+        size = store.append([(None, b"written by someone else")]) + 1
+        forged = sign_checkpoint(
+            Checkpoint("forkgate.test/pg", size, store.root(size)),
+            SigningKey.generate("forkgate.test/pg"),
+        )
+        store.put_checkpoint(size, forged)
+        reason = ledger.health()
+        assert reason is not None and "cannot verify" in reason, reason
+    finally:
+        ledger.close()
