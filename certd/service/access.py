@@ -210,6 +210,7 @@ def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
         if cfg.client_ca_file is not None:
             raise ConfigError("access: client_ca_file (mTLS) needs tls_cert_file and tls_key_file")
         return None
+    refuse_readable_by_others(cfg.tls_key_file, "access.tls_key_file")
     try:
         cert = cfg.tls_cert_file.read_bytes()
         key = cfg.tls_key_file.read_bytes()
@@ -219,6 +220,27 @@ def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials(
         [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
     )
+
+
+def refuse_readable_by_others(path: Path, what: str) -> None:
+    """Refuse a private key file that its group or other users may read or write.
+
+    Args:
+        path: the key file.
+        what: its config key, for the message.
+
+    Raises:
+        ConfigError: the file's mode grants its group or others any access.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise ConfigError(f"{what}: cannot read {path}: {e}") from e
+    if mode & 0o077:
+        raise ConfigError(
+            f"{what}: the private key {path} is open to other users (mode {mode & 0o777:04o}); "
+            f"expected 0600 or 0400: chmod 600 {path}"
+        )
 
 
 def check_listen(listen: str, cfg: AccessConfig) -> None:

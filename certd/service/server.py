@@ -36,7 +36,12 @@ from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
-from certd.service.access import AccessInterceptor, check_listen, server_credentials
+from certd.service.access import (
+    AccessInterceptor,
+    check_listen,
+    refuse_readable_by_others,
+    server_credentials,
+)
 from certd.service.admission import Admission, AdmissionExecutor, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
 from certd.service.health import GuardedHealth
@@ -87,9 +92,11 @@ def ensure_key(path: Path, name: str) -> SigningKey:
 
     Raises:
         SigningError: the file exists but holds no valid key.
-        ConfigError: the key's name differs from ``name``.
+        ConfigError: the key's name differs from ``name``, or the file is open to other
+            users (group or world permissions).
     """
     if path.exists():
+        refuse_readable_by_others(path, "signing key")
         key = load_signing_key(path)
         if key.name != name:
             raise ConfigError(f"signing key name: expected {name!r}, got {key.name!r} in {path}")
