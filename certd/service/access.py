@@ -223,23 +223,26 @@ def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
 
 
 def refuse_readable_by_others(path: Path, what: str) -> None:
-    """Refuse a private key file that its group or other users may read or write.
+    """Refuse a private key file that other users (not its owner or group) may access.
+
+    Group access is left alone: Kubernetes makes mounted secrets readable by the pod's
+    ``fsGroup``.
 
     Args:
         path: the key file.
         what: its config key, for the message.
 
     Raises:
-        ConfigError: the file's mode grants its group or others any access.
+        ConfigError: the file's mode grants other users any access.
     """
     try:
         mode = path.stat().st_mode
     except OSError as e:
         raise ConfigError(f"{what}: cannot read {path}: {e}") from e
-    if mode & 0o077:
+    if mode & 0o007:
         raise ConfigError(
             f"{what}: the private key {path} is open to other users (mode {mode & 0o777:04o}); "
-            f"expected 0600 or 0400: chmod 600 {path}"
+            f"expected no access for others (0600, 0400, 0640): chmod 600 {path}"
         )
 
 

@@ -92,8 +92,8 @@ def ensure_key(path: Path, name: str) -> SigningKey:
 
     Raises:
         SigningError: the file exists but holds no valid key.
-        ConfigError: the key's name differs from ``name``, or the file is open to other
-            users (group or world permissions).
+        ConfigError: the key's name differs from ``name``, or other users (not the owner
+            or its group) may access the file.
     """
     if path.exists():
         refuse_readable_by_others(path, "signing key")
