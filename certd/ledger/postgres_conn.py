@@ -46,15 +46,17 @@ def postgres_url_ok(url: str) -> bool:
     return urlsplit(url).scheme in _SCHEMES
 
 
-def conninfo_for(url: str, connect_timeout_s: float) -> str:
+def conninfo_for(url: str, connect_timeout_s: float, synchronous_commit: str = "on") -> str:
     """The libpq connection string certd uses for ``url``.
 
     Adds ``target_session_attrs=read-write`` (unless the URL sets it), a connect timeout
-    (unless set) and ``synchronous_commit=on`` for the session (the URL cannot weaken it).
+    (unless set) and ``synchronous_commit`` for the session (``on`` for the ledger: the URL
+    cannot weaken it).
 
     Args:
         url: ``postgresql://host[:port][,host[:port]...]/dbname[?params]``.
         connect_timeout_s: the timeout of each connection attempt, per host.
+        synchronous_commit: the session's ``synchronous_commit`` (``on``, ``off``, ...).
 
     Raises:
         ConfigError: the URL is not a PostgreSQL URL or cannot be parsed.
@@ -71,7 +73,7 @@ def conninfo_for(url: str, connect_timeout_s: float) -> str:
     params.setdefault("target_session_attrs", "read-write")
     params.setdefault("connect_timeout", str(max(1, round(connect_timeout_s))))
     options = str(params.get("options") or "")
-    params["options"] = f"{options} -c synchronous_commit=on".strip()
+    params["options"] = f"{options} -c synchronous_commit={synchronous_commit}".strip()
     params.setdefault("application_name", "certd")
     return make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
@@ -79,18 +81,21 @@ def conninfo_for(url: str, connect_timeout_s: float) -> str:
 class PgConnections:
     """One autocommit session per thread, reopened after a failure."""
 
-    def __init__(self, url: str, *, connect_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, url: str, *, connect_timeout_s: float = 5.0, synchronous_commit: str = "on"
+    ) -> None:
         """Set up (connects lazily, per thread).
 
         Args:
             url: the PostgreSQL URL (see ``conninfo_for``).
             connect_timeout_s: the timeout of each connection attempt, per host.
+            synchronous_commit: the sessions' ``synchronous_commit``; ``on`` for the ledger.
 
         Raises:
             ConfigError: the URL is not valid.
         """
         self.url = url
-        self._conninfo = conninfo_for(url, connect_timeout_s)
+        self._conninfo = conninfo_for(url, connect_timeout_s, synchronous_commit)
         self._local = threading.local()
         self._all: list[psycopg.Connection[tuple[object, ...]]] = []
         self._lock = threading.Lock()

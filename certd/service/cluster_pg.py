@@ -14,7 +14,9 @@ PostgreSQL ledger (same URL and schema) in two tables of their own::
     S.rate(bucket text PRIMARY KEY, tokens double precision, ts timestamptz)
 
 Times are the server's clock (``clock_timestamp()``), so replicas agree. Expired records are
-deleted when they are claimed again and, now and then, in bulk.
+deleted when they are claimed again and, now and then, in bulk. These sessions commit with
+``synchronous_commit=off`` (no fsync, no standby wait): a record lost to a crash or failover
+only lets a retry run again, and certifying twice yields the same certificate.
 """
 
 from __future__ import annotations
@@ -71,7 +73,11 @@ class PgClusterState:
             StoreError: PostgreSQL cannot be reached.
         """
         self._schema = schema
-        self._conns = PgConnections(url, connect_timeout_s=connect_timeout_s)
+        # Request state need not wait for the standby: a record lost in a failover only
+        # lets a retry run again, and certifying twice yields the same certificate.
+        self._conns = PgConnections(
+            url, connect_timeout_s=connect_timeout_s, synchronous_commit="off"
+        )
         with self._conns.transaction("create the request tables") as cur:
             cur.execute(b"SELECT pg_advisory_xact_lock(1667592820)")
             for statement in _TABLES.format(s=schema).split(";"):

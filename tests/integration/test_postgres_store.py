@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -150,3 +151,29 @@ def test_a_replica_that_cannot_verify_the_shared_log_reports_unhealthy(
         assert reason is not None and "cannot verify" in reason, reason
     finally:
         ledger.close()
+
+
+def test_request_state_idempotency_records_and_rate_buckets(pg: PgServer) -> None:
+    from certd.service.cluster_pg import PgClusterState
+
+    state = PgClusterState(pg.url(), schema="t_state")
+    try:
+        record = state.record("alice", "/certd.v1.Authority/Certify", "key-1")
+        assert state.claim(record, "digest", "owner-1", 10_000) == ("NEW", "", b"")
+        assert state.claim(record, "digest", "owner-2", 10_000) == ("pending", "digest", b"")
+        state.settle(record, "owner-2", b"not the owner's", 60_000)  # ignored
+        state.settle(record, "owner-1", b"reply", 60_000)
+        assert state.claim(record, "digest", "owner-3", 10_000) == ("done", "digest", b"reply")
+        other = state.record("alice", "/certd.v1.Authority/Certify", "key-2")
+        assert state.claim(other, "d2", "owner-4", 1)[0] == "NEW"
+        time.sleep(0.05)  # the claim (1 ms) expired: its owner died
+        assert state.claim(other, "d2", "owner-5", 10_000)[0] == "NEW"
+        state.settle(other, "owner-5", b"", 60_000)  # a failed request leaves no record
+        assert state.claim(other, "d2", "owner-6", 10_000)[0] == "NEW"
+        assert state.take("bob", 1.0, 2) is None
+        assert state.take("bob", 1.0, 2) is None
+        wait_ms = state.take("bob", 1.0, 2)
+        assert wait_ms is not None and 0 < wait_ms <= 1_000
+        assert state.take("carol", 1.0, 2) is None  # buckets are per client
+    finally:
+        state.close()
