@@ -67,6 +67,7 @@ INSERT INTO {s}.meta VALUES ('schema_version', {v}) ON CONFLICT DO NOTHING;
 INSERT INTO {s}.meta VALUES ('tree_size', 0) ON CONFLICT DO NOTHING;
 """
 
+_BINARY = "(FORMAT BINARY)"  # no hex escaping of the entry bytes
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _LOCK_SPACE = 0x63657274  # "cert": the advisory lock's first key
 
@@ -238,13 +239,18 @@ class PostgresStore(LedgerStore):
                 raise AppendConflictError(first, stored)
             if key_rows:
                 self._refuse_stored_keys(cur, entries, [k for k, _ in key_rows])
-                with cur.copy(self._sql("COPY S.keys (key, idx) FROM STDIN")) as copy:
+                with cur.copy(self._sql(f"COPY S.keys (key, idx) FROM STDIN {_BINARY}")) as copy:
+                    copy.set_types(["text", "int8"])
                     for key_row in key_rows:
                         copy.write_row(key_row)
-            with cur.copy(self._sql("COPY S.entries (idx, data) FROM STDIN")) as copy:
+            with cur.copy(self._sql(f"COPY S.entries (idx, data) FROM STDIN {_BINARY}")) as copy:
+                copy.set_types(["int8", "bytea"])
                 for i, (_, data) in enumerate(entries):
                     copy.write_row((first + i, data))
-            with cur.copy(self._sql("COPY S.nodes (level, idx, hash) FROM STDIN")) as copy:
+            with cur.copy(
+                self._sql(f"COPY S.nodes (level, idx, hash) FROM STDIN {_BINARY}")
+            ) as copy:
+                copy.set_types(["int4", "int8", "bytea"])
                 for node in nodes:
                     copy.write_row(node)
             cur.execute(
