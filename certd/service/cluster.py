@@ -186,6 +186,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         cfg: ClusterConfig,
         *,
         principal: Callable[[grpc.ServicerContext], str] = client_of,
+        check_reply: Callable[[str, bytes], None] | None = None,
     ) -> None:
         """Set up.
 
@@ -193,13 +194,18 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             state: the shared request state (``from_config`` opens it).
             cfg: the cluster settings.
             principal: maps a request to its client identifier.
+            check_reply: called with (method, stored reply) before a replay; raises to
+                refuse it (``certd.service.replay.ReplayCheck``); None replays unchecked.
         """
         self._state = state
         self._cfg = cfg
         self._principal = principal
+        self._check_reply = check_reply
 
     @classmethod
-    def from_config(cls, cluster: ClusterConfig) -> ClusterInterceptor:
+    def from_config(
+        cls, cluster: ClusterConfig, check_reply: Callable[[str, bytes], None] | None = None
+    ) -> ClusterInterceptor:
         """The interceptor of a cluster replica, on its own connection to the cluster's store.
 
         The state is kept next to the shared ledger (same URL, same hash-tagged prefix or
@@ -220,13 +226,14 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
                 schema=cluster.postgres_schema,
                 connect_timeout_s=cluster.postgres_connect_timeout_s,
             )
-            return cls(pg, cluster)
+            return cls(pg, cluster, check_reply=check_reply)
         client = redis.Redis.from_url(
             cluster.ledger_url,
             socket_timeout=cluster.redis_timeout_s,
             socket_connect_timeout=cluster.redis_timeout_s,
         )
-        return cls(ClusterState(client, "{" + cluster.redis_prefix + "}"), cluster)
+        state = ClusterState(client, "{" + cluster.redis_prefix + "}")
+        return cls(state, cluster, check_reply=check_reply)
 
     def intercept_service(
         self,
@@ -300,6 +307,8 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         owner = uuid.uuid4().hex
         replay = self._claim(record, key, digest, owner)
         if replay is not None:
+            if self._check_reply is not None:
+                self._check_reply(method, replay)  # a planted reply is refused, not served
             context.set_trailing_metadata((("certd-idempotent-replay", "1"),))
             return replay
         return self._run_claimed(record, owner, request, context, inner, serialize)

@@ -290,8 +290,10 @@ class CertdServer:
         chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.service.cluster import ClusterInterceptor
+            from certd.service.replay import ReplayCheck
 
-            chain.append(ClusterInterceptor.from_config(self.cfg.cluster))
+            check = ReplayCheck(self.store)
+            chain.append(ClusterInterceptor.from_config(self.cfg.cluster, check_reply=check))
         return chain
 
     def start(self) -> int:
