@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server runsc
+APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server runsc postgresql
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 CERTD_IMAGE ?= forkgate/certd:dev

@@ -265,7 +265,8 @@ def _add_serve(sub: Any) -> argparse.ArgumentParser:
     s.add_argument(
         "--ledger",
         default=None,
-        help="redis://HOST:PORT/DB: a replica of a cluster sharing this Redis ledger "
+        help="redis://HOST:PORT/DB or postgresql://HOST[,HOST2]/DB: a replica of a cluster "
+        "sharing this ledger "
         "(default: the embedded SQLite ledger in the data dir)",
     )
     s.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
