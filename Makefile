@@ -84,7 +84,7 @@ single-image: docker-engine setup cluster-image
 test: lint typecheck sandbox-image cluster-image single-image unit
 
 run: setup
-	$(BIN)/forkgate run
+	$(BIN)/forkgate run $(RUN_FLAGS)
 
 bench: setup
 	$(BIN)/python bench/run_all.py

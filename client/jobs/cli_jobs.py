@@ -105,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     prefix = _prefix_template(args)
     opts = RunOptions(
         workdir=Path(args.workdir),
+        force=args.force,
         server=args.server,
         trust=args.trust,
         tasks=args.tasks,
