@@ -26,6 +26,7 @@ TRL's loss). Needs the ``trl`` extra.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,15 +42,49 @@ from .._base import ClientSettings
 from ..advantages import TRAINER_SCALE, StratifiedAdvantages, informed_stratified_advantages
 from ..connection import Connection
 from ..entry import batch_entry_entropy, entry_kl
+from ..errors import SetupError
 from ..metrics import EntropyMonitor
 from ..ratchet import Admission, Ratchet
 from ._guard import LeftOutCounts, LeftOutGuard
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
+# The TRL internals the trainer overrides (TRL has no public advantage hook): checked when
+# the module is imported, so another TRL fails at once and by name, never silently.
+TESTED_TRL = "1.16.0"
+_OVERRIDDEN = {
+    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+    "_generate_and_score_completions": ("self", "inputs"),
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+}
+
+
+def check_trl(trainer_cls: type = GRPOTrainer) -> None:
+    """Raise when TRL's GRPOTrainer lacks the methods this adapter overrides, as tested.
+
+    Raises:
+        SetupError: a method is missing or its parameters changed (another TRL version).
+    """
+    import trl
+
+    for name, params in _OVERRIDDEN.items():
+        fn = getattr(trainer_cls, name, None)
+        got = tuple(inspect.signature(fn).parameters) if fn is not None else None
+        if got != params:
+            raise SetupError(
+                f"forkgate.adapters.trl is tested with trl=={TESTED_TRL}; trl {trl.__version__}'s "
+                f"GRPOTrainer.{name} is {got} (expected {params}): install trl=={TESTED_TRL} "
+                "(pip install 'forkgate[trl]')"
+            )
+
+
+check_trl()
+
 __all__ = [
     "CertdReward",
     "LeftOutGuard",
     "StratifiedGRPOTrainer",
+    "TESTED_TRL",
+    "check_trl",
     "unscore_completion_entries",
 ]
 

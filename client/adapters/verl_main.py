@@ -132,6 +132,9 @@ class ForkgatePPOTrainer(RayPPOTrainer):
                 "false: the family labels are set where verl recomputes old log-probs"
             )
         self.forkgate = ForkgateHooks.from_config(self.config)
+        if not log.handlers:  # each step's refused/unscored counts reach the run's log
+            log.addHandler(logging.StreamHandler())
+            log.setLevel(logging.INFO)
 
     def _compute_old_log_prob(self, batch: Any) -> Any:
         # verl's fit() calls this once per training batch after scoring and before

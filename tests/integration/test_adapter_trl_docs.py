@@ -148,3 +148,19 @@ def test_unknown_trainer_keywords_are_a_type_error(tmp_path: Path) -> None:
             args=_tiny_args(tmp_path, steps=1), train_dataset=_dataset(),
             ratchett=None,
         )  # fmt: skip
+
+
+def test_another_trl_fails_at_import_by_name() -> None:
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    from forkgate.adapters.trl import TESTED_TRL, check_trl
+    from forkgate.errors import SetupError
+
+    check_trl()  # the installed TRL is the tested one
+
+    class Renamed(GRPOTrainer):  # a future TRL: another signature
+        def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any) -> Any:
+            return None
+
+    with pytest.raises(SetupError, match=f"tested with trl=={TESTED_TRL}.*_calculate_rewards"):
+        check_trl(Renamed)
