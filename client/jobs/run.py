@@ -32,7 +32,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -328,11 +328,18 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
     return out
 
 
-def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -> int:
+def run_main_job(
+    opts: RunOptions,
+    sampler: Sampler | None = None,
+    *,
+    as_json: bool = False,
+    make_sampler: Callable[[], Sampler] | None = None,
+) -> int:
     """Run the main job; print the summary; return 0 when the ledger audits clean.
 
-    Every input is checked before anything is written; the run is built in a staging folder
-    that replaces ``opts.workdir`` only when the run completes (``staged_workdir``).
+    Every input is checked before anything is written (and before ``make_sampler`` loads a
+    model); the run is built in a staging folder that replaces ``opts.workdir`` only when
+    the run completes (``staged_workdir``).
 
     Raises:
         InvalidRequestError: a bad input, or a work dir that may not be replaced.
@@ -342,6 +349,10 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
     if opts.server and not opts.trust:
         raise InvalidRequestError("--trust is required with --server", field="trust")
     tasks = _load_tasks(opts)
+    if sampler is None:
+        if make_sampler is None:
+            raise ValueError("run_main_job needs a sampler or make_sampler")
+        sampler = make_sampler()
     with staged_workdir(opts.workdir) as staging:
         data, address, ok = _run_in(replace(opts, workdir=staging), sampler, tasks, started)
         data["summary"]["report"] = str(opts.workdir / "report" / "index.html")

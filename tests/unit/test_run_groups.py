@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,10 @@ def test_a_failed_run_leaves_the_earlier_one_whole_and_no_partial_dir(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+def _no_sampler() -> Any:
+    raise AssertionError("the sampler (a model load) comes after the inputs are checked")
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [("{not json\n", "not JSON"), ('{"numbers": [1, 2]}\n', "not a task"), ("\n", "no tasks")],
@@ -80,9 +85,9 @@ def test_bad_tasks_file_is_refused_before_the_workdir_is_touched(
     bad.write_text(content)
     opts = RunOptions(workdir=earlier, force=True, tasks_file=str(bad))
     with pytest.raises(InvalidRequestError, match=message):
-        run_main_job(opts, sampler=None)  # type: ignore[arg-type]  # never reached
+        run_main_job(opts, make_sampler=_no_sampler)
     assert (earlier / "certd-data" / "signing.key").read_text() == "the key"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "tasks.jsonl"]
     missing = RunOptions(workdir=earlier, force=True, tasks_file=str(tmp_path / "absent"))
     with pytest.raises(InvalidRequestError, match="tasks-file"):
-        run_main_job(missing, sampler=None)  # type: ignore[arg-type]
+        run_main_job(missing, make_sampler=_no_sampler)
