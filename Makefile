@@ -83,8 +83,10 @@ single-image: docker-engine setup cluster-image
 
 test: lint typecheck sandbox-image cluster-image single-image unit
 
+# `forkgate run` refuses a workdir holding an earlier run; `make run` replaces its own (out/run).
+RUN_FLAGS ?= --force
 run: setup
-	$(BIN)/forkgate run
+	$(BIN)/forkgate run $(RUN_FLAGS)
 
 bench: setup
 	$(BIN)/python bench/run_all.py

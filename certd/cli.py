@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from certd.atomicfile import write_atomic
 from certd.audit_cli import add_parser as add_audit_parser
 from certd.clihelp import OneLineErrorParser, add_verb, emit, finish_parser
 from certd.config import CertdConfig, describe_validation_error, load_config
@@ -38,7 +40,7 @@ from certd.errors import (
     InvalidInputError,
     SigningError,
 )
-from certd.exitcodes import exit_code_of
+from certd.exitcodes import EXIT_INTERRUPTED, exit_code_of
 from certd.kappa_cli import add_parser as add_kappa_fit_parser
 
 __all__ = ["main"]
@@ -54,6 +56,29 @@ def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
         return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
     except ValidationError as e:
         raise ConfigError(f"invalid cluster settings: {describe_validation_error(e)}") from e
+
+
+def _check_port_free(listen: str) -> None:
+    """Fail with one line when ``host:port`` is taken (port 0 picks a free one).
+
+    Raises:
+        ConfigError: another process listens there (exit 2).
+    """
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or int(port) == 0:
+        return  # gRPC reports a malformed address itself
+    try:
+        infos = socket.getaddrinfo(host or None, int(port), type=socket.SOCK_STREAM)
+    except OSError:
+        return  # gRPC reports an unresolvable host itself
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            try:
+                probe.bind(addr)
+            except OSError as e:
+                raise ConfigError(f"cannot listen on {listen}: {e.strerror}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -72,6 +97,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonFormatter())
+    _check_port_free(cfg.listen)  # before the server starts its math workers and threads
     server = CertdServer(cfg)
     port = server.start()
     done = threading.Event()
@@ -116,7 +142,7 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         save_signing_key(out, key)
-        out.with_suffix(".pub").write_text(vkey + "\n")
+        write_atomic(out.with_suffix(".pub"), (vkey + "\n").encode(), mode=0o644)
     except SigningError as e:
         raise InvalidInputError(f"--out: {e}", field="out") from e
     except OSError as e:
@@ -375,7 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status (130 on Ctrl-C, with one line on stderr)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("certd: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))

@@ -50,6 +50,7 @@ from ._base import (
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
+from .verdicts import TypedVerdict
 
 if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
     from certd.signing.dsse import KeyRing
@@ -139,6 +140,22 @@ class CertdClient:
             The verdict (checked against its receipt when trusted keys are set).
         """
         return self.verify_batch([VerifyItem(task, response, id)])[0]
+
+    def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
+        """``verify`` with an enum status and plain fields (``forkgate.verdicts``).
+
+        Raises:
+            ForkgateError: as ``verify``.
+        """
+        return TypedVerdict.of(self.verify(task, response, id))
+
+    def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
+        """``verify_batch`` with enum statuses and plain fields, in order.
+
+        Raises:
+            ForkgateError: as ``verify_batch``.
+        """
+        return [TypedVerdict.of(v) for v in self.verify_batch(items)]
 
     def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses, ``settings.batch_size`` per VerifyBatch call, in order.
