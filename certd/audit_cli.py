@@ -25,6 +25,7 @@ from certd.clihelp import add_verb, emit
 from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
 from certd.ledger.audit import AuditReport, audit_remote, audit_store
+from certd.ledger.store import LedgerStore
 from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["add_parser"]
@@ -101,30 +102,41 @@ def _remote_audit(
         channel.close()
 
 
+def _open_store(args: argparse.Namespace) -> tuple[LedgerStore, str]:
+    """The store ``--ledger`` (Redis or PostgreSQL) or ``--data-dir`` names, and its name.
+
+    Raises:
+        InvalidInputError: the data dir holds no ledger.
+        ConfigError: the URL is not valid.
+        StoreError: the store cannot be opened.
+    """
+    prefix = args.redis_prefix or "certd"
+    if args.ledger and args.ledger.startswith("postgres"):
+        from certd.ledger.postgres_store import PostgresStore
+
+        return PostgresStore(args.ledger, schema=prefix), f"postgres:{args.ledger}#{prefix}"
+    if args.ledger:
+        from certd.ledger.redis_store import RedisStore
+
+        store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
+        return store, f"redis:{args.ledger}#{prefix}"
+    from certd.ledger.sqlite import SQLiteStore
+
+    path = args.data_dir / "ledger.sqlite"
+    if not path.is_file():
+        raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
+    return SQLiteStore(path), f"dir:{args.data_dir.resolve()}"
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
         state = _audit_state(args, f"server:{args.server}")
         report = _remote_audit(args.server, keys, state, args)
-    elif args.ledger:
-        from certd.ledger.redis_store import RedisStore
-
-        prefix = args.redis_prefix or "certd"
-        state = _audit_state(args, f"redis:{args.ledger}#{prefix}")
-        redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
-        try:
-            report = audit_store(redis_store, keys, state)
-        finally:
-            redis_store.close()
     else:
-        from certd.ledger.sqlite import SQLiteStore
-
-        path = args.data_dir / "ledger.sqlite"
-        if not path.is_file():
-            raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-        state = _audit_state(args, f"dir:{args.data_dir.resolve()}")
-        store = SQLiteStore(path)
+        store, where = _open_store(args)
         try:
+            state = _audit_state(args, where)
             report = audit_store(store, keys, state)
         finally:
             store.close()
@@ -182,8 +194,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--data-dir", type=Path, help="audit the SQLite ledger of a data dir")
     where.add_argument("--server", help="host:port: audit a running certd over gRPC")
-    where.add_argument("--ledger", help="redis://HOST:PORT/DB: audit a cluster's Redis ledger")
-    a.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
+    where.add_argument(
+        "--ledger",
+        help="redis://HOST:PORT/DB or postgresql://HOST[,HOST2]/DB: audit a cluster's ledger",
+    )
+    a.add_argument(
+        "--redis-prefix",
+        default=None,
+        help="key prefix in Redis, or schema in PostgreSQL (default certd)",
+    )
     a.add_argument("--tls-ca", type=Path, default=None, help="--server: CA of certd's cert")
     a.add_argument("--tls-cert", type=Path, default=None, help="--server: client cert (mTLS)")
     a.add_argument("--tls-key", type=Path, default=None, help="--server: client key (mTLS)")

@@ -1,4 +1,4 @@
-"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report.
+"""The ``certd`` command line: serve, keygen, families, audit, doctor, kappa-report, kappa-fit.
 
 Example::
 
@@ -7,6 +7,7 @@ Example::
     certd audit --data-dir certd-data --json
     certd doctor                                 # what isolation the sandboxes get here
     certd kappa-report --in verdicts.jsonl --json
+    certd kappa-fit --config certd.json --rollouts trusted.jsonl   # operator: record κ models
 
 Every command takes ``--json``. The library raises typed errors; this module renders them and
 exits with the codes of ``certd.exitcodes`` (docs/exit-codes.md): 0 all good, 1 refused or
@@ -21,6 +22,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -28,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from certd.atomicfile import write_atomic
 from certd.audit_cli import add_parser as add_audit_parser
 from certd.clihelp import OneLineErrorParser, add_verb, emit, finish_parser
 from certd.config import CertdConfig, describe_validation_error, load_config
@@ -37,7 +40,8 @@ from certd.errors import (
     InvalidInputError,
     SigningError,
 )
-from certd.exitcodes import exit_code_of
+from certd.exitcodes import EXIT_INTERRUPTED, exit_code_of
+from certd.kappa_cli import add_parser as add_kappa_fit_parser
 
 __all__ = ["main"]
 
@@ -52,6 +56,29 @@ def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
         return CertdConfig.model_validate({**cfg.model_dump(), "cluster": cluster})
     except ValidationError as e:
         raise ConfigError(f"invalid cluster settings: {describe_validation_error(e)}") from e
+
+
+def _check_port_free(listen: str) -> None:
+    """Fail with one line when ``host:port`` is taken (port 0 picks a free one).
+
+    Raises:
+        ConfigError: another process listens there (exit 2).
+    """
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or int(port) == 0:
+        return  # gRPC reports a malformed address itself
+    try:
+        infos = socket.getaddrinfo(host or None, int(port), type=socket.SOCK_STREAM)
+    except OSError:
+        return  # gRPC reports an unresolvable host itself
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            try:
+                probe.bind(addr)
+            except OSError as e:
+                raise ConfigError(f"cannot listen on {listen}: {e.strerror}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -70,6 +97,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonFormatter())
+    _check_port_free(cfg.listen)  # before the server starts its math workers and threads
     server = CertdServer(cfg)
     port = server.start()
     done = threading.Event()
@@ -114,7 +142,7 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         save_signing_key(out, key)
-        out.with_suffix(".pub").write_text(vkey + "\n")
+        write_atomic(out.with_suffix(".pub"), (vkey + "\n").encode(), mode=0o644)
     except SigningError as e:
         raise InvalidInputError(f"--out: {e}", field="out") from e
     except OSError as e:
@@ -150,8 +178,8 @@ def _cmd_families(args: argparse.Namespace) -> int:
         for lw in found.labels
     ]
     families = [list(f) for f in found.families]
-    lines = [
-        f"{len(labels)} feasible labels, {len(families)} families"
+    lines = [  # a label is what κ returns; a family is a set of labels (one solution family)
+        f"{len(labels)} feasible labels in {len(families)} families"
         f"{'' if found.complete else ' (family computation capped)'}"
     ]
     for n, fam in enumerate(families):
@@ -159,9 +187,13 @@ def _cmd_families(args: argparse.Namespace) -> int:
             f"({labels[i]['operand']}, {labels[i]['operator']}) {labels[i]['witness']}" for i in fam
         )
         lines.append(f"  family {n}: {members}")
-    emit(
-        args, {"labels": labels, "families": families, "complete": found.complete}, "\n".join(lines)
-    )
+    doc = {
+        "labels": labels,
+        "families": families,
+        "complete": found.complete,
+        "certifiable": found.certifiable,
+    }
+    emit(args, doc, "\n".join(lines))
     return 0
 
 
@@ -207,7 +239,7 @@ def _cmd_kappa_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from sandboxes.doctor import diagnose_bwrap, diagnose_docker
+    from sandboxes.doctor import diagnose_bwrap, diagnose_docker, diagnose_gvisor
 
     cfg = load_config(args.config)
     bwrap = diagnose_bwrap()
@@ -216,8 +248,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         if cfg.code.backend == "docker" or args.docker
         else []
     )
-    findings = bwrap + docker
-    failed = [f for f in (docker if cfg.code.backend == "docker" else bwrap) if f.status == "fail"]
+    gvisor = diagnose_gvisor() if cfg.code.backend == "gvisor" else []
+    findings = bwrap + docker + gvisor
+    chosen = {"docker": docker, "gvisor": gvisor}.get(cfg.code.backend, bwrap)
+    failed = [f for f in chosen if f.status == "fail"]
     lines = [f"{f.status.upper():4}  {f.name}: {f.detail}" for f in findings]
     lines.append(f"code backend: {cfg.code.backend} ({'not usable' if failed else 'usable'})")
     emit(
@@ -257,7 +291,8 @@ def _add_serve(sub: Any) -> argparse.ArgumentParser:
     s.add_argument(
         "--ledger",
         default=None,
-        help="redis://HOST:PORT/DB: a replica of a cluster sharing this Redis ledger "
+        help="redis://HOST:PORT/DB or postgresql://HOST[,HOST2]/DB: a replica of a cluster "
+        "sharing this ledger "
         "(default: the embedded SQLite ledger in the data dir)",
     )
     s.add_argument("--redis-prefix", default=None, help="key prefix in Redis (default certd)")
@@ -348,7 +383,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = _add_serve(sub)
     k = _add_keygen(sub)
     _add_families(sub)
-    verbs = [s, k, add_audit_parser(sub), _add_doctor(sub), _add_kappa_report(sub)]
+    verbs = [
+        s,
+        k,
+        add_audit_parser(sub),
+        _add_doctor(sub),
+        _add_kappa_report(sub),
+        add_kappa_fit_parser(sub),
+    ]
     add_ops_parsers(sub)
     add_info_parser(sub)
     add_config_parser(sub)
@@ -359,7 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status (130 on Ctrl-C, with one line on stderr)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("certd: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))

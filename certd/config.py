@@ -123,16 +123,23 @@ class LedgerConfig(_Strict):
 
 
 class ClusterConfig(_Strict):
-    """A certd replica of a cluster: the shared Redis ledger, idempotency and rate limits.
+    """A certd replica of a cluster: the shared ledger, idempotency and rate limits.
 
-    With ``ledger_url`` unset certd runs embedded (SQLite in ``data_dir``) and the rest of
-    this section is unused. See ``docs/operating-a-cluster.md``.
+    The shared ledger is Redis (``redis://``) or PostgreSQL (``postgresql://``, several
+    hosts allowed: the replicas follow a failover). With ``ledger_url`` unset certd runs
+    embedded (SQLite in ``data_dir``) and the rest of this section is unused. See
+    ``docs/operating-a-cluster.md``.
     """
 
-    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix)://")
+    ledger_url: str | None = Field(None, pattern="^(redis|rediss|unix|postgresql|postgres)://")
     redis_prefix: str = Field("certd", pattern="^[A-Za-z0-9_.-]+$")
     redis_appendfsync: str = Field("always", pattern="^(always|everysec|no|any)$")
     redis_timeout_s: float = Field(10.0, gt=0.0)
+    postgres_schema: str = Field("certd", pattern="^[a-z_][a-z0-9_]{0,62}$")
+    postgres_connect_timeout_s: float = Field(5.0, gt=0.0, description="per host and attempt")
+    postgres_require_sync_standby: bool = Field(
+        False, description="refuse a primary that names no synchronous standby"
+    )
     checkpoint_refresh_ms: float = Field(50.0, ge=0.0)
     idempotency_ttl_s: int = Field(86_400, ge=1, description="how long a reply is kept")
     idempotency_wait_s: float = Field(30.0, gt=0.0, description="wait for a concurrent twin")
@@ -199,7 +206,16 @@ class ServiceLimits(_Strict):
         24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
     )
     max_rpcs_per_client: int = Field(
-        16, ge=1, description="RPCs in flight per principal (or peer host without auth)"
+        12,
+        ge=1,
+        description="RPCs in flight per principal (the token; without authentication the "
+        "connection, peer address and port); never more than half of max_concurrent_rpcs",
+    )
+    first_message_timeout_s: float = Field(
+        3.0,
+        gt=0.0,
+        description="a call whose first request message has not arrived by then ends with "
+        "DEADLINE_EXCEEDED (a stream that never sends, a unary call stalled after its headers)",
     )
     stream_idle_timeout_s: float = Field(
         30.0,
@@ -217,6 +233,18 @@ class ServiceLimits(_Strict):
     shutdown_grace_s: float = Field(10.0, ge=0.0)
     default_page_size: int = Field(100, ge=1, description="list RPCs: items a page by default")
     max_page_size: int = Field(1_000, ge=1, description="list RPCs: larger page sizes shrink to it")
+    ledger_entries_per_hour: int = Field(
+        100_000,
+        ge=0,
+        description="per principal and replica: receipts and new certificates it may add to the "
+        "ledger in any hour; more get RESOURCE_EXHAUSTED; 0 disables",
+    )
+    ledger_bytes_per_day: int = Field(
+        4 << 30,
+        ge=0,
+        description="per principal and replica: ledger bytes it may add in any 24 hours; "
+        "0 disables",
+    )
 
     @model_validator(mode="after")
     def _threads_to_spare(self) -> ServiceLimits:
@@ -233,7 +261,12 @@ class ServiceLimits(_Strict):
 class CodeConfig(_Strict):
     """The code domain: sandbox backend, warm pool, per-run limits, task sizes, rewards."""
 
-    backend: str = Field("bwrap", pattern="^(bwrap|docker)$")
+    backend: str = Field(
+        "bwrap",
+        pattern="^(bwrap|docker|gvisor)$",
+        description="gvisor: a fresh runsc sandbox (its own kernel) per check; see "
+        "docs/sandboxes.md for its cost",
+    )
     pool_size: int = Field(2, ge=1, description="warm sandboxed workers (checks at once)")
     max_runs_per_worker: int = Field(200, ge=1, description="checks before a worker is replaced")
     queue_limit: int = Field(1024, ge=0, description="checks waiting for a worker; more = busy")

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from certd.atomicfile import write_atomic
 from certd.clihelp import add_verb
 from certd.config import CertdConfig, load_config
 from certd.errors import InvalidInputError
@@ -137,7 +138,7 @@ def _write(text: str, out: str) -> None:
         sys.stdout.flush()
         return
     try:
-        Path(out).write_text(text, encoding="utf-8")
+        write_atomic(Path(out), text.encode("utf-8"), mode=0o644)
     except OSError as e:
         raise InvalidInputError(f"--out: cannot write {out}: {e.strerror}", field="out") from e
 

@@ -12,18 +12,27 @@ Example:
   that does not verify, a failed audit, a server that refuses to start on a bad store).
 * ``2`` — usage: bad arguments, an unreadable or malformed input file (argparse uses 2 too).
 * ``3`` — the server or store could not be reached (gRPC UNAVAILABLE or deadline, Redis down).
+* ``130`` — interrupted (Ctrl-C, SIGINT), after one line on stderr (128 + SIGINT, as a shell).
 """
 
 from __future__ import annotations
 
 from certd.errors import CertdError, ConfigError, InvalidInputError, StoreError
 
-__all__ = ["EXIT_OK", "EXIT_REFUSED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "exit_code_of"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "exit_code_of",
+]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
 
 
 def exit_code_of(error: CertdError) -> int:

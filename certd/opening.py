@@ -45,6 +45,7 @@ __all__ = [
     "PREDICATE_ACCEPTANCE",
     "PREDICATE_ACCEPTANCE_REFUSAL",
     "PREDICATE_FEASIBILITY",
+    "PREDICATE_KAPPA_MODEL",
     "PREDICATE_TYPES",
     "PREDICATE_VERDICT_RECEIPT",
     "open_log_checkpoint",
@@ -55,6 +56,7 @@ PREDICATE_FEASIBILITY = "https://forkgate.dev/attestations/feasibility/v1"
 PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v1"
 PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
 PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
+PREDICATE_KAPPA_MODEL = "https://forkgate.dev/attestations/kappa-model/v1"
 
 _STR, _INT, _OBJ = "a string", "an integer", "an object"
 _SHAPES: dict[str, dict[str, str]] = {
@@ -83,6 +85,17 @@ _SHAPES: dict[str, dict[str, str]] = {
     },
 }
 _SHAPES[PREDICATE_ACCEPTANCE_REFUSAL] = {**_SHAPES[PREDICATE_ACCEPTANCE], "refusal": _OBJ}
+_SHAPES[PREDICATE_KAPPA_MODEL] = {
+    "clusters": _STR,
+    "clusters_digest": _STR,
+    "embedding_model_sha256": _STR,
+    "issued_at": _INT,
+    "kappa": _STR,
+    "method": _STR,
+    "steps": _STR,
+    "task": _OBJ,
+    "task_digest": _STR,
+}
 
 PREDICATE_TYPES = frozenset(_SHAPES)
 """Every predicate type certd signs (what the ledger holds)."""
@@ -132,6 +145,12 @@ def _check_shape(st: Statement) -> None:
             raise MalformedStatementError("predicate.witness does not hash to its digest")
     elif st.predicate_type == PREDICATE_VERDICT_RECEIPT:
         want = {"verdict-batch": p["batch_root"]}
+    elif st.predicate_type == PREDICATE_KAPPA_MODEL:
+        want = {"task": p["task_digest"], "clusters": p["clusters_digest"]}
+        if sha256_hex(canonical_json(p["task"])) != p["task_digest"]:
+            raise MalformedStatementError("predicate.task does not hash to predicate.task_digest")
+        if sha256_hex(p["clusters"].encode()) != p["clusters_digest"]:
+            raise MalformedStatementError("predicate.clusters does not hash to its digest")
     else:
         want = {"checkpoint": p["checkpoint"].get("digest")}
     for name, digest in want.items():

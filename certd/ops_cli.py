@@ -36,6 +36,7 @@ from certd.clihelp import add_verb
 from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
+from certd.netaddr import with_default_port
 from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 
 __all__ = ["WitnessFollower", "add_parsers", "log_channel", "stdin_text", "tls_flags"]
@@ -91,7 +92,7 @@ def log_channel(
     if tls_ca is None:
         if token is not None or tls_cert is not None:
             raise ConfigError("--token and --tls-cert need --tls-ca")
-        return grpc.insecure_channel(address, options=options)
+        return grpc.insecure_channel(with_default_port(address), options=options)
     creds = grpc.ssl_channel_credentials(
         root_certificates=_read(tls_ca, "--tls-ca"),
         private_key=_read(tls_key, "--tls-key") if tls_key is not None else None,
@@ -99,7 +100,7 @@ def log_channel(
     )
     if token is not None:
         creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
-    return grpc.secure_channel(address, creds, options=options)
+    return grpc.secure_channel(with_default_port(address), creds, options=options)
 
 
 class WitnessFollower:

@@ -11,6 +11,13 @@ Example:
     {'domain': 'countdown', 'numbers': [25, 5, 4, 3], 'rules': {'exactly_once': True}, 'target': 83}
     >>> len(task_digest(task))
     64
+
+A math task's identity is its question with its gold and precision (``TASK_IDENTITY`` 2):
+    >>> q = tasks_pb2.Task(math=tasks_pb2.MathTask(gold="5", question="Solve  2x - 3 = 7. "))
+    >>> task_json(q)
+    {'domain': 'math', 'gold': '5', 'question': 'Solve 2x - 3 = 7.', 'task_identity': 2}
+    >>> task_json(q, identity=1)  # the object certd signed before questions were covered
+    {'domain': 'math', 'gold': '5'}
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,12 +35,15 @@ from certd.signing.intoto import canonical_json
 from certd.v1 import tasks_pb2, verifier_pb2
 
 __all__ = [
+    "TASK_IDENTITY",
     "batch_tree",
     "feasibility_predicate",
     "label_json",
+    "normalise_question",
     "receipt_predicate",
     "sha256_hex",
     "task_digest",
+    "task_digests",
     "task_json",
     "verdict_digest",
     "verdict_digest_of",
@@ -44,8 +55,26 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
+TASK_IDENTITY = 2
+"""The version of what a task's digest covers. 1: a math task is its gold (and precision);
+2: a math task with a question is its question (``normalise_question``), gold and precision,
+and its object says ``"task_identity": 2``. Countdown and code tasks are the same in both; a
+math task without a question keeps its version-1 object (docs/formats.md §Task identity)."""
+
+
+def normalise_question(text: str) -> str:
+    """A question as the digest covers it: Unicode NFC, whitespace runs collapsed to one
+    space, no leading or trailing whitespace."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def task_json(task: tasks_pb2.Task, *, identity: int = TASK_IDENTITY) -> dict[str, Any]:
     """The canonical JSON object of a task (its digest is over ``canonical_json`` of this).
+
+    Args:
+        task: the task.
+        identity: the ``TASK_IDENTITY`` version to write (1: the object before questions were
+            covered, to check entries signed then).
 
     Raises:
         InvalidInputError: the task names no domain.
@@ -65,6 +94,10 @@ def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
         out: dict[str, Any] = {"domain": "math", "gold": task.math.gold}
         if task.math.precision_digits:
             out["precision_digits"] = task.math.precision_digits
+        question = normalise_question(task.math.question) if identity >= 2 else ""
+        if question:  # two questions with one gold are two tasks
+            out["question"] = question
+            out["task_identity"] = 2
         return out
     if domain == "code":
         c = task.code
@@ -83,6 +116,15 @@ def task_json(task: tasks_pb2.Task) -> dict[str, Any]:
 def task_digest(task: tasks_pb2.Task) -> str:
     """Hex SHA-256 of the task's canonical JSON (sorted keys, no spaces, UTF-8)."""
     return sha256_hex(canonical_json(task_json(task)))
+
+
+def task_digests(task: tasks_pb2.Task) -> tuple[str, ...]:
+    """Every digest an entry about this task may carry: the current one, then the
+    version-1 digest when it differs (a math task with a question, signed before questions
+    were covered). Checking an old entry uses both; certd signs only the first."""
+    now = task_digest(task)
+    old = sha256_hex(canonical_json(task_json(task, identity=1)))
+    return (now,) if old == now else (now, old)
 
 
 def label_json(label: tasks_pb2.Label) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from certd.payloads import (
     receipt_predicate,
     sha256_hex,
     task_digest,
+    task_digests,
     task_json,
     verdict_digest,
     verdict_digest_of,
@@ -68,6 +69,7 @@ __all__ = [
     "receipt_root_from_path",
     "sha256_hex",
     "task_digest",
+    "task_digests",
     "task_json",
     "verdict_digest",
     "verdict_digest_of",
@@ -192,7 +194,7 @@ def verify_certificate(
         _same("label.fields", claim.label_fields, dict(cert.label.fields))
     if cert.witness:
         _same("witness", claim.witness, cert.witness)
-    if task is not None and task_digest(task) != claim.task_digest:
+    if task is not None and claim.task_digest not in task_digests(task):
         raise InvalidInputError(
             f"task digest: expected {task_digest(task)}, got {claim.task_digest}", field="task"
         )
@@ -327,6 +329,10 @@ def verify_verdict(
         ProofError: the verdict's digest or path does not lead to the receipt's root.
     """
     digest = verdict_digest(verdict, task_sha256 or task_digest(task), response)
+    if digest != verdict.digest and task_sha256 is None:  # a receipt signed under identity 1
+        for older in task_digests(task)[1:]:
+            if verdict_digest(verdict, older, response) == verdict.digest:
+                digest = verdict.digest
     if digest != verdict.digest:
         raise ProofError(
             f"verdict {verdict.id!r} digest: expected {digest.hex()}, got {verdict.digest.hex()}"

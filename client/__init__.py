@@ -27,6 +27,7 @@ from .errors import (
     VerificationError,
 )
 from .tasks import as_task, make_task
+from .verdicts import Status, TypedVerdict
 
 __all__ = [
     "AsyncCertdClient",
@@ -42,6 +43,8 @@ __all__ = [
     "PromotionRefusedError",
     "ResourceExhaustedError",
     "ServerError",
+    "Status",
+    "TypedVerdict",
     "UnimplementedError",
     "VerificationError",
     "VerifyItem",

@@ -18,6 +18,7 @@ from google.rpc.error_details_pb2 import BadRequest, ErrorInfo, RequestInfo
 from grpc_status import rpc_status
 
 from certd.errors import CertdError
+from certd.netaddr import with_default_port
 from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
 
 from ._retry import MAX_ATTEMPTS, service_config
@@ -217,13 +218,15 @@ def channel_target(address: str | Sequence[str]) -> tuple[str, list[tuple[str, s
     the call retried on another.
 
     Args:
-        address: ``host:port``, or several ``IP:port`` of certd replicas.
+        address: ``host:port``, or several ``IP:port`` of certd replicas; a host without
+            a port gets certd's default port (``certd.netaddr.DEFAULT_PORT``, 50051), not
+            gRPC's 443.
 
     Returns:
         (target, channel options).
     """
     parts = [a.strip() for a in ([address] if isinstance(address, str) else address)]
-    parts = [p for a in parts for p in a.split(",") if p]
+    parts = [with_default_port(p) for a in parts for p in a.split(",") if p.strip()]
     if len(parts) == 1:
         return parts[0], []
     scheme = "ipv6" if all(p.startswith("[") for p in parts) else "ipv4"

@@ -45,6 +45,7 @@ from ._base import (
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
+from .verdicts import TypedVerdict
 
 if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
     from certd.signing.dsse import KeyRing
@@ -112,6 +113,14 @@ class AsyncCertdClient:
     async def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
         """Check one response; see ``CertdClient.verify``."""
         return (await self.verify_batch([VerifyItem(task, response, id)]))[0]
+
+    async def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
+        """Check one response, typed; see ``CertdClient.verify_typed``."""
+        return TypedVerdict.of(await self.verify(task, response, id))
+
+    async def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
+        """Check many responses, typed; see ``CertdClient.verify_batch_typed``."""
+        return [TypedVerdict.of(v) for v in await self.verify_batch(items)]
 
     async def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses; see ``CertdClient.verify_batch``."""

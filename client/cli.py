@@ -34,7 +34,7 @@ from google.protobuf import json_format
 
 from certd.clihelp import finish_parser
 from certd.errors import CertdError
-from certd.exitcodes import EXIT_REFUSED, EXIT_USAGE, exit_code_of
+from certd.exitcodes import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, exit_code_of
 from certd.v1 import authority_pb2
 
 from ._base import ClientSettings
@@ -362,6 +362,9 @@ def _add_run(sub: Any) -> argparse.ArgumentParser:
         "run", help="the main job on the embedded default (what `make run` does)"
     )
     r.add_argument("--workdir", default="out/run")
+    r.add_argument(
+        "--force", action="store_true", help="replace an earlier run in --workdir (when done)"
+    )
     r.add_argument("--server", default="", help="use this certd instead of starting one")
     r.add_argument("--trust", action="append", default=[], help="its log key (with --server)")
     r.add_argument("--sampler", choices=_SAMPLERS, default="embedded")
@@ -455,7 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status (130 on Ctrl-C, with one line on stderr)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("forkgate: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))

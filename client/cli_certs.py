@@ -66,11 +66,11 @@ def _cmd_fork_tree(args: argparse.Namespace) -> int:
     task = task_arg(args.domain, args.task)
     with client_from_args(args, trusted_keys=trust_arg(args.trust)) as client:
         tree = client.get_fork_tree(task, kappa=args.kappa)
-    families = [_cert_summary(c) for c in tree.certificates]
+    labels = [_cert_summary(c) for c in tree.certificates]
     doc = {
         "task_digest": tree.task_digest,
         "kappa": tree.kappa,
-        "families": families,
+        "labels": labels,  # one certificate per κ label; a family is a set of labels
         "verified": bool(args.trust),
     }
     if args.out:
@@ -85,11 +85,11 @@ def _cmd_fork_tree(args: argparse.Namespace) -> int:
         return 0
     lines = [
         f"fork tree of task {tree.task_digest[:16]}… under {tree.kappa or '(default κ)'}: "
-        f"{len(families)} certified {'family' if len(families) == 1 else 'families'}"
+        f"{len(labels)} certified {'label' if len(labels) == 1 else 'labels'}"
         + (" (verified)" if args.trust else "")
     ]
     lines += [
-        f"  {f['label']:12} {f['witness']}  (ledger index {f['ledger_index']})" for f in families
+        f"  {f['label']:12} {f['witness']}  (ledger index {f['ledger_index']})" for f in labels
     ]
     print("\n".join(lines), file=sys.stderr if args.out == "-" else sys.stdout)
     return 0
@@ -113,8 +113,9 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
 
     f = sub.add_parser(
         "fork-tree",
-        help="the certified families of a task (GetForkTree)",
-        description="List a task's certified families (one certificate per κ label). "
+        help="the certified labels of a task (GetForkTree)",
+        description="List a task's certified labels (one certificate per κ label; a family "
+        "is a set of labels, see `certd families`). "
         'Input: --task, a task object {"domain": …, "task": {…}} (docs/formats.md §0).',
     )
     add_connection_flags(f)

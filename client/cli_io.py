@@ -10,8 +10,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from certd.task_object import make_task, parse_task_object
@@ -55,16 +60,57 @@ def open_in_bytes(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
-def open_out(path: str) -> IO[str]:
-    if path == "-":
-        return open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
-    return open(path, "w", encoding="utf-8")
+@contextlib.contextmanager
+def open_out(path: str) -> Iterator[IO[str]]:
+    """An output file, or stdout for ``-``, written whole or not at all.
+
+    The text goes to a temporary file beside ``path``, renamed over it when the ``with``
+    block ends without an error (``certd.atomicfile``'s steps); on an error the temporary
+    file is removed and an existing ``path`` is left as it was.
+
+    Raises:
+        InvalidRequestError: the folder does not exist or cannot be written.
+    """
+    with _atomic_out(path, binary=False) as f:
+        yield f
 
 
-def open_out_bytes(path: str) -> IO[bytes]:
+@contextlib.contextmanager
+def open_out_bytes(path: str) -> Iterator[IO[bytes]]:
+    """``open_out`` in binary."""
+    with _atomic_out(path, binary=True) as f:
+        yield f
+
+
+@contextlib.contextmanager
+def _atomic_out(path: str, *, binary: bool) -> Iterator[IO[Any]]:
     if path == "-":
-        return open(sys.stdout.fileno(), "wb", closefd=False)
-    return open(path, "wb")
+        mode = "wb" if binary else "w"
+        with open(
+            sys.stdout.fileno(), mode, encoding=None if binary else "utf-8", closefd=False
+        ) as f:
+            yield f
+        return
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise InvalidRequestError(f"{path}: cannot write there: {e.strerror}", field="out") from e
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as open(path, "w") would create it
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if target.is_dir():
+            raise InvalidRequestError(f"{path}: is a directory, not a file", field="out")
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def trust_arg(sources: list[str]) -> KeyRing | None:

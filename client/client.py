@@ -50,6 +50,7 @@ from ._base import (
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
+from .verdicts import TypedVerdict
 
 if TYPE_CHECKING:  # signing loads only when receipts are checked (start-up time)
     from certd.signing.dsse import KeyRing
@@ -140,6 +141,22 @@ class CertdClient:
         """
         return self.verify_batch([VerifyItem(task, response, id)])[0]
 
+    def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
+        """``verify`` with an enum status and plain fields (``forkgate.verdicts``).
+
+        Raises:
+            ForkgateError: as ``verify``.
+        """
+        return TypedVerdict.of(self.verify(task, response, id))
+
+    def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
+        """``verify_batch`` with enum statuses and plain fields, in order.
+
+        Raises:
+            ForkgateError: as ``verify_batch``.
+        """
+        return [TypedVerdict.of(v) for v in self.verify_batch(items)]
+
     def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
         """Check many responses, ``settings.batch_size`` per VerifyBatch call, in order.
 
@@ -207,13 +224,13 @@ class CertdClient:
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate for (task, label) with a witness.
 
-        ``fields`` are the claimed label's fields; the learned κ's first Certify of a question
-        carries the question's rollouts there (``{"responses": json.dumps([...])}``); certd
-        clusters the first steps of the ones that verify CORRECT.
+        ``fields`` are the claimed label's fields (certd recomputes the label and ignores them;
+        the learned κ applies the model the operator recorded with ``certd kappa-fit``).
 
         Raises:
-            CertificationRefusedError: the witness is wrong, carries another label, or is a
-                pseudo-fork of a certified family (``reason`` says which).
+            CertificationRefusedError: the witness is wrong, carries another label, is a
+                pseudo-fork of a certified label, or no learned-κ model is recorded
+                (``reason`` says which).
             ForkgateError: other typed failures.
 
         Returns:

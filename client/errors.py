@@ -12,6 +12,7 @@ The tree::
     ├── NotFoundError             no such certificate, entry or size
     ├── UnimplementedError        the server does not serve this domain or RPC
     ├── ServerError               any other server-side failure (``request_id`` to quote)
+    ├── TrainingStalledError      a trainer adapter's batches train on nothing (refused/unscored)
     └── VerificationError         a receipt, certificate or proof did not verify offline
 
 The client raises these; the ``forkgate`` CLI renders them and exits with
@@ -31,6 +32,7 @@ __all__ = [
     "ResourceExhaustedError",
     "ServerError",
     "SetupError",
+    "TrainingStalledError",
     "UnimplementedError",
     "VerificationError",
     "forkgate_exit_code",
@@ -77,8 +79,8 @@ class CertificationRefusedError(ForkgateError):
     """certd refused to certify.
 
     Attributes:
-        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN,
-            CLUSTERS_REQUIRED or CLUSTERS_UNVERIFIED.
+        reason: WITNESS_NOT_CORRECT, LABEL_MISMATCH, PSEUDO_FORK, KAPPA_UNKNOWN or
+            KAPPA_NOT_FITTED (the learned κ: no model recorded by ``certd kappa-fit``).
     """
 
     def __init__(self, message: str, *, reason: str, request_id: str = "") -> None:
@@ -117,6 +119,21 @@ class UnimplementedError(ForkgateError):
 
 class ServerError(ForkgateError):
     """Any other server-side failure."""
+
+
+class TrainingStalledError(ForkgateError):
+    """A trainer adapter's batch (or run of batches) left too many rollouts out of training.
+
+    Raised by ``forkgate.adapters`` when the ratchet refused, or certd could not score, more
+    rollouts than allowed (``LeftOutGuard``): training would otherwise go on with zero signal.
+
+    Attributes:
+        counts: the batch's ``LeftOutCounts`` (step, total, refused, unscored).
+    """
+
+    def __init__(self, message: str, *, counts: object = None) -> None:
+        super().__init__(message)
+        self.counts = counts
 
 
 class VerificationError(ForkgateError):

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import CertdUnavailableError
+from .errors import CertdUnavailableError, SetupError
 
 __all__ = ["LocalCertd"]
 
@@ -64,6 +64,12 @@ class LocalCertd:
             code = self.process.wait(timeout=30)
             raise CertdUnavailableError(f"certd serve exited with status {code} before serving")
         info = json.loads(line)
+        if "address" not in info:  # {"error": …, "message": …}: it refused to start
+            code = self.process.wait(timeout=30)
+            message = f"certd serve could not start: {info.get('message', line.strip())}"
+            if code == 2:  # usage: a bad config, or a missing extra (the message names it)
+                raise SetupError(message)
+            raise CertdUnavailableError(message)
         self.address: str = str(info["address"])
         self.vkey: str = str(info["vkey"])
 

@@ -1,4 +1,4 @@
-"""Isolation backends for running untrusted programs (bubblewrap, Docker) and warm pools.
+"""Isolation backends for untrusted programs (bubblewrap, Docker, gVisor) and warm pools.
 
 Example:
     >>> from sandboxes import ExecStatus, Limits, Program

@@ -14,11 +14,12 @@ Whatever cannot be removed or verified is reported, and the supervisor replaces 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
 import time
 
-__all__ = ["cleanup", "other_pids", "self_state"]
+__all__ = ["cleanup", "exited", "open_pidfd", "other_pids", "run_delay", "self_state"]
 
 # ---- inline: worker.zygote_source() copies everything below into the zygote ----
 _WIPE = ("/work", "/tmp", "/dev/shm")
@@ -28,6 +29,28 @@ _WIPE_BUDGET_S = 5.0  # longer than this and the sandbox is replaced instead
 _WIPE_DEPTH = 32  # deeper directories are moved up to the top instead of descended into
 _IPC_RMID = 0
 _IPC_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_GET_TIMERSLACK = 30
+_SYS_IOPRIO_GET = 252 if os.uname().machine == "x86_64" else None
+_IOPRIO_WHO_PROCESS = 1
+
+
+def open_pidfd(pid: int) -> int:
+    """A pidfd of the run; -1 where the kernel has none (gVisor: the zygote polls ``exited``)."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError as exc:
+        if exc.errno != errno.ENOSYS:
+            raise
+        return -1
+
+
+def exited(pid: int) -> bool:
+    """Whether the run has exited (a zombie, or reaped by the template), without a pidfd."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
 
 
 def other_pids() -> list[int]:
@@ -128,25 +151,63 @@ def _purge_ipc() -> list[str]:
     return left
 
 
+def run_delay(skip: int | None) -> float:
+    """Seconds the live processes but pid 1 and ``skip`` waited runnable for a CPU."""
+    total = 0
+    try:
+        pids = [p for p in other_pids() if p != skip]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
 def self_state() -> tuple[object, ...]:
-    """pid 1's own limits, niceness and scheduler: a run must not be able to change them."""
+    """pid 1's per-process attributes: what a syscall taking a *pid* could change from a run.
+
+    rlimits (prlimit64), niceness (setpriority), scheduler policy and parameters
+    (sched_setscheduler/setparam/setattr), CPU affinity (sched_setaffinity), I/O priority
+    (ioprio_set) and timer slack (/proc/PID/timerslack_ns). personality(2) and the OOM score
+    cannot be set on another process (no pid argument; pid 1 is non-dumpable, so its /proc
+    files belong to root).
+    """
     limits = tuple(
         resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
     )
-    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+    ioprio = None
+    if _SYS_IOPRIO_GET is not None:
+        ioprio = _IPC_LIBC.syscall(_SYS_IOPRIO_GET, _IOPRIO_WHO_PROCESS, 0)
+    return (
+        limits,
+        os.getpriority(os.PRIO_PROCESS, 0),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        tuple(sorted(os.sched_getaffinity(0))),
+        ioprio,
+        _IPC_LIBC.prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0),
+    )
 
 
-def cleanup(baseline: tuple[object, ...], keep: int | None) -> list[str]:
-    """Return the sandbox to its start state; what is left that could not be (empty = clean)."""
+def cleanup(baseline: tuple[object, ...], keep: int | None, ipc: bool = True) -> list[str]:
+    """Return the sandbox to its start state; what is left that could not be (empty = clean).
+
+    ``ipc=False`` where the kernel itself is discarded after one run (gVisor: a fresh Sentry
+    per check, no ``/proc/sysvipc`` to enumerate): IPC objects then die with the sandbox.
+    """
     left: list[str] = []
     try:
-        left += _purge_ipc()
+        left += _purge_ipc() if ipc else []
         budget_end = time.monotonic() + _WIPE_BUDGET_S
         left += [f"{p} not emptied" for p in _WIPE if not _empty_dir(p, budget_end)]
         if [p for p in other_pids() if p != keep]:
             left.append("processes survived")
         if self_state() != baseline:
-            left.append("the worker's own limits or priority were changed")
+            left.append("the worker's own limits, priorities or scheduling were changed")
     except (OSError, ValueError, MemoryError) as exc:
         left.append(f"cleanup failed: {exc}")
     return left

@@ -15,7 +15,8 @@ What a run could do to it, and why that cannot reach the next run: it is non-dum
 ptrace, no /proc/PID/mem, no pidfd_getfd without CAP_SYS_PTRACE, which no run has); it ignores
 every catchable signal, pid 1 sends it SIGCONT before each run, and if it dies pid 1 starts a
 new one; before each fork it compares its own rlimits, niceness, scheduler and CPU affinity with
-what they were at start (``prlimit``/``setpriority`` on a process of the same uid) and refuses
+what they were at start (and its I/O priority, scheduler parameters and timer slack:
+whatever a syscall taking a *pid* could change) and refuses
 ("tainted") when they differ, so pid 1 replaces it.
 
 Protocol (one message per line of this list, over fd 3):
@@ -46,14 +47,20 @@ _KEEP = (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT)
 
 
 def _state() -> tuple[object, ...]:
+    """Every per-process attribute a syscall taking a pid could change from a run."""
     limits = tuple(
         resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")
     )
+    libc = ctypes.CDLL(None)
+    ioprio = libc.syscall(252, 1, 0) if os.uname().machine == "x86_64" else None  # ioprio_get
     return (
         limits,
         os.getpriority(os.PRIO_PROCESS, 0),
         os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
         os.sched_getaffinity(0),
+        ioprio,
+        libc.prctl(30, 0, 0, 0, 0),  # PR_GET_TIMERSLACK
     )
 
 
@@ -67,7 +74,8 @@ def _child(fields: list[str], fds: list[int]) -> None:
         os.closerange(len(fds), 65536)
         cpu, mem, fsize, nofile, nproc = (int(v) for v in fields[:5])
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        if mem:  # 0: the sandbox's kernel memory cap enforces the run's memory instead
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

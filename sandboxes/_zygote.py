@@ -15,18 +15,18 @@ output. pid 1 holds inputs and outputs in its heap, so no untrusted code ever ru
 forked from it without exec.
 
 After a run pid 1 kills every other process of the namespace (the template excepted), then
-returns the sandbox to its start state and checks it: the writable places (/work, /tmp,
-/dev/shm) emptied without recursion and verified empty, every SysV IPC object and POSIX message
-queue removed and verified gone, no process left, its own rlimits, niceness and scheduler
-unchanged. Anything it cannot verify makes the second frame say "dirty", and the supervisor
-replaces the whole sandbox. pid 1 is non-dumpable (no /proc/1/mem for runs) and, as pid 1 of
-the namespace, cannot be killed from inside it. Standard library only: it runs under the
-sandbox's system python3.
+returns the sandbox to its start state and checks it: /work, /tmp, /dev/shm emptied without
+recursion and verified empty, every SysV IPC object and POSIX message queue removed and verified
+gone, no process left, its own per-process attributes unchanged (``self_state``). Anything it
+cannot verify makes the second frame say "dirty", and the supervisor replaces the sandbox.
+pid 1 is non-dumpable (no /proc/1/mem for runs) and, as pid 1 of the namespace, cannot be
+killed from inside it. Standard library only: it runs under the sandbox's system python3.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno  # noqa: F401 - used by the inlined _cleanup.py (open_pidfd)
 import fcntl
 import json
 import os
@@ -40,7 +40,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox these come from the inlined _cleanup.py (see below)
-    from sandboxes._cleanup import cleanup, other_pids, self_state
+    from sandboxes._cleanup import (
+        cleanup,
+        exited,
+        open_pidfd,
+        other_pids,
+        run_delay,
+        self_state,
+    )
 
 __all__ = ["main"]
 
@@ -96,7 +103,8 @@ def _arrange(fds: list[int]) -> None:
 def _set_limits(lim: dict[str, Any], nproc: int | None) -> None:
     cpu = max(1, int(lim["cpu_time_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_bytes"], lim["memory_bytes"]))
+    if lim.get("as_bytes", lim["memory_bytes"]):  # 0: the kernel's cgroup cap enforces it
+        resource.setrlimit(resource.RLIMIT_AS, (lim["as_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -309,7 +317,8 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
     start = time.monotonic()
     if req.get("inline"):
         cpu = max(1, int(lim["cpu_time_s"] + 0.999))
-        fields = [cpu, lim["memory_bytes"], lim["file_size_bytes"], lim["open_files"]]
+        fields = [cpu, lim.get("as_bytes", lim["memory_bytes"])]
+        fields += [lim["file_size_bytes"], lim["open_files"]]
         fields += [req.get("nproc") or 0, int(completion)]
         msg = "\0".join([str(v) for v in fields] + list(req["argv"])).encode()
         pid = _template_fork(box, msg, child)
@@ -319,7 +328,7 @@ def _start(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> dict[
             _exec_child(req, child)
     for fd in child:
         os.close(fd)
-    pidfd = os.pidfd_open(pid)
+    pidfd = open_pidfd(pid)
     if req.get("inline"):
         box["template"].go()
     run: dict[str, Any] = {"pid": pid, "pidfd": pidfd, "out": out_r, "err": err_r}
@@ -342,6 +351,13 @@ def _template_fork(box: dict[str, Any], msg: bytes, fds: list[int]) -> int:
     raise AssertionError("unreachable")
 
 
+def _wall_kill(box: dict[str, Any]) -> float:
+    """Kill the run at its wall limit; how long its processes had waited for a CPU."""
+    delay: float = run_delay(box["template"].pid if box.get("template") else None)
+    _kill_run(box)
+    return delay
+
+
 def _kill_run(box: dict[str, Any]) -> None:
     template = box.get("template")
     _kill_except(template.pid if template is not None else None)
@@ -358,6 +374,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
     open_fds = [out_r, err_r] + ([done_r] if done_r >= 0 else [])
     deadline = run["start"] + float(lim["wall_time_s"])
     killed_for = None
+    delay = 0.0
     exited_at = None
     try:
         while True:
@@ -365,12 +382,14 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
             if exited_at is not None and (not open_fds or now >= exited_at + _DRAIN_S):
                 break
             if now >= deadline and exited_at is None:
-                killed_for = "wall"
-                _kill_run(box)
+                killed_for, delay = "wall", _wall_kill(box)
                 deadline = float("inf")
-            watch = open_fds + ([pidfd] if exited_at is None else [])
+            watch = open_fds + ([pidfd] if exited_at is None and pidfd >= 0 else [])
             limit_at = exited_at + _DRAIN_S if exited_at is not None else deadline
-            ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, 1.0)))
+            tick = 1.0 if pidfd >= 0 else 0.01  # without a pidfd, poll the run's state
+            ready, _, _ = select.select(watch, [], [], max(0.0, min(limit_at - now, tick)))
+            if pidfd < 0 and exited_at is None and exited(run["pid"]):
+                exited_at = time.monotonic()
             for fd in ready:
                 if fd == pidfd:
                     exited_at = time.monotonic()
@@ -402,6 +421,7 @@ def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) ->
         "err_trunc": truncated[err_r],
         "killed_for": killed_for,
         "completed": bool(nonce) and bytes(done) == nonce,
+        "delay": delay,
     }
 
 
@@ -444,6 +464,7 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
         "killed_for": seen["killed_for"],
         "completed": seen["completed"],
         "anomaly": f"{len(leftovers)} leftover process(es) killed" if leftovers else None,
+        "delay_s": seen["delay"],
     }
     _send(header, seen["out"], seen["err"])
     for buf in (seen["out"], seen["err"]):
@@ -457,7 +478,8 @@ def main() -> None:
         return
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     baseline = self_state()
-    left = cleanup(baseline, None)
+    ipc = "--fresh-kernel" not in sys.argv[1:]  # gVisor: IPC state dies with the one-run kernel
+    left = cleanup(baseline, None, ipc)
     if left:
         _send({"error": "the sandbox is not empty at start: " + "; ".join(left)})
         return
@@ -479,7 +501,7 @@ def main() -> None:
         finally:
             frame[:] = bytes(len(frame))  # nothing of this run lingers for the next one
         template = box.get("template")
-        left = cleanup(baseline, template.pid if template is not None else None)
+        left = cleanup(baseline, template.pid if template is not None else None, ipc)
         _send({"clean": not left, "left": "; ".join(left)})
         if left:
             return

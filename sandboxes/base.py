@@ -31,11 +31,13 @@ class Sandbox(ABC):
     """An isolation backend.
 
     Attributes:
-        name: The backend's name ("bwrap", "docker").
+        name: The backend's name ("bwrap", "docker", "gvisor").
         limits: The ceiling: the default limits of a run and the most any run may ask for.
+        fresh_per_run: A worker runs one check only (pools replace it after each run).
     """
 
     name: str = "sandbox"
+    fresh_per_run: bool = False
 
     def __init__(self, limits: Limits | None = None) -> None:
         """Set the ceiling.

@@ -10,12 +10,13 @@ Example (needs bubblewrap)::
 Each worker is one ``bwrap`` process tree: new user, PID, IPC, UTS, mount, cgroup and network
 namespaces (no network device but a down loopback), no nested user namespaces, ``/usr``
 read-only (nothing else of the host: no certd data directory, keys, ``/etc`` or ``/home``), a
-cleared environment, size-capped tmpfs at ``/work``, ``/tmp`` and ``/dev/shm``, a fresh
+read-only ``/proc/sys`` (no sysctl of the namespaces can be changed by a run), a cleared
+environment, size-capped tmpfs at ``/work``, ``/tmp`` and ``/dev/shm``, a fresh
 ``/proc`` of the namespace, the seccomp deny list of :mod:`sandboxes.seccomp`, all capabilities
 dropped. When certd runs as root each worker also runs under a uid of its own (so RLIMIT_NPROC
-counts only that worker's processes) inside a per-worker cgroup with memory and pids limits
-(v2, or v1 where that is what the machine has). Killing the outer ``bwrap`` kills the namespace's
-pid 1 (``--die-with-parent``), which makes the kernel kill every process in it.
+counts only that worker's processes) inside a per-worker cgroup with memory, pids and CPU
+limits (v2, or v1 where that is what the machine has). Killing the outer ``bwrap`` kills the
+namespace's pid 1 (``--die-with-parent``), which makes the kernel kill every process in it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class BwrapOptions:
         bwrap: Path of the bubblewrap binary.
         python: The sandbox's interpreter (system Python; it sees only ``/usr``).
         system_dirs: Host directories bound read-only at the same path.
-        use_cgroups: Put each worker in a cgroup with memory and pids limits when possible.
+        use_cgroups: Put each worker in a cgroup with memory, pids and CPU limits when possible.
+        cpus: CPUs one worker's processes may use together (the cgroup's CPU quota).
         use_seccomp: Install the seccomp deny list when the machine supports it.
         uid_base: First host uid for workers when running as root (one uid per worker slot).
         uid_slots: How many distinct worker uids to cycle through.
@@ -65,6 +67,7 @@ class BwrapOptions:
     python: str = "/usr/bin/python3"
     system_dirs: tuple[str, ...] = ("/usr",)
     use_cgroups: bool = True
+    cpus: float = 1.0
     use_seccomp: bool = True
     uid_base: int = 200_000
     uid_slots: int = 4096
@@ -288,6 +291,9 @@ class BwrapSandbox(Sandbox):
             argv += ["--symlink", "usr/lib64", "/lib64"]
         argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
         argv += ["--proc", "/proc", "--dev", "/dev"]
+        # Kernel state by construction: the namespace's sysctls (kernel.shm*, kernel.msg*,
+        # kernel.sem, fs.mqueue.*) cannot be written, so no run can leave them to the next.
+        argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
         for path, size in (
             ("/work", lim.workdir_bytes),
             ("/tmp", lim.workdir_bytes),
@@ -320,11 +326,19 @@ class BwrapSandbox(Sandbox):
                 self.cgroups,
                 memory_bytes=lim.memory_bytes + 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES,
                 pids=lim.processes + 4,
+                cpus=self.options.cpus,
             )
         except OSError as exc:
             raise SandboxUnavailableError(f"cannot create the worker cgroup: {exc}") from exc
         join = "".join('echo $$ > "$1" && shift && ' for _ in cgroup.procs_files)
         return cgroup, ["/bin/sh", "-c", join + 'exec "$@"', "sh", *cgroup.procs_files]
+
+    def _memory_setter(self, cgroup: WorkerCgroup | None) -> Callable[[Limits], bool] | None:
+        """Sets the worker cgroup's memory cap for one run's limits (None without a cgroup)."""
+        if cgroup is None:
+            return None
+        extra = 2 * self.limits.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES  # tmpfs, pid 1, template
+        return lambda run: cgroup.set_memory(run.memory_bytes + extra)
 
     def _seccomp_fd(self) -> int | None:
         """A memfd holding the seccomp filter, read from its start (the caller closes it)."""
@@ -370,6 +384,8 @@ class BwrapSandbox(Sandbox):
                 lim,
                 nproc=lim.processes if dedicated_uid else None,
                 oom_kills=cgroup.oom_kills if cgroup is not None else None,
+                cpu_seconds=cgroup.cpu_seconds if cgroup is not None else None,
+                set_memory=self._memory_setter(cgroup),
             )
         except SandboxProtocolError as exc:
             raise SandboxProtocolError(f"{exc}: {transport.stderr_tail()}") from exc

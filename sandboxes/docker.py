@@ -8,8 +8,10 @@ Example (needs a Docker engine and the runner image, ``make sandbox-image``)::
 
 Every worker container runs the same trusted zygote as the bwrap backend, as its pid 1, with:
 ``network_mode=none``, a read-only root filesystem, size-capped tmpfs at ``/work``, ``/tmp``
-(and a small ``/dev/shm``), ``cap_drop=ALL``, ``no-new-privileges``, uid/gid 1000, the
-engine's default seccomp profile, and a pids, memory (swap included) and CPU limit. An
+(and a small ``/dev/shm``), ``cap_drop=ALL``, ``no-new-privileges``, uid/gid 1000, the seccomp
+profile of :func:`sandboxes.seccomp.docker_profile` (the bwrap filter's policy), and a pids,
+memory (swap included) and CPU limit; the memory cap is set per run through the container's
+cgroup when the host can reach it (so MEMORY_LIMIT comes from the kernel's OOM counter). An
 optional OCI runtime (``runsc`` for gVisor) comes from the options. No image is pulled:
 ``deploy/sandbox-image/build.sh`` builds :data:`DEFAULT_IMAGE` from Debian packages.
 """
@@ -27,6 +29,7 @@ from typing import Any
 from .base import Sandbox
 from .errors import SandboxProtocolError, SandboxUnavailableError
 from .limits import Limits
+from .seccomp import docker_profile
 from .worker import Transport, Worker, zygote_source
 
 __all__ = ["DEFAULT_IMAGE", "DockerOptions", "DockerSandbox", "DockerTransport"]
@@ -60,22 +63,60 @@ class DockerOptions:
     start_timeout_s: float = 60.0
 
 
-def _oom_counter(container_id: str) -> int:
-    candidates = (
-        Path(f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control"),
-        Path(f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events"),
-        Path(f"/sys/fs/cgroup/docker/{container_id}/memory.events"),
-    )
-    for path in candidates:
+class _HostCgroup:
+    """The container's cgroup as the host sees it (where certd runs beside the engine).
+
+    It gives the OOM-kill counter (MEMORY_LIMIT comes from it), the CPU seconds (host overload
+    at the wall limit) and the per-run memory cap. On a remote engine none is found: then
+    RLIMIT_AS caps each run and the wall limit is always the program's TIME_LIMIT.
+    """
+
+    _ROOT = Path("/sys/fs/cgroup")
+
+    def __init__(self, container_id: str, ceiling_bytes: int) -> None:
+        root, cid = self._ROOT, container_id
+        v2 = [root / f"system.slice/docker-{cid}.scope", root / "docker" / cid]
+        v2 = [d for d in v2 if (d / "memory.events").is_file()]
+        self.version = 2 if v2 else 1
+        self.memory = v2[0] if v2 else root / "memory" / "docker" / cid
+        self.cpu = v2[0] if v2 else root / "cpuacct" / "docker" / cid
+        self.memory_max = ceiling_bytes
+
+    def oom_kills(self) -> int:
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
         try:
-            text = path.read_text()
+            text = (self.memory / name).read_text()
         except OSError:
-            continue
+            return 0
         for line in text.splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
                 return int(value)
-    return 0
+        return 0
+
+    def cpu_seconds(self) -> float | None:
+        try:
+            if self.version == 1:
+                return int((self.cpu / "cpuacct.usage").read_text()) / 1e9
+            for line in (self.cpu / "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def set_memory(self, memory_bytes: int) -> bool:
+        """Lower (or restore) the container's memory cap for one run; never above the engine's."""
+        if memory_bytes == self.memory_max:
+            return True
+        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        try:
+            (self.memory / name).write_text(str(memory_bytes))
+        except OSError:
+            return False
+        self.memory_max = memory_bytes
+        return True
 
 
 class DockerTransport(Transport):
@@ -258,7 +299,8 @@ class DockerSandbox(Sandbox):
             },
             "shm_size": 4 * _MIB,
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            # The same policy as bwrap's filter (sandboxes.seccomp), not the engine's default.
+            "security_opt": ["no-new-privileges", "seccomp=" + docker_profile()],
             "user": "1000:1000",
             "working_dir": "/work",
             "environment": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
@@ -306,12 +348,16 @@ class DockerSandbox(Sandbox):
             container.remove(force=True)
             raise SandboxUnavailableError(f"cannot start the worker container: {exc}") from exc
         transport = DockerTransport(container, sock)
-        cid = str(container.id)
+        lim = self.limits
+        extra = 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES
+        host = _HostCgroup(str(container.id), lim.memory_bytes + extra)
         try:
             return Worker(
                 transport,
-                self.limits,
-                oom_kills=lambda: _oom_counter(cid),
+                lim,
+                oom_kills=host.oom_kills,
+                cpu_seconds=host.cpu_seconds,
+                set_memory=lambda run: host.set_memory(run.memory_bytes + extra),
                 start_timeout_s=self.options.start_timeout_s,
             )
         except SandboxProtocolError as exc:

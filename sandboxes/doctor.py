@@ -22,7 +22,7 @@ from .errors import SandboxError
 from .limits import Limits
 from .program import Program
 
-__all__ = ["Finding", "diagnose_bwrap", "diagnose_docker"]
+__all__ = ["Finding", "diagnose_bwrap", "diagnose_docker", "diagnose_gvisor"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,8 @@ def diagnose_bwrap(options: BwrapOptions | None = None) -> list[Finding]:
         )
     support = probe_cgroups() if os.geteuid() == 0 else None
     if support is not None and support.version is not None:
-        out.append(Finding("cgroups", "ok", f"cgroup v{support.version} memory and pids limits"))
+        cpu = "memory, pids and CPU" if support.cpu else "memory and pids (no CPU controller)"
+        out.append(Finding("cgroups", "ok", f"cgroup v{support.version} {cpu} limits"))
     else:
         why = support.reason if support is not None else "not root"
         out.append(
@@ -122,4 +123,28 @@ def diagnose_docker(image: str, runtime: str | None = None) -> list[Finding]:
         out.append(Finding("docker run", "ok", f"python3 ran in {result.wall_time_s * 1e3:.0f} ms"))
     else:
         out.append(Finding("docker run", "fail", f"{result.status.value}: {result.detail}"))
+    return out
+
+
+def diagnose_gvisor() -> list[Finding]:
+    """Check the gVisor backend: runsc, a real run in a fresh sandbox.
+
+    Returns:
+        The findings.
+    """
+    from .gvisor import GvisorSandbox
+
+    try:
+        box = GvisorSandbox(Limits(cpu_time_s=2, wall_time_s=5))
+    except SandboxError as exc:
+        return [Finding("gvisor", "fail", str(exc))]
+    out = [Finding("gvisor", "ok", f"runsc at {box.options.runsc}, {box.options.platform}")]
+    try:
+        result = box.run(Program(argv=("python3", "-c", "print('sandboxed')")))
+    finally:
+        box.close()
+    if result.ok and result.stdout == b"sandboxed\n":
+        out.append(Finding("gvisor run", "ok", f"python3 ran in {result.wall_time_s * 1e3:.0f} ms"))
+    else:
+        out.append(Finding("gvisor run", "fail", f"{result.status.value}: {result.detail}"))
     return out

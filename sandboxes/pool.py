@@ -85,7 +85,7 @@ class WarmPool:
         Args:
             backend: The sandbox backend (its limits are the ceiling of every check).
             size: Workers kept (and checks run at once).
-            max_runs: Checks a worker runs before it is replaced.
+            max_runs: Checks a worker runs before it is replaced (1 when ``fresh_per_run``).
             queue_limit: Callers allowed to wait for a worker; one more raises.
             acquire_timeout_s: Longest wait for a worker.
 
@@ -99,7 +99,7 @@ class WarmPool:
             )
         self.backend = backend
         self.size = size
-        self.max_runs = max_runs
+        self.max_runs = 1 if backend.fresh_per_run else max_runs
         self.queue_limit = queue_limit
         self.acquire_timeout_s = acquire_timeout_s
         self._cond = threading.Condition()

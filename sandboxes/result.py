@@ -23,8 +23,6 @@ from .limits import Limits
 
 __all__ = ["ExecResult", "ExecStatus", "RawOutcome", "classify"]
 
-_MEMORY_MARKERS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory")
-
 
 class ExecStatus(enum.Enum):
     """Typed status of a run."""
@@ -49,7 +47,7 @@ class RawOutcome(NamedTuple):
     stderr: bytes
     stdout_truncated: bool = False
     stderr_truncated: bool = False
-    killed_for: str | None = None  # "wall" | "output" | "interference" | None (supervisor)
+    killed_for: str | None = None  # "wall" | "overload" | "output" | "interference" | None
     oom_killed: bool = False  # the cgroup/engine reported an out-of-memory kill
     completed: bool = False
     anomaly: str | None = None  # leftovers the supervisor had to clean (worker is recycled)
@@ -76,6 +74,8 @@ class ExecResult:
         died_during_run: SANDBOX_ERROR only: the sandbox died or broke off while the program ran
             (rather than before it started). The program may have caused that; a caller that
             must attribute it runs the program once more in a fresh sandbox.
+        host_overloaded: SANDBOX_ERROR only: the wall limit stopped a run that waited for a CPU
+            it never got (see ``worker._overload``); not the program's doing, worth a retry.
     """
 
     status: ExecStatus
@@ -92,6 +92,7 @@ class ExecResult:
     detail: str = ""
     anomaly: str | None = None
     died_during_run: bool = False
+    host_overloaded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -161,6 +162,7 @@ def classify(raw: RawOutcome, limits: Limits) -> ExecResult:
         completed=raw.completed,
         detail=detail,
         anomaly=raw.anomaly,
+        host_overloaded=raw.killed_for == "overload",
     )
 
 
@@ -169,6 +171,8 @@ def _status(raw: RawOutcome, limits: Limits) -> tuple[ExecStatus, str]:
         return ExecStatus.OUTPUT_LIMIT, f"output exceeded {limits.output_bytes} bytes"
     if raw.killed_for == "interference":
         return ExecStatus.RUNTIME_ERROR, "the program interfered with its sandbox's supervisor"
+    if raw.killed_for == "overload":  # see worker._overload: the host's fault, retry
+        return ExecStatus.SANDBOX_ERROR, f"{raw.anomaly}; not the program's fault, retry"
     if raw.killed_for == "wall":
         return ExecStatus.TIME_LIMIT, f"wall time exceeded {limits.wall_time_s:g} s"
     sig = raw.signal
@@ -182,9 +186,8 @@ def _status(raw: RawOutcome, limits: Limits) -> tuple[ExecStatus, str]:
         return ExecStatus.MEMORY_LIMIT, f"memory exceeded {limits.memory_bytes} bytes"
     if raw.exit_code == 0 and sig is None:
         return ExecStatus.OK, ""
-    tail = raw.stderr[-4096:]
-    if any(m in tail for m in _MEMORY_MARKERS):
-        return ExecStatus.MEMORY_LIMIT, f"memory exceeded {limits.memory_bytes} bytes"
+    # MEMORY_LIMIT comes only from the kernel's OOM counter above, never from what the program
+    # printed: "MemoryError" on stderr is the program's own error (and forces no recycle).
     if sig is not None:
         return ExecStatus.RUNTIME_ERROR, f"killed by {_signal_name(sig)}"
     return ExecStatus.RUNTIME_ERROR, f"exit code {raw.exit_code}"

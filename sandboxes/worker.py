@@ -37,6 +37,10 @@ _LEN = struct.Struct(">I")
 _GRACE_S = 5.0
 _CLEAN_GRACE_S = 15.0  # the zygote gives up emptying after 5 s and says so
 _MAX_REPLY = 1 << 28
+# A run stopped at the wall limit was starved when its sandbox used less CPU than this share of
+# min(wall, CPU limit) and its processes waited for a CPU at least this share of the wall time.
+_STARVED_CPU = 0.25
+_STARVED_WAIT = 0.5
 _TEMPLATE_SLOT = '_TEMPLATE_SOURCE = ""'
 _CLEANUP_SLOT = "# @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here"
 _CLEANUP_MARK = "# ---- inline: worker.zygote_source() copies everything below into the zygote ----"
@@ -91,6 +95,8 @@ class Worker:
         *,
         nproc: int | None = None,
         oom_kills: Callable[[], int] | None = None,
+        cpu_seconds: Callable[[], float | None] | None = None,
+        set_memory: Callable[[Limits], bool] | None = None,
         start_timeout_s: float = 30.0,
     ) -> None:
         """Wait for the zygote's greeting.
@@ -100,6 +106,13 @@ class Worker:
             ceiling: The largest limits this worker accepts (its cgroup/container limits).
             nproc: RLIMIT_NPROC for runs, when the worker has a uid of its own.
             oom_kills: Reads the sandbox's OOM-kill counter, when the backend has one.
+            cpu_seconds: Reads the CPU seconds the whole sandbox has used, when the backend
+                has a counter (it tells host overload from a slow program at the wall limit).
+            set_memory: Sets the sandbox's kernel memory cap for one run's limits; True when
+                the kernel took it. Then the kernel's OOM killer enforces the run's memory
+                (MEMORY_LIMIT comes from its counter) and the run's address space is not
+                capped; otherwise RLIMIT_AS caps it and an allocation failure is the
+                program's own error.
             start_timeout_s: How long the zygote may take to start.
 
         Raises:
@@ -111,6 +124,8 @@ class Worker:
         self.broken = False
         self._nproc = nproc
         self._oom_kills = oom_kills
+        self._cpu_seconds = cpu_seconds
+        self._set_memory = set_memory
         self._lock = threading.Lock()
         try:
             hello = self._recv(time.monotonic() + start_timeout_s)[0]
@@ -167,6 +182,7 @@ class Worker:
                 "cpu_time_s": limits.cpu_time_s,
                 "wall_time_s": limits.wall_time_s,
                 "memory_bytes": limits.memory_bytes,
+                "as_bytes": 0 if self._kernel_memory(limits) else limits.memory_bytes,
                 "output_bytes": limits.output_bytes,
                 "file_size_bytes": limits.file_size_bytes,
                 "open_files": limits.open_files,
@@ -180,11 +196,14 @@ class Worker:
         body.append(bytes(program.stdin))
         payload = b"".join(body)
         oom_before = self._oom_kills() if self._oom_kills else 0
+        cpu_before = self._cpu_seconds() if self._cpu_seconds else None
         self.runs += 1
         try:
             self.transport.send(_LEN.pack(len(payload)) + payload)
             reply, blobs = self._recv(start + limits.wall_time_s + _GRACE_S)
             raw = _raw_outcome(reply, blobs, self._oom_kills, oom_before)
+            if raw.killed_for == "wall":
+                raw = _overload(raw, reply, self._cpu_used(cpu_before), limits)
         except (SandboxProtocolError, KeyError, TypeError, ValueError) as exc:
             oom = self._oom_kills is not None and self._oom_kills() > oom_before
             self.kill()
@@ -200,6 +219,16 @@ class Worker:
         if left:
             raw = raw._replace(anomaly="; ".join(filter(None, (raw.anomaly, left))))
         return classify(raw, limits)
+
+    def _kernel_memory(self, limits: Limits) -> bool:
+        """Whether the kernel's memory cap of the sandbox is set to this run's limit."""
+        if self._set_memory is None or self._oom_kills is None:
+            return False
+        return self._set_memory(limits)
+
+    def _cpu_used(self, before: float | None) -> float | None:
+        after = self._cpu_seconds() if self._cpu_seconds else None
+        return None if before is None or after is None else after - before
 
     def _await_clean(self) -> str:
         """Read the zygote's second frame; a sandbox it could not empty is killed.
@@ -238,6 +267,31 @@ def _raw_outcome(
         completed=reply["completed"] is True,
         anomaly=reply["anomaly"],
     )
+
+
+def _overload(
+    raw: RawOutcome, reply: dict[str, Any], cpu_used: float | None, limits: Limits
+) -> RawOutcome:
+    """A run stopped by the wall limit while it waited for a CPU it never got: the host's fault.
+
+    Two kernel counters decide: the sandbox's CPU seconds during the run (its cgroup, which
+    counts every process, exited ones too) and the time the run's processes spent runnable but
+    not running (``/proc/PID/schedstat``, sampled by pid 1 at the wall limit). A run that got a
+    quarter of ``min(wall, CPU limit)`` in CPU seconds, or slept, is the program's TIME_LIMIT;
+    one that got less while it waited at least half the wall time for a CPU is an
+    infrastructure error to retry. Without a CPU counter the wall limit stays a TIME_LIMIT.
+    """
+    if cpu_used is None:
+        return raw
+    wall = raw.wall_time_s
+    delay = float(reply.get("delay_s") or 0.0)
+    if cpu_used < _STARVED_CPU * min(wall, limits.cpu_time_s) and delay >= _STARVED_WAIT * wall:
+        return raw._replace(
+            killed_for="overload",
+            anomaly=f"host overloaded: {cpu_used:.2f} CPU-s in {wall:.2f} s, "
+            f"{delay:.2f} s waiting for a CPU",
+        )
+    return raw
 
 
 def _oom_outcome(wall_time_s: float) -> RawOutcome:

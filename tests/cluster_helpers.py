@@ -21,7 +21,7 @@ from server_helpers import LAZY_MATH_SECTION
 from certd.domains import countdown as cd
 from certd.signing.keys import SigningKey, save_signing_key
 
-__all__ = ["Cluster", "Replica", "Witness", "certify_items", "run_certd"]
+__all__ = ["Cluster", "Replica", "Witness", "certify_items", "cluster_config", "run_certd"]
 
 KEY_NAME = "forkgate.test/cluster"
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +97,17 @@ class Replica:
             self.proc = None
 
 
+def cluster_config() -> dict[str, Any]:
+    """The config every test replica runs with (a fresh copy)."""
+    return {
+        "key_name": KEY_NAME,
+        "ledger": {"origin": KEY_NAME},
+        "countdown": {"verify_workers": 0},
+        "cluster": {"idempotency_claim_s": 2.0, "idempotency_wait_s": 10.0},
+        "math": dict(LAZY_MATH_SECTION),  # no cluster test checks math
+    }
+
+
 class Cluster:
     """Redis with AOF (appendfsync always) and ``n`` replicas sharing one signing key."""
 
@@ -104,13 +115,7 @@ class Cluster:
         self.root = root
         self.redis = RedisProcess(root / "redis")
         self.key = SigningKey.generate(KEY_NAME)
-        self.config: dict[str, Any] = {
-            "key_name": KEY_NAME,
-            "ledger": {"origin": KEY_NAME},
-            "countdown": {"verify_workers": 0},
-            "cluster": {"idempotency_claim_s": 2.0, "idempotency_wait_s": 10.0},
-            "math": dict(LAZY_MATH_SECTION),  # no cluster test checks math
-        }
+        self.config: dict[str, Any] = cluster_config()
         for section, values in (config or {}).items():
             self.config.setdefault(section, {}).update(values)
         self.replicas = [self._replica(i) for i in range(n)]

@@ -72,6 +72,7 @@ def _write(stem: Path, key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) 
             serialization.NoEncryption(),
         )
     )
+    stem.with_suffix(".key").chmod(0o600)  # certd refuses a private key others may read
     stem.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 

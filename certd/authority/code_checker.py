@@ -99,6 +99,10 @@ def make_backend(cfg: CodeConfig) -> Sandbox:
             ceiling,
             DockerOptions(image=cfg.docker_image, runtime=cfg.docker_runtime, cpus=cfg.docker_cpus),
         )
+    if cfg.backend == "gvisor":
+        from sandboxes.gvisor import GvisorSandbox
+
+        return GvisorSandbox(ceiling)
     from sandboxes import BwrapSandbox
 
     return BwrapSandbox(ceiling)
@@ -158,8 +162,10 @@ class CodeChecker:
         A sandbox that died while the program ran may have been killed by the program (it
         exhausted the sandbox's memory or lowered its supervisor's limits) or by the host. The
         program runs once more in a fresh sandbox: a second death is a RUNTIME_ERROR of the
-        program, never an INFRA_ERROR it could use to drop itself from training. The current
-        job (if any) gives the fairness key and the cancellation of both runs.
+        program, never an INFRA_ERROR it could use to drop itself from training. A run the host
+        starved at its wall limit (``host_overloaded``) also runs once more; starved twice, it
+        is an INFRA_ERROR (the host's fault, which the program cannot cause from its cgroup).
+        The current job (if any) gives the fairness key and the cancellation of both runs.
         """
         job = current_job()
 
@@ -169,6 +175,9 @@ class CodeChecker:
             return self.pool().run(program, limits, key=job.key, cancel=job.cancel)
 
         result = once()
+        if result.host_overloaded:  # starved by the host at the wall limit: once more, then say so
+            _log.warning("host overloaded during a run, running it again [%s]", _request_id())
+            result = once()
         if result.status is not ExecStatus.SANDBOX_ERROR or not result.died_during_run:
             return result
         _log.warning(

@@ -24,8 +24,13 @@ from collections.abc import Sequence
 from certd.authority.checker import Checker, Checkers
 from certd.authority.jobs import Job, running
 from certd.authority.verifypool import CheckItem, CheckResult, VerifyPool, infra, result_of
+from certd.domains.verdict import Status, Verdict
+from certd.errors import UnsupportedError
 
-__all__ = ["VerifyDispatch"]
+__all__ = ["NOT_SERVED_VERIFIER", "VerifyDispatch"]
+
+NOT_SERVED_VERIFIER = "certd.dispatch@1"
+"""The verifier named by the verdict of an item whose domain this certd does not serve."""
 
 
 class VerifyDispatch:
@@ -48,18 +53,25 @@ class VerifyDispatch:
             job: the request the items belong to (fair scheduling, cancellation).
 
         Raises:
-            UnsupportedError: an item's domain is not served here.
             WarmingUpError: a domain is still warming up after its wait.
 
         Returns:
-            One result per item (verdict, receipt digest, check time), in item order.
+            One result per item (verdict, receipt digest, check time), in item order. An
+            item of a domain this certd does not serve (math disabled, or its extra not
+            installed) gets an INFRA_ERROR verdict "domain … not served here" from verifier
+            ``certd.dispatch@1``; the batch's other items are checked as usual.
         """
         if {item.domain for item in items} <= {"countdown"}:
             return self._pool.check(items)
         by_domain: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_domain.setdefault(item.domain, []).append(i)
-        checkers = {domain: self._checkers.for_domain(domain) for domain in by_domain}
+        checkers: dict[str, Checker] = {}
+        for domain in by_domain:
+            try:
+                checkers[domain] = self._checkers.for_domain(domain)
+            except UnsupportedError:
+                pass  # its items get a "not served here" verdict each, the rest are checked
         for checker in checkers.values():
             wait_ready = getattr(checker, "wait_ready", None)  # a domain that warms up (math)
             if wait_ready is not None:
@@ -69,12 +81,20 @@ class VerifyDispatch:
             part = [items[i] for i in where]
             if domain == "countdown":
                 results = self._pool.check(part)
+            elif domain not in checkers:
+                results = self._not_served(part, domain)
             else:
                 with running(job):
                     results = _verify_batch(checkers[domain], part)
             for i, result in zip(where, results, strict=True):
                 out[i] = result
         return [r for r in out if r is not None]
+
+    def _not_served(self, items: Sequence[CheckItem], domain: str) -> list[CheckResult]:
+        """INFRA_ERROR verdicts "domain not served here": this certd's setup, not the answer."""
+        why = f"domain {domain!r} not served here (served: {', '.join(self._checkers.domains)})"
+        verdict = Verdict(Status.INFRA_ERROR, 0.0, NOT_SERVED_VERIFIER, detail=why)
+        return [result_of(item, verdict, 0.0) for item in items]
 
 
 def _verify_batch(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:

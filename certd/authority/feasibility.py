@@ -144,17 +144,18 @@ class Authority:
     ) -> CertifyOutcome:
         """Certify that ``label`` is a feasible family of ``task`` with ``witness``.
 
-        ``fields`` are the claimed label's fields; only the learned κ reads them (the first
-        steps of a question's rollouts, for its first certificate).
+        ``fields`` are the claimed label's fields; nothing reads them (the learned κ applies
+        the model the operator recorded, whatever a request carries).
 
         Raises:
             LedgerError: the ledger write failed.
-            InvalidInputError: the learned κ's steps are malformed.
+            InvalidInputError: a math task has no question (``CheckedTask.require_identity``).
 
         Returns:
             The certificate with its inclusion proof (``existing`` when certified before) or a
             refusal.
         """
+        task.require_identity("certify")
         request = CertifyRequest(task, kappa, label, witness, dict(fields or {}))
         return self._prove([self._wait(self._submit(request))])[0]
 
@@ -169,11 +170,13 @@ class Authority:
 
         Raises:
             LedgerError: a ledger write failed.
-            InvalidInputError: the learned κ's steps are malformed.
+            InvalidInputError: a math task has no question (``CheckedTask.require_identity``).
 
         Returns:
             One outcome per request (a certificate with its inclusion proof, or a refusal).
         """
+        for request in requests:
+            request.task.require_identity("certify")
         submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
         drafts: list[tuple[int, IndexedCertificate, Verdict]] = []
         for request in requests:
@@ -232,19 +235,9 @@ class Authority:
                 verdict,
             )
         family = verdict.label_for(kappa)
-        if learned is not None:  # the label depends on the question's recorded clusters
+        if learned is not None:  # the label applies the model the operator recorded
             try:
-                labelled = learned.label(
-                    task.digest,
-                    task.domain,
-                    kappa,
-                    witness,
-                    request.fields,
-                    self.index,
-                    verify=lambda rs: [
-                        v.status for v in checker.verify_batch([(task.value, r) for r in rs])
-                    ],
-                )
+                labelled = learned.label(task.digest, task.domain, kappa, witness, self._ledger)
             except CertificationRefusedError as e:
                 return _refusal(e.reason, str(e), verdict)
             family = labelled.family
@@ -358,7 +351,9 @@ class Authority:
 
         Raises:
             StoreError: the store failed.
+            InvalidInputError: a math task without a question.
         """
+        task.require_identity("a fork tree")
         more = None if limit is None else limit + 1
         found = self._certificates.labels(task.digest, kappa, after=after, limit=more)
         page = found[:limit] if limit is not None else found

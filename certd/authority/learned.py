@@ -1,38 +1,38 @@
-"""Certify under the learned κ: fit a question's clusters once, record them, recompute labels.
+"""Certify under the learned κ: apply the model the operator recorded for the question.
 
 Example (see tests/integration/test_learned_kappa_service.py for a running server)::
 
     labeller = LearnedLabeller.from_config(cfg)        # None when no task set uses it
     labeller.default_kappa(task)                        # the κ the task's set chose, or ""
-    labelled = labeller.label(digest, domain, kappa, witness, fields, index, verify=...)
+    model, steps = labeller.fit_model(digest, domain, rollouts, verify)   # operator only
+    labelled = labeller.label(digest, domain, kappa, witness, ledger)
     labelled.family.label, labelled.canonical           # 'k2', 'learned:k2'
 
-**The first certificate of a (task, κ)** must carry the question's rollouts in the claimed
-label's fields (``fields["responses"]``: a JSON array of strings, at most ``max_fit_steps``).
-certd verifies every distinct rollout with the domain's checker and keeps the first steps of
-the CORRECT ones (at least ``min_fit_steps``; a verdict that depends on the machine's load,
-such as TIME_LIMIT, is checked once more and refused if it stays so): a client cannot shape
-the clusters with decoy steps no correct solution writes. certd embeds and clusters those
-steps itself (``certd.kappa``, its own parameters: the client chooses the sample, never the
-clusters), labels the witness, and records the fitted model in that certificate's ``label_fields``:
-``clusters`` (centroids, names, sizes, medoids, method), ``clusters_digest``,
-``clusters_steps`` (the sorted steps, so anyone can refit) and ``clusters_responses`` (the
-SHA-256 of the verified rollouts, sorted, as a JSON array).
-**Every later certificate** of the same (task, κ) is labelled with the recorded centroids,
-whatever rollouts its request carries, and names them by ``clusters_digest``
-and ``clusters_index`` (the ledger index of the record): its label is checkable by anyone who
-embeds its witness's first step with the same model. Between a fit and its first durable
-certificate the model is kept in memory, so concurrent first requests share one fit.
+**Fitting is an operator action** (``certd kappa-fit --rollouts FILE``,
+``certd.authority.kappa_models``): the operator's trusted rollouts of a question are verified
+with the domain's checker, the first steps of the CORRECT ones (at least ``min_fit_steps``; a
+verdict that depends on the machine's load, such as TIME_LIMIT, is checked once more and refused
+if it stays so) are embedded and clustered (``certd.kappa``), and the model (embedding model
+hash, method and threshold, centroids, medoids, sizes, the steps) is recorded as a signed
+``kappa-model`` statement under the ledger key ``kappa-model/<task digest>/<κ>``.
+
+**Certify only applies a recorded model.** Whatever a request's label fields carry (rollouts,
+steps, clusters) is ignored; without a recorded model the request is refused
+(``KAPPA_NOT_FITTED``). A witness's label is the cluster its first step's embedding is nearest
+to; a step farther than the threshold from every centroid, or no step at all, is ``outside``,
+one label for every such witness, so decoy first steps make at most one family. Each
+certificate names the model by ``clusters_digest`` and ``clusters_index`` (the record's ledger
+index), so anyone who embeds its witness's first step with the same model recomputes its label.
 """
 
 from __future__ import annotations
 
 import collections
-import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from certd.config import CertdConfig, LearnedKappaConfig
 from certd.domains.verdict import Family, Status
@@ -40,7 +40,9 @@ from certd.errors import CertificationRefusedError, ConfigError, InvalidInputErr
 from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import DOMAINS, first_step
-from certd.ledger.certindex import CertificateIndex
+
+if TYPE_CHECKING:
+    from certd.ledger.log import Ledger
 
 __all__ = ["LearnedLabel", "LearnedLabeller"]
 
@@ -64,12 +66,10 @@ class LearnedLabel:
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    """A fitted model, where it is recorded (-1: not yet) and what it was fitted on."""
+    """A recorded model and its ledger index."""
 
     model: ClusterModel
     index: int
-    steps: str
-    responses: str = ""  # SHA-256 of the verified rollouts (JSON, sorted) it was fitted on
 
 
 def _refuse(reason: str, detail: str) -> CertificationRefusedError:
@@ -124,7 +124,7 @@ class LearnedLabeller:
         if not section.task_sets:
             return None
         from certd.authority.embedder import WEIGHTS, model_dir, sha256_file
-        from certd.payloads import task_digest
+        from certd.payloads import normalise_question, task_digest
         from certd.task_object import parse_task_object
 
         choices: dict[str, tuple[str, float | None]] = {}
@@ -134,8 +134,20 @@ class LearnedLabeller:
                     task = parse_task_object(obj, stacklevel=3)
                 except ValueError as e:
                     raise ConfigError(f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: {e}") from e
+                if task.WhichOneof("domain") == "math" and not normalise_question(
+                    task.math.question
+                ):
+                    raise ConfigError(
+                        f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: a math task needs its "
+                        "question (two questions with one gold are two tasks)"
+                    )
                 choices[task_digest(task)] = (ts.kappa, ts.distance_threshold)
         return cls(section, choices, sha256_file(model_dir() / WEIGHTS))
+
+    @property
+    def model_sha256(self) -> str:
+        """SHA-256 of the embedder's weights file (in every κ name and model record)."""
+        return self._sha
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -173,22 +185,30 @@ class LearnedLabeller:
                 self._embedder = StepEmbedder.load(threads=self._cfg.embed_threads, screen="off")
             return self._embedder
 
-    def _recorded(self, key: tuple[str, str], index: CertificateIndex) -> _Known | None:
-        """The model recorded in the ledger for (task, κ), else the unrecorded fit, else None."""
+    def _recorded(self, key: tuple[str, str], ledger: Ledger) -> _Known | None:
+        """The model the operator recorded for (task, κ), or None."""
         with self._lock:
             known = self._models.get(key)
-        if known is not None and known.index >= 0:
+        if known is not None:
             return known
-        for i in sorted(index.labels(*key)):
-            cert = index.load(i)
-            if cert is not None and "clusters" in cert.label_fields:
-                fields = cert.label_fields
-                params = self._params[key[0]]
-                model = ClusterModel.from_json(fields["clusters"], params, dim=EMBED_DIM)
-                recorded = _Known(model, i, fields.get("clusters_steps", ""))
-                self._remember(key, recorded)
-                return recorded
-        return known
+        from certd.authority.kappa_models import model_key, parse_model_entry
+
+        at = ledger.find(model_key(*key))
+        if at is None:
+            return None
+        p = parse_model_entry(ledger.entry(at))
+        if p is None or (p.get("task_digest"), p.get("kappa")) != key:
+            return None
+        if p.get("embedding_model_sha256") != self._sha:
+            raise _refuse(
+                "KAPPA_NOT_FITTED",
+                f"the model recorded at ledger index {at} was fitted with embedding model "
+                f"{str(p.get('embedding_model_sha256'))[:12]}…, this certd has {self._sha[:12]}…",
+            )
+        model = ClusterModel.from_json(str(p["clusters"]), self._params[key[0]], dim=EMBED_DIM)
+        recorded = _Known(model, at)
+        self._remember(key, recorded)
+        return recorded
 
     def _remember(self, key: tuple[str, str], known: _Known) -> None:
         with self._lock:
@@ -197,92 +217,51 @@ class LearnedLabeller:
             while len(self._models) > self._cfg.max_models:
                 self._models.popitem(last=False)
 
-    def _fit(
-        self, key: tuple[str, str], domain: str, fields: Mapping[str, str], verify: Verify
-    ) -> _Known:
-        """Fit the first steps of the verified rollouts a first request carries (or reuse a
-        concurrent request's fit)."""
-        responses = self._responses(fields)
-        distinct = sorted(set(responses))
-        correct = _correct(distinct, verify)
-        steps = [s for s in (first_step(domain, r) for r in correct) if s]
-        cfg = self._cfg
-        if len(steps) < cfg.min_fit_steps:
-            raise _refuse(
-                "CLUSTERS_UNVERIFIED",
-                f"label.fields['responses']: {len(correct)} of {len(distinct)} distinct "
-                f"rollouts verify CORRECT and {len(steps)} of those write a first step; a fit "
-                f"needs at least min_fit_steps={cfg.min_fit_steps}",
-            )
-        steps = [s[: cfg.max_step_chars] for s in steps]
-        params = self._params[key[0]]
-        model = LearnedKappa("", self._get_embedder(), params).fit_steps(steps)
-        digest = hashlib.sha256(json.dumps(correct, ensure_ascii=False).encode()).hexdigest()
-        fitted = _Known(model, -1, json.dumps(sorted(steps), ensure_ascii=False), digest)
-        with self._lock:
-            known = self._models.get(key)
-            if known is not None:
-                return known  # a concurrent first request fitted first: one model per key
-        self._remember(key, fitted)
-        return fitted
-
-    def _responses(self, fields: Mapping[str, str]) -> list[str]:
-        """The rollouts a first request carries in ``label.fields['responses']``.
+    def fit_model(
+        self, task_digest: str, domain: str, responses: Sequence[str], verify: Verify
+    ) -> tuple[ClusterModel, str]:
+        """Fit a question's model on the operator's rollouts (``certd kappa-fit``).
 
         Raises:
-            CertificationRefusedError: none carried (``CLUSTERS_REQUIRED``).
-            InvalidInputError: not a JSON array of strings, or over ``max_fit_steps``.
+            InvalidInputError: too few distinct rollouts verify CORRECT and write a first step
+                (``min_fit_steps``), more than ``max_fit_steps`` rollouts, or verdicts that
+                stay indefinite.
+
+        Returns:
+            The model and the fitted steps (a sorted JSON array).
         """
-        if "steps" in fields:
+        cfg = self._cfg
+        if len(responses) > cfg.max_fit_steps:
             raise InvalidInputError(
-                "label.fields['steps'] is not accepted: send the question's rollouts in "
-                "label.fields['responses'] (a JSON array of strings); certd verifies them and "
-                "clusters the first steps of the correct ones",
-                field="label.fields",
+                f"rollouts: at most max_fit_steps={cfg.max_fit_steps} per question, "
+                f"got {len(responses)}",
+                field="rollouts",
             )
-        raw = fields.get("responses", "")
-        if not raw:
-            raise _refuse(
-                "CLUSTERS_REQUIRED",
-                "no clusters are recorded for this task and κ yet: the first Certify must "
-                "carry the question's rollouts in label.fields['responses'] "
-                "(a JSON array of strings)",
-            )
+        distinct = sorted(set(responses))
         try:
-            responses = json.loads(raw)
-        except ValueError as e:
-            raise InvalidInputError(f"label.fields['responses']: {e}", field="label.fields") from e
-        if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
+            correct = _correct(distinct, verify)
+        except CertificationRefusedError as e:
+            raise InvalidInputError(f"rollouts: {e}", field="rollouts") from e
+        steps = [s for s in (first_step(domain, r) for r in correct) if s]
+        if len(steps) < cfg.min_fit_steps:
             raise InvalidInputError(
-                "label.fields['responses']: expected a JSON array of strings",
-                field="label.fields",
+                f"rollouts of task {task_digest[:16]}…: {len(correct)} of {len(distinct)} "
+                f"distinct rollouts verify CORRECT and {len(steps)} of those write a first "
+                f"step; a fit needs at least min_fit_steps={cfg.min_fit_steps}",
+                field="rollouts",
             )
-        if len(responses) > self._cfg.max_fit_steps:
-            raise InvalidInputError(
-                f"label.fields['responses']: at most max_fit_steps={self._cfg.max_fit_steps} "
-                f"rollouts, got {len(responses)}",
-                field="label.fields",
-            )
-        return responses
+        steps = [s[: cfg.max_step_chars] for s in steps]
+        model = LearnedKappa("", self._get_embedder(), self._params[task_digest]).fit_steps(steps)
+        return model, json.dumps(sorted(steps), ensure_ascii=False)
 
     def label(
-        self,
-        task_digest: str,
-        domain: str,
-        kappa: str,
-        witness: str,
-        fields: Mapping[str, str],
-        index: CertificateIndex,
-        verify: Verify,
+        self, task_digest: str, domain: str, kappa: str, witness: str, ledger: Ledger
     ) -> LearnedLabel:
-        """The witness's family under the learned κ of its task.
+        """The witness's label under the model recorded for its task.
 
         Raises:
             CertificationRefusedError: the task's set did not choose the learned κ
-                (``KAPPA_UNKNOWN``), no clusters are recorded and the request carries no
-                rollouts (``CLUSTERS_REQUIRED``), or too few of them verify CORRECT
-                (``CLUSTERS_UNVERIFIED``).
-            InvalidInputError: the rollouts carried are malformed or over the limits.
+                (``KAPPA_UNKNOWN``), or no model is recorded for it (``KAPPA_NOT_FITTED``).
 
         Returns:
             The label (with the record's fields) and the gate key ``learned:<label>``.
@@ -292,21 +271,25 @@ class LearnedLabeller:
                 "KAPPA_UNKNOWN",
                 f"κ {kappa!r} is not chosen for this task (learned_kappa.task_sets)",
             )
-        key = (task_digest, kappa)
-        known = self._recorded(key, index) or self._fit(key, domain, fields, verify)
+        known = self._recorded((task_digest, kappa), ledger)
+        if known is None:
+            raise _refuse(
+                "KAPPA_NOT_FITTED",
+                "no model of this κ is recorded for this task: the operator fits one on "
+                "trusted rollouts with `certd kappa-fit --rollouts FILE` (a Certify never fits)",
+            )
         model = known.model
         step = first_step(domain, witness)
         vector = None if step is None else self._get_embedder().embed([step])[0]
-        label = assign(model, vector)
-        out: dict[str, str] = {"step": step or "", "clusters_digest": model.digest}
+        # No step, or a step far from every recorded cluster: one label, ``outside``.
+        label = OUTSIDE if vector is None else assign(model, vector)
+        out: dict[str, str] = {
+            "step": step or "",
+            "clusters_digest": model.digest,
+            "clusters_index": str(known.index),
+        }
         if vector is not None:
             out["cosine"] = f"{max(cosines(model, vector)):.6f}"
-        if known.index >= 0:
-            out["clusters_index"] = str(known.index)
-        else:  # this certificate records the model
-            out["clusters"] = model.to_json()
-            out["clusters_steps"] = known.steps
-            out["clusters_responses"] = known.responses
         if label == OUTSIDE:
             out["outside"] = "true"
         return LearnedLabel(Family(kappa, label, out), f"learned:{label}")

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from certd.authority.checker import DomainTask
 from certd.domains.verdict import Verdict
+from certd.errors import InvalidInputError
 from certd.ledger.certindex import IndexedCertificate
 from certd.ledger.checkpoint import SignedCheckpoint
+from certd.payloads import normalise_question
 from certd.v1 import tasks_pb2
 
 if TYPE_CHECKING:
@@ -82,12 +84,29 @@ class CheckedTask:
     domain: str
     value: DomainTask
 
+    def require_identity(self, what: str) -> None:
+        """Refuse a math task without a question for ``what`` (certify, a fork tree, the
+        learned κ): its digest would be its gold alone, so two questions with one gold would
+        share certificates, fork trees and clusters. Verifying does not need one.
+
+        Raises:
+            InvalidInputError: a math task whose question is empty (field
+                ``task.math.question``).
+        """
+        if self.domain == "math" and not normalise_question(self.pb.math.question):
+            raise InvalidInputError(
+                f"task.math.question: required for {what}: a math task is its question with "
+                "its gold (two questions with one gold are two tasks); only verify takes a "
+                "math task without one (docs/formats.md, Task identity)",
+                field="task.math.question",
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class CertifyRequest:
     """One Certify: the claim that ``label`` (under ``kappa``) is feasible, with its witness.
 
-    ``fields`` are the claimed label's fields; only the learned κ reads them.
+    ``fields`` are the claimed label's fields (nothing reads them: a client shapes no label).
     """
 
     task: CheckedTask

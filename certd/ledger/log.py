@@ -222,7 +222,8 @@ class Ledger:
 
         Returns:
             A reason (fail-stop after a consistency failure, a dead committer, a store
-            that does not answer), or None.
+            that does not answer, a shared store whose newer checkpoint this replica
+            cannot verify), or None.
         """
         failed = self._checkpoints.failed
         if failed is not None:
@@ -235,6 +236,11 @@ class Ledger:
             self._store.size()
         except CertdError as e:
             return f"ledger store: {e}"
+        if self._store.shared:  # another writer's newer checkpoint must verify here too
+            try:
+                self._checkpoints.refresh_latest()
+            except CertdError as e:
+                return f"ledger cannot verify the shared log's latest checkpoint: {e}"
         return None
 
     def cover(self, index: int) -> SignedCheckpoint:

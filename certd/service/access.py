@@ -210,6 +210,7 @@ def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
         if cfg.client_ca_file is not None:
             raise ConfigError("access: client_ca_file (mTLS) needs tls_cert_file and tls_key_file")
         return None
+    refuse_readable_by_others(cfg.tls_key_file, "access.tls_key_file")
     try:
         cert = cfg.tls_cert_file.read_bytes()
         key = cfg.tls_key_file.read_bytes()
@@ -219,6 +220,30 @@ def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials(
         [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
     )
+
+
+def refuse_readable_by_others(path: Path, what: str) -> None:
+    """Refuse a private key file that other users (not its owner or group) may access.
+
+    Group access is left alone: Kubernetes makes mounted secrets readable by the pod's
+    ``fsGroup``.
+
+    Args:
+        path: the key file.
+        what: its config key, for the message.
+
+    Raises:
+        ConfigError: the file's mode grants other users any access.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise ConfigError(f"{what}: cannot read {path}: {e}") from e
+    if mode & 0o007:
+        raise ConfigError(
+            f"{what}: the private key {path} is open to other users (mode {mode & 0o777:04o}); "
+            f"expected no access for others (0600, 0400, 0640): chmod 600 {path}"
+        )
 
 
 def check_listen(listen: str, cfg: AccessConfig) -> None:

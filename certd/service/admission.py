@@ -14,16 +14,20 @@ arrive; a unary call then waits *in that thread* for its request message. So adm
 where the call is handed over, in ``AdmissionExecutor.submit``, before any serving thread is
 taken: the caller is identified (authenticated first when access control is on, so an
 unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), and beyond
-``max_concurrent_rpcs`` calls in all or ``max_rpcs_per_client`` for that client (principal,
-else peer host) the call ends at once with RESOURCE_EXHAUSTED. The pool has ``max_workers`` ≥
+``max_concurrent_rpcs`` calls in all or ``per_principal(limits)`` for that principal the call
+ends at once with RESOURCE_EXHAUSTED. The principal is the bearer token's when access control
+is on, else the connection (peer address *and* port: two local processes are two principals);
+one principal never holds more than half of ``max_concurrent_rpcs``, so it cannot lock others
+out however it mixes idle and busy calls. The pool has ``max_workers`` ≥
 ``max_concurrent_rpcs + max_health_in_flight`` threads, so admitted calls never take the threads
 kept for health; a refusal takes no thread at all. Health calls (``grpc.health.v1.Health``)
 count apart: at most ``max_health_in_flight`` at once (half per client), each ended if its
 request has not arrived within ``health_idle_timeout_s``. A Watch frees its slot as soon as it
 has its request: it then holds no thread (``certd.service.health`` bounds open watches).
 
-A call that waits on its client for ``stream_idle_timeout_s`` — for its request message, for
-the next message of a stream, or for the client to read a reply — is ended with
+A call whose first request message has not arrived within ``first_message_timeout_s`` (a few
+seconds), or that later waits on its client for ``stream_idle_timeout_s`` — for the next
+message of a stream, or for the client to read a reply — is ended with
 DEADLINE_EXCEEDED by the reaper thread; ending it cancels its running checks too
 (``certd.authority.jobs``). ``AdmissionInterceptor`` stops the clock while the handler works.
 
@@ -50,7 +54,7 @@ from certd.config import ServiceLimits
 from certd.errors import AuthenticationError, ServerBusyError
 from certd.service.handlers import Behaviour, rewrap
 
-__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH"]
+__all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH", "per_principal"]
 
 log = logging.getLogger("certd.service")
 
@@ -64,20 +68,27 @@ _cygrpc: Any = importlib.import_module("grpc._cython.cygrpc")  # status-carrying
 _method: contextvars.ContextVar[str] = contextvars.ContextVar("certd_method", default="")
 
 
+def per_principal(limits: ServiceLimits) -> int:
+    """The RPCs one principal may have in flight: ``max_rpcs_per_client``, at most half."""
+    return max(1, min(limits.max_rpcs_per_client, limits.max_concurrent_rpcs // 2))
+
+
 class _Ticket:
     """One admitted call: its client, its core call, and its idle clock.
 
     ``since`` is the time the call started waiting on its client, None while the handler
-    works; ``reaped`` is set when the reaper ended the call.
+    works; ``started`` is set once the first request message has arrived (until then the
+    idle limit is ``first_message_timeout_s``); ``reaped`` is set when the reaper ended it.
     """
 
-    __slots__ = ("call", "client", "health", "reaped", "since")
+    __slots__ = ("call", "client", "health", "reaped", "since", "started")
 
     def __init__(self, client: str, call: Any, health: bool) -> None:
         self.client = client
         self.call = call
         self.health = health
         self.since: float | None = time.monotonic()  # waiting for the request message
+        self.started = False
         self.reaped = False
 
 
@@ -94,9 +105,11 @@ class _WatchedRequests:
     def __next__(self) -> Any:
         self._ticket.since = time.monotonic()
         try:
-            return next(self._it)
+            item = next(self._it)
         finally:
             self._ticket.since = None
+        self._ticket.started = True
+        return item
 
 
 def end_call(call: Any, code: grpc.StatusCode, why: str) -> None:
@@ -109,7 +122,8 @@ class Admission:
     """The server's RPC slots and the idle reaper.
 
     Args:
-        limits: ``max_concurrent_rpcs``, ``max_rpcs_per_client``, ``stream_idle_timeout_s``.
+        limits: ``max_concurrent_rpcs``, ``max_rpcs_per_client``, ``first_message_timeout_s``,
+            ``stream_idle_timeout_s``.
     """
 
     def __init__(self, limits: ServiceLimits) -> None:
@@ -135,7 +149,7 @@ class Admission:
             total, each = lim.max_health_in_flight, max(1, lim.max_health_in_flight // 2)
             what, limits = "health calls", "max_health_in_flight"
         else:
-            total, each = lim.max_concurrent_rpcs, lim.max_rpcs_per_client
+            total, each = lim.max_concurrent_rpcs, per_principal(lim)
             what, limits = "RPCs", "max_concurrent_rpcs, max_rpcs_per_client"
         key = ("health:" if health else "") + client
         with self._lock:
@@ -143,7 +157,7 @@ class Admission:
             count = self._health if health else len(self._tickets) - self._health
             if mine >= each or count >= total:
                 self.refused += 1
-                who = f"this client has {mine}" if mine >= each else f"the server has {count}"
+                who = f"this principal has {mine}" if mine >= each else f"the server has {count}"
                 raise ServerBusyError(f"{who} {what} in flight ({limits}); retry later")
             ticket = _Ticket(key, call, health)
             self._tickets.add(ticket)
@@ -187,7 +201,9 @@ class Admission:
         lim = self._limits
 
         def limit(t: _Ticket) -> float:
-            return lim.health_idle_timeout_s if t.health else lim.stream_idle_timeout_s
+            if t.health:
+                return lim.health_idle_timeout_s
+            return lim.stream_idle_timeout_s if t.started else lim.first_message_timeout_s
 
         with self._lock:
             idle = [
@@ -198,7 +214,8 @@ class Admission:
             for t in idle:
                 t.reaped = True
         for t in idle:
-            why = f"idle for more than {limit(t):g} s waiting on the client; ended by the server"
+            what = "waiting on the client" if t.started else "waiting for the first message"
+            why = f"idle for more than {limit(t):g} s {what}; ended by the server"
             try:
                 end_call(t.call, grpc.StatusCode.DEADLINE_EXCEEDED, why)
             except (ValueError, RuntimeError, AttributeError) as e:  # it ended meanwhile
@@ -209,7 +226,12 @@ class Admission:
     def start(self) -> None:
         """Start the reaper thread."""
         lim = self._limits
-        period = min(1.0, lim.stream_idle_timeout_s / 4, lim.health_idle_timeout_s / 4)
+        period = min(
+            1.0,
+            lim.stream_idle_timeout_s / 4,
+            lim.first_message_timeout_s / 4,
+            lim.health_idle_timeout_s / 4,
+        )
 
         def run() -> None:
             while not self._stop.wait(period):
@@ -255,7 +277,7 @@ class AdmissionExecutor(ThreadPoolExecutor):
         admission: the slots.
         max_workers: serving threads.
         authenticate: the principal of a call (raises ``AuthenticationError``); None when
-            access control is off (the client is then its peer host).
+            access control is off (the principal is then the connection: address and port).
     """
 
     def __init__(
@@ -271,7 +293,7 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
     def _client(self, view: _CallView) -> str:
         if self._authenticate is None:
-            return f"peer:{_peer_host(view.peer())}"
+            return f"connection:{view.peer()}"
         return f"principal:{self._authenticate(view).name}"
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -343,6 +365,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
                 if ticket is None:
                     return fn(request, context)
                 ticket.since = None  # the request is here; the handler works
+                ticket.started = ticket.started or not streamed
                 if streamed:
                     request = _WatchedRequests(request, ticket)
                 try:
@@ -361,6 +384,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
                     yield from fn(request, context)
                     return
                 ticket.since = None
+                ticket.started = ticket.started or not streamed
                 if streamed:
                     request = _WatchedRequests(request, ticket)
                 try:

@@ -19,10 +19,12 @@ from certd.authority.feasibility import (
     refuse,
 )
 from certd.authority.jobs import running
+from certd.authority.quota import LedgerQuota
 from certd.authority.results import IndexedCertificate, Proven
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.acceptance import AcceptanceMethods
+from certd.service.access import client_of
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
 from certd.service.handlers import rpc_job
 from certd.service.paging import make_token, page_size, read_token
@@ -40,7 +42,9 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         checkers: Checkers,
         authority: Authority,
         acceptances: Acceptances,
+        quota: LedgerQuota | None = None,
     ) -> None:
+        self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._cfg = cfg
         self._checkers = checkers
         self._authority = authority
@@ -83,8 +87,11 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
         r = self._request(request, "request", {})
+        principal = client_of(context)
+        self._quota.admit(principal)
         with running(rpc_job(context)):  # the witness check stops if the RPC does
             outcome = self._authority.certify(r.task, r.kappa, r.label, r.witness, r.fields)
+        self._charge(principal, [outcome])
         refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
@@ -102,9 +109,21 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         requests = [
             self._request(item, f"items[{i}]", tasks) for i, item in enumerate(request.items)
         ]
+        principal = client_of(context)
+        self._quota.admit(principal)
         with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
             outcomes = self._authority.certify_batch(requests)
+        self._charge(principal, outcomes)
         return authority_pb2.CertifyBatchResponse(results=[self._result(o) for o in outcomes])
+
+    def _charge(self, principal: str, outcomes: list[CertifyOutcome]) -> None:
+        """Count the certificates these outcomes added to the ledger against the quota."""
+        new = [
+            o.certificate.value.envelope
+            for o in outcomes
+            if o.certificate is not None and not o.existing
+        ]
+        self._quota.charge(principal, entries=len(new), nbytes=sum(len(e) for e in new))
 
     def _result(self, outcome: CertifyOutcome) -> authority_pb2.CertifyResult:
         if outcome.refusal is not None:

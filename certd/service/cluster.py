@@ -15,8 +15,10 @@ died expires after ``idempotency_claim_s`` and a retry then runs the request (a 
 yields the same certificate: the ledger key of (task, κ, label) is unique).
 
 Rate limits: a token bucket per client in Redis (``rate_limit_per_s`` tokens a second, at
-most ``rate_limit_burst``), one token per request, refilled by Redis's own clock so replicas
-agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to retry.
+most ``rate_limit_burst``), one token per request message — a unary call takes one, a
+streaming call (``VerifyStream``) one per item it sends, as each arrives — refilled by Redis's
+own clock so replicas agree. Over the limit: RESOURCE_EXHAUSTED, the message saying when to
+retry (a stream ends there; the verdicts it already received stand).
 
 The client is the authenticated principal (``certd.service.access``) when access control is
 on, else the peer's address without its port.
@@ -29,8 +31,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import grpc
 import redis
@@ -45,8 +47,9 @@ from certd.errors import (
     StoreError,
 )
 from certd.service.access import client_of
+from certd.service.handlers import Behaviour, rewrap
 
-__all__ = ["ClusterInterceptor", "ClusterState", "client_of"]
+__all__ = ["ClusterInterceptor", "ClusterState", "RequestState", "client_of"]
 
 log = logging.getLogger("certd.cluster")
 
@@ -95,6 +98,22 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {ok, wait_ms}
 """
+
+
+class RequestState(Protocol):
+    """The shared request state the interceptor reads and writes (Redis or PostgreSQL)."""
+
+    def take(self, client: str, rate_per_s: float, burst: int) -> int | None: ...
+
+    def record(self, client: str, method: str, key: str) -> str: ...
+
+    def claim(
+        self, record: str, digest: str, owner: str, claim_ms: int
+    ) -> tuple[str, str, bytes]: ...
+
+    def renew(self, record: str, claim_ms: int) -> None: ...
+
+    def settle(self, record: str, owner: str, reply: bytes, ttl_ms: int) -> None: ...
 
 
 class ClusterState:
@@ -166,10 +185,11 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
     def __init__(
         self,
-        state: ClusterState,
+        state: RequestState,
         cfg: ClusterConfig,
         *,
         principal: Callable[[grpc.ServicerContext], str] = client_of,
+        check_reply: Callable[[str, bytes], None] | None = None,
     ) -> None:
         """Set up.
 
@@ -177,29 +197,46 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             state: the shared request state (``from_config`` opens it).
             cfg: the cluster settings.
             principal: maps a request to its client identifier.
+            check_reply: called with (method, stored reply) before a replay; raises to
+                refuse it (``certd.service.replay.ReplayCheck``); None replays unchecked.
         """
         self._state = state
         self._cfg = cfg
         self._principal = principal
+        self._check_reply = check_reply
 
     @classmethod
-    def from_config(cls, cluster: ClusterConfig) -> ClusterInterceptor:
-        """The interceptor of a cluster replica, on its own connection to the cluster's Redis.
+    def from_config(
+        cls, cluster: ClusterConfig, check_reply: Callable[[str, bytes], None] | None = None
+    ) -> ClusterInterceptor:
+        """The interceptor of a cluster replica, on its own connection to the cluster's store.
 
-        The state is kept next to the shared ledger (same URL, same hash-tagged prefix) but
-        through a connection of its own: the ledger store stays closed to everything else.
+        The state is kept next to the shared ledger (same URL, same hash-tagged prefix or
+        schema) but through a connection of its own: the ledger store stays closed to
+        everything else.
 
         Raises:
             ConfigError: the config has no ``ledger_url``.
+            StoreError: a PostgreSQL store cannot be reached.
         """
         if cluster.ledger_url is None:
             raise ConfigError("cluster.ledger_url: expected a Redis URL, got none")
+        if cluster.ledger_url.startswith("postgres"):
+            from certd.service.cluster_pg import PgClusterState
+
+            pg = PgClusterState(
+                cluster.ledger_url,
+                schema=cluster.postgres_schema,
+                connect_timeout_s=cluster.postgres_connect_timeout_s,
+            )
+            return cls(pg, cluster, check_reply=check_reply)
         client = redis.Redis.from_url(
             cluster.ledger_url,
             socket_timeout=cluster.redis_timeout_s,
             socket_connect_timeout=cluster.redis_timeout_s,
         )
-        return cls(ClusterState(client, "{" + cluster.redis_prefix + "}"), cluster)
+        state = ClusterState(client, "{" + cluster.redis_prefix + "}")
+        return cls(state, cluster, check_reply=check_reply)
 
     def intercept_service(
         self,
@@ -207,11 +244,11 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
         method = handler_call_details.method
-        if method.startswith("/grpc.health.") or method.startswith("/grpc.reflection."):
+        if handler is None or method.startswith(("/grpc.health.", "/grpc.reflection.")):
             return handler
+        if handler.unary_unary is None:
+            return self._rate_items(handler)
         inner = handler.unary_unary
         serialize = handler.response_serializer
         if serialize is None:
@@ -230,6 +267,37 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             request_deserializer=handler.request_deserializer,
             response_serializer=lambda r: r if isinstance(r, bytes) else serialize(r),
         )
+
+    def _rate_items(
+        self, handler: grpc.RpcMethodHandler[Any, Any]
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        """The handler with one token taken per request message a client streams."""
+        check = self.check_rate
+
+        def each_item(requests: Iterator[Any], client: str) -> Iterator[Any]:
+            for item in requests:
+                check(client)  # as a unary call would, before the item is served
+                yield item
+
+        def metered(request: Any, client: str, streamed: bool) -> Any:
+            if not streamed:
+                check(client)
+                return request
+            return each_item(request, client)
+
+        def unary(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Any:
+                return fn(metered(request, self._principal(context), streamed), context)
+
+            return call
+
+        def stream(fn: Behaviour, streamed: bool) -> Behaviour:
+            def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                yield from fn(metered(request, self._principal(context), streamed), context)
+
+            return call
+
+        return rewrap(handler, unary, stream)
 
     def check_rate(self, client: str) -> None:
         """Take one token from the client's bucket.
@@ -273,6 +341,8 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         owner = uuid.uuid4().hex
         replay = self._claim(record, key, digest, owner)
         if replay is not None:
+            if self._check_reply is not None:
+                self._check_reply(method, replay)  # a planted reply is refused, not served
             context.set_trailing_metadata((("certd-idempotent-replay", "1"),))
             return replay
         return self._run_claimed(record, owner, request, context, inner, serialize)

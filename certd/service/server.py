@@ -27,6 +27,7 @@ from certd.authority.acceptance import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
+from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
 from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
@@ -35,7 +36,12 @@ from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.service.acceptance import register_configured
-from certd.service.access import AccessInterceptor, check_listen, server_credentials
+from certd.service.access import (
+    AccessInterceptor,
+    check_listen,
+    refuse_readable_by_others,
+    server_credentials,
+)
 from certd.service.admission import Admission, AdmissionExecutor, AdmissionInterceptor
 from certd.service.authority import AuthorityServicer
 from certd.service.health import GuardedHealth
@@ -66,6 +72,7 @@ __all__ = [
     "MATH_HEALTH",
     "SERVICE_NAMES",
     "ensure_key",
+    "open_ledger",
     "open_store",
 ]
 
@@ -86,9 +93,11 @@ def ensure_key(path: Path, name: str) -> SigningKey:
 
     Raises:
         SigningError: the file exists but holds no valid key.
-        ConfigError: the key's name differs from ``name``.
+        ConfigError: the key's name differs from ``name``, or other users (not the owner
+            or its group) may access the file.
     """
     if path.exists():
+        refuse_readable_by_others(path, "signing key")
         key = load_signing_key(path)
         if key.name != name:
             raise ConfigError(f"signing key name: expected {name!r}, got {key.name!r} in {path}")
@@ -113,13 +122,23 @@ def _vkey(source: str) -> VerifierKey:
 
 
 def open_store(cfg: CertdConfig) -> LedgerStore:
-    """The ledger store the config names: Redis (``cluster.ledger_url``) or SQLite.
+    """The ledger store the config names: Redis or PostgreSQL (``cluster.ledger_url``), or SQLite.
 
     Raises:
-        ConfigError: the Redis policy or URL is not valid.
+        ConfigError: the Redis policy, the PostgreSQL settings or the URL is not valid.
         StoreError: the store cannot be opened.
     """
     limits = StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes)
+    if cfg.cluster.ledger_url is not None and cfg.cluster.ledger_url.startswith("postgres"):
+        from certd.ledger.postgres_store import PostgresStore
+
+        return PostgresStore(
+            cfg.cluster.ledger_url,
+            schema=cfg.cluster.postgres_schema,
+            limits=limits,
+            connect_timeout_s=cfg.cluster.postgres_connect_timeout_s,
+            require_sync_standby=cfg.cluster.postgres_require_sync_standby,
+        )
     if cfg.cluster.ledger_url is not None:
         from certd.ledger.redis_store import RedisStore
 
@@ -160,6 +179,19 @@ def _open_ledger(
     except BaseException:
         store.close()
         raise
+
+
+def open_ledger(cfg: CertdConfig, key: SigningKey) -> Ledger:
+    """The ledger the config names, opened as ``certd serve`` opens it (for offline operator
+    verbs such as ``certd kappa-fit``; close it when done).
+
+    Raises:
+        ConfigError: a previous log key or the Redis settings are not valid.
+        StoreError: the store cannot be opened.
+    """
+    previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    return _open_ledger(cfg, open_store(cfg), key, previous_keys)
 
 
 class CertdServer:
@@ -236,12 +268,13 @@ class CertdServer:
     ) -> None:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
+        quota = LedgerQuota.from_config(cfg.limits)  # one count per principal for both services
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts),
+            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts, quota),
             server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances),
+            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances, quota),
             server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)
@@ -271,8 +304,10 @@ class CertdServer:
         chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.service.cluster import ClusterInterceptor
+            from certd.service.replay import ReplayCheck
 
-            chain.append(ClusterInterceptor.from_config(self.cfg.cluster))
+            check = ReplayCheck(self.store)
+            chain.append(ClusterInterceptor.from_config(self.cfg.cluster, check_reply=check))
         return chain
 
     def start(self) -> int:

@@ -18,10 +18,12 @@ import grpc
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import CheckedTask
 from certd.authority.jobs import Job
+from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
 from certd.authority.verifypool import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
+from certd.service.access import client_of
 from certd.service.convert import checked_task, encode_verdicts, proof_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
@@ -74,10 +76,17 @@ class _TaskCache:
 class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     """Checks responses and signs receipts."""
 
-    def __init__(self, cfg: CertdConfig, pool: VerifyDispatch, receipts: ReceiptIssuer) -> None:
+    def __init__(
+        self,
+        cfg: CertdConfig,
+        pool: VerifyDispatch,
+        receipts: ReceiptIssuer,
+        quota: LedgerQuota | None = None,
+    ) -> None:
         self._cfg = cfg
         self._pool = pool
         self._receipts = receipts
+        self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._tasks = _TaskCache(cfg)
 
     @staticmethod
@@ -87,14 +96,23 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         return pb
 
     def _receipt(
-        self, verdicts: Sequence[verifier_pb2.Verdict], digests: Sequence[bytes], seq: int
+        self,
+        verdicts: Sequence[verifier_pb2.Verdict],
+        digests: Sequence[bytes],
+        seq: int,
+        principal: str,
     ) -> verifier_pb2.Receipt:
         """A stream group's receipt (its verdicts have left already, without paths)."""
         issued = self._receipts.issue(digests, [v.verifier for v in verdicts])
+        self._quota.charge(principal, entries=1, nbytes=len(issued.envelope))
         return _receipt_pb(issued, len(digests), seq)
 
     def _batch(
-        self, items: Sequence[verifier_pb2.VerifyRequest], field: str, job: Job
+        self,
+        items: Sequence[verifier_pb2.VerifyRequest],
+        field: str,
+        job: Job,
+        principal: str,
     ) -> verifier_pb2.VerifyBatchResponse:
         if not items:
             raise InvalidInputError(f"{field}: expected at least one item, got none", field=field)
@@ -103,6 +121,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             raise LimitExceededError(
                 f"{field}: at most {limit} items per batch, got {len(items)}", field=field
             )
+        self._quota.admit(principal)
         checks = [
             _item(req, self._tasks.get(req, f"{field}[{i}].task")) for i, req in enumerate(items)
         ]
@@ -110,6 +129,7 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         issued = self._receipts.issue(
             [r.digest for r in results], [r.verdict.verifier for r in results]
         )
+        self._quota.charge(principal, entries=1, nbytes=len(issued.envelope))
         reply = encode_verdicts(checks, results, issued.paths)  # each verdict with its path
         reply.receipt.CopyFrom(_receipt_pb(issued, len(results)))
         return reply
@@ -117,13 +137,13 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
     def Verify(
         self, request: verifier_pb2.VerifyRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyResponse:
-        reply = self._batch([request], "request", rpc_job(context))
+        reply = self._batch([request], "request", rpc_job(context), client_of(context))
         return verifier_pb2.VerifyResponse(verdict=reply.verdicts[0], receipt=reply.receipt)
 
     def VerifyBatch(
         self, request: verifier_pb2.VerifyBatchRequest, context: grpc.ServicerContext
     ) -> verifier_pb2.VerifyBatchResponse:
-        return self._batch(request.items, "items", rpc_job(context))
+        return self._batch(request.items, "items", rpc_job(context), client_of(context))
 
     def VerifyStream(
         self,
@@ -139,10 +159,13 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
         """
         every = self._cfg.limits.stream_receipt_every
         job = rpc_job(context)
+        principal = client_of(context)
         group: list[verifier_pb2.Verdict] = []
         digests: list[bytes] = []
         seq = 0
         for n, req in enumerate(request_iterator):
+            if not group:
+                self._quota.admit(principal)  # a group admitted under the quota completes
             check = _item(req, self._tasks.get(req, f"stream[{n}].task"))
             [result] = self._pool.check([check], job)
             verdict = self._pb(check, result)
@@ -153,11 +176,11 @@ class VerifierServicer(verifier_pb2_grpc.VerifierServicer):
             digests.append(result.digest)
             yield verifier_pb2.VerifyStreamResponse(verdict=verdict)
             if len(group) == every:
-                receipt = self._receipt(group, digests, seq)
+                receipt = self._receipt(group, digests, seq, principal)
                 yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
                 group, digests, seq = [], [], seq + 1
         if group:
-            receipt = self._receipt(group, digests, seq)
+            receipt = self._receipt(group, digests, seq, principal)
             yield verifier_pb2.VerifyStreamResponse(receipt=receipt)
 
 

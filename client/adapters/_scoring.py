@@ -28,6 +28,7 @@ from certd.v1 import tasks_pb2, verifier_pb2
 
 from .._base import ClientSettings, VerifyItem
 from ..aio import AsyncCertdClient
+from ..client import CertdClient
 from ..connection import Connection, split_addresses
 from ..errors import (
     CertdUnavailableError,
@@ -124,6 +125,29 @@ class Scorer:
         self._pending: list[tuple[Any, str, asyncio.Future[Scored]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._flushes: set[asyncio.Task[None]] = set()
+        self._sync: CertdClient | None = None
+
+    def consistency(self, first: int, second: int) -> list[bytes]:
+        """A consistency proof between two tree sizes, from certd (a ratchet's source).
+
+        The adapters give a ``Ratchet`` built without ``consistency=`` this method, so the
+        ratchet can move its trusted checkpoint forward as the log grows (step 2 on).
+
+        Raises:
+            CertdUnavailableError, DeadlineExceededError: certd cannot be reached.
+            ForkgateError: certd could not give the proof.
+        """
+        if self._sync is None:
+            self._sync = self.connection.client(
+                trusted_keys=self.trusted_keys, settings=self.settings
+            )
+        return list(self._sync.consistency_proof(first, second).hashes)
+
+    def bind(self, ratchet: Ratchet) -> Ratchet:
+        """Give ``ratchet`` this scorer's certd as its consistency source, unless it has one."""
+        if ratchet.consistency is None:
+            ratchet.consistency = self.consistency
+        return ratchet
 
     def client(self) -> AsyncCertdClient:
         """The client of the running loop (a gRPC aio channel belongs to one loop)."""

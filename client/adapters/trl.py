@@ -28,6 +28,7 @@ TRL's loss). Needs the ``trl`` extra.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,51 @@ from ..advantages import (
 )
 from ..connection import Connection
 from ..entry import batch_entry_entropy, entry_kl
+from ..errors import SetupError
 from ..metrics import EntropyMonitor, default_monitor
 from ..ratchet import Admission, Ratchet
+from ._guard import LeftOutCounts, LeftOutGuard
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
-__all__ = ["CertdReward", "StratifiedGRPOTrainer", "unscore_completion_entries"]
+# The TRL internals the trainer overrides (TRL has no public advantage hook): checked when
+# the module is imported, so another TRL fails at once and by name, never silently.
+TESTED_TRL = "1.16.0"
+_OVERRIDDEN = {
+    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+    "_generate_and_score_completions": ("self", "inputs"),
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+}
+
+
+def check_trl(trainer_cls: type = GRPOTrainer) -> None:
+    """Raise when TRL's GRPOTrainer lacks the methods this adapter overrides, as tested.
+
+    Raises:
+        SetupError: a method is missing or its parameters changed (another TRL version).
+    """
+    import trl
+
+    for name, params in _OVERRIDDEN.items():
+        fn = getattr(trainer_cls, name, None)
+        got = tuple(inspect.signature(fn).parameters) if fn is not None else None
+        if got != params:
+            raise SetupError(
+                f"forkgate.adapters.trl is tested with trl=={TESTED_TRL}; trl {trl.__version__}'s "
+                f"GRPOTrainer.{name} is {got} (expected {params}): install trl=={TESTED_TRL} "
+                "(pip install 'forkgate[trl]')"
+            )
+
+
+check_trl()
+
+__all__ = [
+    "CertdReward",
+    "LeftOutGuard",
+    "StratifiedGRPOTrainer",
+    "TESTED_TRL",
+    "check_trl",
+    "unscore_completion_entries",
+]
 
 
 class CertdReward:
@@ -119,7 +160,14 @@ class StratifiedGRPOTrainer(GRPOTrainer):
     (task, family) before any advantage is computed: the rows of a refused group are left out
     like a ``None`` reward, the refusals of the latest batch are in ``refused``, and their
     count is logged as ``forkgate/refused_rollouts``. Give the ``CertdReward`` the same
-    trusted keys.
+    trusted keys. A ratchet built without ``consistency=`` gets the ``CertdReward``'s certd
+    as its consistency-proof source, so it follows the log past the first step.
+
+    Every training batch is counted by ``guard``: its refused and unscored (infrastructure
+    failure) rollouts are logged (``forkgate/refused_rollouts``,
+    ``forkgate/unscored_rollouts``, and the ``forkgate.adapters`` logger), and
+    ``TrainingStalledError`` is raised when a batch trains on nothing, or the ratchet refused
+    rollouts in several consecutive batches, instead of training on zero signal.
 
     Args:
         *args: passed to ``GRPOTrainer``.
@@ -129,6 +177,9 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
         ratchet: when given, only rollouts in groups it admits are trained on.
+        guard: when training stalls (``LeftOutGuard``); default ``LeftOutGuard()``: raise on
+            a batch whose every rollout is refused or unscored, or on 3 consecutive batches
+            with refusals.
         informed: use the informed stratified advantages v2
             (``forkgate.advantages.informed_stratified_advantages``: execution term within the
             family, entry term ``V(q, κ) − V(q)`` centred on the question's mean), scaled to
@@ -154,6 +205,8 @@ class StratifiedGRPOTrainer(GRPOTrainer):
     Raises:
         ValueError: no ``CertdReward`` is among the reward functions, or ``entry_kl > 0``
             without ``entry_candidates``.
+        TypeError: an unknown keyword (``GRPOTrainer`` rejects it).
+        TrainingStalledError: from ``train()``, when ``guard`` finds a batch left out.
     """
 
     def __init__(
@@ -162,6 +215,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         stratified: StratifiedAdvantages | None = None,
         certd_reward: CertdReward | None = None,
         ratchet: Ratchet | None = None,
+        guard: LeftOutGuard | None = None,
         informed: bool = False,
         entry_unscored: Callable[[Sequence[int]], int] | None = None,
         entropy_monitor: EntropyMonitor | bool = True,
@@ -194,7 +248,9 @@ class StratifiedGRPOTrainer(GRPOTrainer):
             )
         self.certd_reward: CertdReward = certd_reward or found[0]
         self.stratified = stratified
-        self.ratchet = ratchet
+        self.ratchet = None if ratchet is None else self.certd_reward.scorer.bind(ratchet)
+        self.guard = guard if guard is not None else LeftOutGuard()
+        self.left_out: LeftOutCounts | None = None
         self.refused: list[Admission] = []
         self._scored: list[Scored] = []
         self._rewards_per_func: torch.Tensor | None = None
@@ -210,8 +266,13 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         refused = [i for i, s in enumerate(self._scored) if s.status == "REFUSED"]
         if refused:  # left out of TRL's statistics too, like a None reward
             rewards_per_func[refused] = torch.nan
-        mode = "train" if self.model is not None and self.model.training else "eval"
+        unscored = sum(1 for s in self._scored if s.status == "INFRA_ERROR")
+        training = self.model is not None and self.model.training
+        mode = "train" if training else "eval"
         self._metrics[mode]["forkgate/refused_rollouts"].append(float(len(refused)))
+        self._metrics[mode]["forkgate/unscored_rollouts"].append(float(unscored))
+        if training:  # raises TrainingStalledError rather than train on nothing
+            self.left_out = self.guard.check([s.status for s in self._scored], self.refused)
         self._rewards_per_func = rewards_per_func
         return rewards_per_func
 

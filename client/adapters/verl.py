@@ -44,16 +44,12 @@ entry tokens get advantage 0), and ``entropy_monitor=EntropyMonitor(...)``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from google.protobuf import json_format
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
-
-from certd.statements import task_json
 
 from ..advantages import (
     TRAINER_SCALE,
@@ -65,36 +61,44 @@ from ..advantages import (
 from ..connection import Connection, split_addresses
 from ..entry import batch_entry_entropy
 from ..metrics import EntropyMonitor, default_monitor
-from ..ratchet import Admission, Ratchet
-from ._scoring import Scored, Scorer
+from ._guard import LeftOutGuard
+from ._verl_batch import (
+    _LEFT_OUT,
+    _SEP,
+    ENTRY_TOKENS_KEY,
+    ESTIMATOR_NAME,
+    FAMILY_KEY,
+    QUESTION_KEY,
+    ROLLOUT_KEY,
+    STATUS_KEY,
+    _score_dict,
+    _scorer,
+    admit_batch,
+    bind_ratchet,
+    guard_batch,
+    mark_entry_tokens,
+    restore_uids,
+    stratify_uids,
+)
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "ENTRY_TOKENS_KEY",
     "ESTIMATOR_NAME",
     "FAMILY_KEY",
+    "LeftOutGuard",
     "QUESTION_KEY",
     "ROLLOUT_KEY",
     "STATUS_KEY",
     "StratifiedEstimator",
     "admit_batch",
+    "bind_ratchet",
     "compute_score",
+    "guard_batch",
     "mark_entry_tokens",
     "restore_uids",
     "stratify_uids",
 ]
-
-ESTIMATOR_NAME = "forkgate_stratified"
-FAMILY_KEY = "forkgate_family"
-QUESTION_KEY = "forkgate_question"
-STATUS_KEY = "forkgate_status"
-ROLLOUT_KEY = "forkgate_rollout"
-ENTRY_TOKENS_KEY = "forkgate_entry_tokens"
-_LEFT_OUT = frozenset({"INFRA_ERROR", "REFUSED"})  # statuses that carry no training signal
-_UID_KEY = "forkgate_uid"
-_SEP = "\x1f"  # ASCII unit separator: never in a task digest, a uid or a κ label
-
-_scorers: dict[tuple[Connection, tuple[str, ...], float], Scorer] = {}
 
 
 async def compute_score(
@@ -112,7 +116,8 @@ async def compute_score(
     certd_tls_key: str | None = None,
     certd_token_file: str | None = None,
     certd_tls_server_name: str | None = None,
-    **_: Any,
+    reward_router_address: Any = None,
+    reward_model_tokenizer: Any = None,
 ) -> dict[str, Any]:
     """verl's reward function: one response verified by certd.
 
@@ -137,8 +142,15 @@ async def compute_score(
             ``$FORKGATE_TOKEN_FILE``, or the token in ``$FORKGATE_TOKEN``).
         certd_tls_server_name: the SAN every replica's certificate carries (several
             replica addresses over TLS).
+        reward_router_address: passed by verl's reward loop when a reward model serves;
+            unused.
+        reward_model_tokenizer: likewise; unused.
+
+    Any other keyword (a misspelt ``reward_kwargs`` entry such as ``certd_adress``) is a
+    ``TypeError``: it would otherwise be dropped and certd looked for at the default address.
 
     Raises:
+        TypeError: an unknown keyword.
         InvalidRequestError: the task is malformed.
         VerificationError: a receipt does not verify against the trusted keys.
 
@@ -156,140 +168,6 @@ async def compute_score(
     )
     scorer = _scorer(conn, trusted_keys, certd_linger_s)
     return _score_dict(await scorer.score_one(ground_truth, solution_str), certd_keep_rollouts)
-
-
-def _scorer(conn: Connection, trusted_keys: Sequence[str] | None, linger_s: float) -> Scorer:
-    """The process's scorer for (connection, keys, linger): one batching client each."""
-    keys = tuple(str(k) for k in trusted_keys) if trusted_keys is not None else ()
-    scorer = _scorers.get((conn, keys, linger_s))
-    if scorer is None:
-        scorer = _scorers[(conn, keys, linger_s)] = Scorer(
-            conn,
-            trusted_keys=list(keys) if trusted_keys is not None else None,
-            linger_s=linger_s,
-        )
-    return scorer
-
-
-def _score_dict(s: Scored, keep_rollout: bool) -> dict[str, Any]:
-    """``compute_score``'s result for one scored response."""
-    out: dict[str, Any] = {
-        "score": 0.0 if s.reward is None else s.reward,
-        "acc": s.status == "CORRECT",
-        FAMILY_KEY: s.family or "",
-        QUESTION_KEY: s.question,
-        STATUS_KEY: s.status,
-    }
-    if keep_rollout:
-        out[ROLLOUT_KEY] = _rollout_json(s)
-    return out
-
-
-def _rollout_json(s: Scored) -> str:
-    if s.verdict is None or s.receipt is None or s.task is None:
-        return ""
-    return json.dumps(
-        {
-            "response": s.response,
-            "task": task_json(s.task),
-            "verdict": json_format.MessageToDict(s.verdict),
-            "receipt": json_format.MessageToDict(s.receipt),
-        },
-        sort_keys=True,
-    )
-
-
-def admit_batch(data: Any, ratchet: Ratchet) -> list[Admission]:
-    """Run a scored batch through the ratchet as stratified groups; leave refused rows out.
-
-    The rows are grouped by (task, family) into ``forkgate.groups`` records; the rows of a
-    refused group get status ``"REFUSED"`` in ``forkgate_status``, so ``stratify_uids`` and
-    the estimator give them advantage 0 and keep them out of the prior. Rows without a
-    rollout (an infrastructure failure) are already left out.
-
-    Args:
-        data: a verl ``DataProto`` scored with ``certd_keep_rollouts=True``.
-        ratchet: the ratchet to admit the groups through.
-
-    Raises:
-        KeyError: the batch has no ``forkgate_rollout`` column.
-
-    Returns:
-        The refusals.
-    """
-    nt = data.non_tensor_batch
-    if ROLLOUT_KEY not in nt:
-        raise KeyError(f"non_tensor_batch lacks {ROLLOUT_KEY!r}: score with certd_keep_rollouts")
-    members: dict[tuple[str, str], list[int]] = {}
-    parsed: dict[int, dict[str, Any]] = {}
-    for i, text in enumerate(nt[ROLLOUT_KEY]):
-        if text and nt[STATUS_KEY][i] not in _LEFT_OUT:
-            parsed[i] = json.loads(text)
-            members.setdefault((str(nt[QUESTION_KEY][i]), str(nt[FAMILY_KEY][i])), []).append(i)
-    statuses = np.array(nt[STATUS_KEY], dtype=object)
-    refusals = []
-    for (_, family), rows in members.items():
-        record = {
-            "task": parsed[rows[0]]["task"],
-            "family": family,
-            "rollouts": [
-                {k: parsed[i][k] for k in ("response", "verdict", "receipt")} for i in rows
-            ],
-        }
-        admission = ratchet.admit(record)
-        if not admission.admitted:
-            refusals.append(admission)
-            statuses[rows] = "REFUSED"
-    nt[STATUS_KEY] = statuses
-    return refusals
-
-
-def stratify_uids(data: Any) -> None:
-    """Put each row's (question, family, left-out) key into ``uid`` for the estimator.
-
-    Args:
-        data: a verl ``DataProto`` whose ``non_tensor_batch`` has the ``forkgate_*`` columns
-            ``compute_score`` returned.
-
-    Raises:
-        KeyError: a ``forkgate_*`` column is missing.
-    """
-    nt = data.non_tensor_batch
-    missing = [k for k in (FAMILY_KEY, QUESTION_KEY, STATUS_KEY) if k not in nt]
-    if missing:
-        raise KeyError(f"non_tensor_batch lacks {missing}: score with forkgate compute_score")
-    if _UID_KEY not in nt and "uid" in nt:
-        nt[_UID_KEY] = nt["uid"]
-    keys = [
-        _SEP.join((str(q), str(f), "1" if s in _LEFT_OUT else "0"))
-        for q, f, s in zip(nt[QUESTION_KEY], nt[FAMILY_KEY], nt[STATUS_KEY], strict=True)
-    ]
-    if ENTRY_TOKENS_KEY in nt:  # the entry length travels too (mark_entry_tokens)
-        keys = [f"{k}{_SEP}{int(n)}" for k, n in zip(keys, nt[ENTRY_TOKENS_KEY], strict=True)]
-    nt["uid"] = np.array(keys, dtype=object)
-
-
-def mark_entry_tokens(data: Any, entry_tokens: Any) -> None:
-    """Record each response's entry length (leading tokens) for ``entry_unscored``.
-
-    Args:
-        data: a verl ``DataProto`` with ``batch["responses"]`` (token ids).
-        entry_tokens: a function of one response's token ids (a list) giving how many leading
-            tokens are its entry.
-
-    Raises:
-        KeyError: the batch has no ``responses``.
-    """
-    responses = data.batch["responses"]
-    counts = [max(0, int(entry_tokens(row.tolist()))) for row in responses]
-    data.non_tensor_batch[ENTRY_TOKENS_KEY] = np.array(counts, dtype=object)
-
-
-def restore_uids(data: Any) -> None:
-    """Put back the ``uid`` column ``stratify_uids`` replaced."""
-    nt = data.non_tensor_batch
-    if _UID_KEY in nt:
-        nt["uid"] = nt.pop(_UID_KEY)
 
 
 class StratifiedEstimator:

@@ -105,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     prefix = _prefix_template(args)
     opts = RunOptions(
         workdir=Path(args.workdir),
+        force=args.force,
         server=args.server,
         trust=args.trust,
         tasks=args.tasks,
@@ -120,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         prefix_template=prefix,
         sampler_name=args.sampler if args.sampler == "embedded" else f"{args.sampler} {args.model}",
     )
-    return run_main_job(opts, _sampler(args), as_json=args.json)
+    return run_main_job(opts, as_json=args.json, make_sampler=lambda: _sampler(args))
 
 
 def cmd_guard(args: argparse.Namespace) -> int:

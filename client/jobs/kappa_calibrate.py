@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from certd.atomicfile import write_atomic
+
 __all__ = ["CalibrationOptions", "calibrate", "write_outputs"]
 
 _SWEEP = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
@@ -350,9 +352,9 @@ def write_outputs(report: Mapping[str, Any], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "calibration.json", out / "kappa-calibration.png", out / "kappa-calibration.md"]
-    paths[0].write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_atomic(paths[0], (json.dumps(report, indent=1) + "\n").encode(), mode=0o644)
     plot(report, paths[1])
-    paths[2].write_text(markdown(report), encoding="utf-8")
+    write_atomic(paths[2], markdown(report).encode("utf-8"), mode=0o644)
     return paths
 
 

@@ -23,14 +23,17 @@ Steps, each with its progress (a bar on a terminal, a log line every few seconds
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +48,17 @@ from ..metrics import entry_entropy, first_token_entropy, pass_at_k
 from ..progress import Progress
 from ..puzzles import small_countdown_puzzles
 from ..samplers import Sample, Sampler
+from ..tasks import as_task
 from .run_summary import Measured, report_data, screen
 
 __all__ = [
     "RunOptions",
+    "check_workdir",
     "entry_of",
     "evaluate_tasks",
-    "fresh_workdir",
     "group_stats",
     "run_main_job",
+    "staged_workdir",
 ]
 
 KAPPA = "countdown.first-op.v1"
@@ -64,7 +69,9 @@ class RunOptions:
     """What ``forkgate run`` does; the defaults are the embedded default.
 
     Attributes:
-        workdir: everything goes here (emptied first).
+        workdir: everything goes here; an earlier run there is replaced only with ``force``,
+            and only once the new run completes.
+        force: replace an earlier run in ``workdir``.
         server: a running certd (``host:port``); empty starts one in the work dir.
         trust: the server's log keys (vkey strings or files) when ``server`` is set.
         tasks: how many tasks to generate.
@@ -83,6 +90,7 @@ class RunOptions:
     """
 
     workdir: Path = Path("out/run")
+    force: bool = False
     server: str = ""
     trust: list[str] = field(default_factory=list)
     tasks: int = 48
@@ -234,28 +242,74 @@ def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def fresh_workdir(path: Path) -> None:
-    """Empty a work dir for a new run: one this program wrote before, or an empty one.
+_MARKERS = ("summary.json", "experiment.json", "certd-data", "tasks.jsonl")
+
+
+def check_workdir(path: Path, *, force: bool = False) -> None:
+    """Refuse a work dir that holds anything, unless ``force`` and it is an earlier run.
+
+    Nothing is written or deleted here: ``staged_workdir`` builds the new run beside it.
 
     Raises:
-        InvalidRequestError: the folder holds something else (it is never deleted).
+        InvalidRequestError: the folder holds files (without ``force``), or holds something
+            other than an earlier run (it is never replaced), or is a file.
     """
-    markers = ("summary.json", "experiment.json", "certd-data", "tasks.jsonl")
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise InvalidRequestError(f"{path} is a file; choose another --workdir", field="workdir")
+    if not any(path.iterdir()):
+        return
+    if not any((path / m).exists() for m in _MARKERS):
+        raise InvalidRequestError(
+            f"{path} is not empty and holds no earlier run; choose another --workdir",
+            field="workdir",
+        )
+    if not force:
+        raise InvalidRequestError(
+            f"{path} holds an earlier run (its signing key, ledger and report); pass --force "
+            "to replace it, or choose another --workdir",
+            field="workdir",
+        )
+
+
+@contextlib.contextmanager
+def staged_workdir(path: Path) -> Iterator[Path]:
+    """A fresh folder beside ``path`` to build the run in; on success it becomes ``path``.
+
+    On an error the staging folder is removed and ``path`` (an earlier run, if any) is left
+    as it was: the work dir is complete or untouched, never half-written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = None
     if path.exists():
-        if any(path.iterdir()) and not any((path / m).exists() for m in markers):
-            raise InvalidRequestError(
-                f"{path} is not empty and holds no earlier run; choose another --workdir",
-                field="workdir",
-            )
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
+        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.replaced-", dir=path.parent))
+        path.replace(old / path.name)
+    staging.replace(path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
+    """The run's tasks, each checked (``as_task``) before anything is written.
+
+    Raises:
+        InvalidRequestError: the file cannot be read, a line is not JSON or not a task.
+    """
     if not opts.tasks_file:
         return small_countdown_puzzles(opts.tasks, seed=opts.seed)
+    try:
+        text = Path(opts.tasks_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidRequestError(f"--tasks-file {opts.tasks_file}: {e}", field="tasks_file") from e
     out = []
-    for n, line in enumerate(Path(opts.tasks_file).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 obj = json.loads(line)
@@ -263,22 +317,60 @@ def _load_tasks(opts: RunOptions) -> list[dict[str, Any]]:
                 raise InvalidRequestError(f"{opts.tasks_file}:{n}: not JSON: {e}") from e
             if isinstance(obj, dict) and "domain" not in obj and isinstance(obj.get("task"), dict):
                 obj = obj["task"]  # a record (a fork-tree line) that carries its task object
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)  # the flat form is read
+                    as_task(obj)
+            except (ValueError, TypeError) as e:
+                raise InvalidRequestError(f"{opts.tasks_file}:{n}: not a task: {e}") from e
             out.append(obj)
+    if not out:
+        raise InvalidRequestError(f"{opts.tasks_file}: no tasks", field="tasks_file")
     return out
 
 
-def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -> int:
-    """Run the main job; print the summary; return 0 when the ledger audits clean."""
+def run_main_job(
+    opts: RunOptions,
+    sampler: Sampler | None = None,
+    *,
+    as_json: bool = False,
+    make_sampler: Callable[[], Sampler] | None = None,
+) -> int:
+    """Run the main job; print the summary; return 0 when the ledger audits clean.
+
+    Every input is checked before anything is written (and before ``make_sampler`` loads a
+    model); the run is built in a staging folder that replaces ``opts.workdir`` only when
+    the run completes (``staged_workdir``).
+
+    Raises:
+        InvalidRequestError: a bad input, or a work dir that may not be replaced.
+    """
     started = time.perf_counter()
+    check_workdir(opts.workdir, force=opts.force)
+    if opts.server and not opts.trust:
+        raise InvalidRequestError("--trust is required with --server", field="trust")
+    tasks = _load_tasks(opts)
+    if sampler is None:
+        if make_sampler is None:
+            raise ValueError("run_main_job needs a sampler or make_sampler")
+        sampler = make_sampler()
+    with staged_workdir(opts.workdir) as staging:
+        data, address, ok = _run_in(replace(opts, workdir=staging), sampler, tasks, started)
+        data["summary"]["report"] = str(opts.workdir / "report" / "index.html")
+        (staging / "summary.json").write_text(json.dumps(data["summary"], indent=1) + "\n")
+    print(json.dumps(data["summary"]) if as_json else screen(data["summary"], address))
+    return 0 if ok else 1
+
+
+def _run_in(
+    opts: RunOptions, sampler: Sampler, tasks: list[dict[str, Any]], started: float
+) -> tuple[dict[str, Any], str, bool]:
+    """The run inside ``opts.workdir`` (the staging folder): (report data, address, ok)."""
     workdir = opts.workdir
-    fresh_workdir(workdir)
     local = None if opts.server else LocalCertd(workdir / "certd-data")
     address = opts.server or (local.address if local else "")
     trust = opts.trust or ([local.vkey] if local else [])
-    if not trust:
-        raise InvalidRequestError("--trust is required with --server", field="trust")
     try:
-        tasks = _load_tasks(opts)
         (workdir / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
         with CertdClient(address, trusted_keys=trust) as client:
             measured = _measure(opts, client, sampler, tasks, trust)
@@ -296,12 +388,9 @@ def run_main_job(opts: RunOptions, sampler: Sampler, *, as_json: bool = False) -
     data["summary"]["seconds"] = round(time.perf_counter() - started, 1)
     from .report import write_report
 
-    index = write_report(workdir / "report", data)
-    data["summary"]["report"] = str(index)
-    (workdir / "summary.json").write_text(json.dumps(data["summary"], indent=1) + "\n")
-    print(json.dumps(data["summary"]) if as_json else screen(data["summary"], address))
-    ok = all(a["ok"] for a in audit.values())
-    return 0 if ok and not measured.refused else 1
+    write_report(workdir / "report", data)
+    ok = all(a["ok"] for a in audit.values()) and not measured.refused
+    return data, address, ok
 
 
 def _measure(

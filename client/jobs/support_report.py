@@ -24,6 +24,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from certd.atomicfile import write_atomic
 from certd.support import Interval, SupportChange, SupportFigures
 from certd.v1 import authority_pb2
 
@@ -201,5 +202,6 @@ def write_support_report(
     workdir.mkdir(parents=True, exist_ok=True)
     data = {"rows": [r.to_json() for r in rows], "decisions": decisions_json(decisions)}
     path = workdir / "support.json"
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    write_atomic(path, text.encode("utf-8"), mode=0o644)
     return [path, *save_support_plots(workdir, data["rows"])]

@@ -30,6 +30,10 @@ def make_backend(name: str, limits: Limits = CEILING) -> Sandbox:
     """A real backend by name; raises (never skips) when it cannot run here."""
     if name == "bwrap":
         return BwrapSandbox(limits)
+    if name == "gvisor":
+        from sandboxes.gvisor import GvisorSandbox
+
+        return GvisorSandbox(limits)
     return DockerSandbox(limits, DockerOptions(image=sandbox_image()))
 
 

@@ -73,6 +73,7 @@ def _write(path: Path, key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) 
             serialization.NoEncryption(),
         )
     )
+    path.with_suffix(".key").chmod(0o600)  # certd refuses a private key others may read
     path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 

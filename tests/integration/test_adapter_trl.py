@@ -19,6 +19,7 @@ from forkgate import ClientSettings  # noqa: E402
 from forkgate.adapters._scoring import Scored  # noqa: E402
 from forkgate.adapters.trl import (  # noqa: E402
     CertdReward,
+    LeftOutGuard,
     StratifiedGRPOTrainer,
     unscore_completion_entries,
 )
@@ -27,6 +28,7 @@ from forkgate.advantages import (  # noqa: E402
     grpo_advantages,
     informed_stratified_advantages,
 )
+from forkgate.errors import TrainingStalledError  # noqa: E402
 from forkgate.metrics import EntropyMonitor, default_monitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
@@ -203,7 +205,10 @@ def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
 ) -> None:
     alien = SigningKey.generate("alien").verifier()
     ratchet = Ratchet([alien], kappas={KAPPA})  # trusts another log: every receipt is unknown
-    trainer = _trainer(address, vkey, tmp_path, ratchet)
+    with pytest.raises(TrainingStalledError, match=r"8 refused by the ratchet.*UNKNOWN_KEY"):
+        _trainer(address, vkey, tmp_path, ratchet).train()  # the default guard: loud
+    off = LeftOutGuard(max_left_out_fraction=None, max_refusing_steps=0)
+    trainer = _trainer(address, vkey, tmp_path, Ratchet([alien], kappas={KAPPA}), guard=off)
     seen, moved = _train_one_step(trainer)
     assert trainer.refused and all(not a.admitted for a in trainer.refused)
     assert {r for a in trainer.refused for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
@@ -213,11 +218,13 @@ def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
 
 
 @pytest.mark.slow
-def test_a_step_during_a_certd_outage_learns_nothing_and_does_not_fail(
+def test_with_the_guard_off_a_step_during_a_certd_outage_learns_nothing(
     vkey: str, tmp_path: Path
 ) -> None:
     quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
-    trainer = _trainer(f"127.0.0.1:{_free_port()}", vkey, tmp_path, None, settings=quick)
+    off = LeftOutGuard(max_left_out_fraction=None)  # the default raises: test_adapter_trl_docs
+    down = f"127.0.0.1:{_free_port()}"
+    trainer = _trainer(down, vkey, tmp_path, None, settings=quick, guard=off)
     seen, moved = _train_one_step(trainer)
     assert {s.status for s in trainer._scored} == {"INFRA_ERROR"}
     assert {s.reward for s in trainer._scored} == {None}  # TRL got None for every row

@@ -32,6 +32,7 @@ from forkgate.advantages import (  # noqa: E402
     grpo_advantages,
     informed_stratified_advantages,
 )
+from forkgate.errors import TrainingStalledError  # noqa: E402
 from forkgate.metrics import EntropyMonitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
@@ -277,7 +278,10 @@ def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path
 
     alien = SigningKey.generate("alien").verifier()
     bad = batch()
-    refusals = fg.admit_batch(bad, Ratchet([alien], kappas={"countdown.first-op.v1"}))
+    with pytest.raises(TrainingStalledError, match=r"4 refused by the ratchet.*UNKNOWN_KEY"):
+        fg.admit_batch(batch(), Ratchet([alien], kappas={"countdown.first-op.v1"}))
+    off = fg.LeftOutGuard(max_left_out_fraction=None)
+    refusals = fg.admit_batch(bad, Ratchet([alien], kappas={"countdown.first-op.v1"}), guard=off)
     assert len(refusals) == 2  # the 25,- group and the 4,* group
     assert {r for a in refusals for r, _ in a.reasons} == {Reason.UNKNOWN_KEY}
     assert set(bad.non_tensor_batch[fg.STATUS_KEY]) == {"REFUSED"}
@@ -319,3 +323,47 @@ def test_entry_protection_options_through_verls_compute_advantage() -> None:
     assert monitor.alarms and est.batches == 1  # the monitor saw the batch's entries
     with pytest.raises(KeyError):
         fg.mark_entry_tokens(DataProto.from_dict(tensors={"x": torch.zeros(1, 1)}), len)
+
+
+def test_a_misspelt_reward_kwarg_is_a_type_error(address: str, vkey: str, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="certd_adress"):
+        _score_with_verl(address, [vkey], tmp_path, ["<answer>1</answer>"], certd_adress=address)
+
+
+def _scored_batch(address: str, vkey: str, tmp_path: Path, responses: list[str]) -> DataProto:
+    """A batch as verl's trainer holds it after its reward loop, rollouts kept."""
+    scored = _score_with_verl(
+        address, [vkey], tmp_path, responses, together=True, certd_keep_rollouts=True
+    )
+    infos = [r["reward_extra_info"] for r in scored]
+    data = _batch(
+        [
+            (
+                str(i[fg.QUESTION_KEY]),
+                str(i[fg.FAMILY_KEY]),
+                str(i[fg.STATUS_KEY]),
+                s["reward_score"],
+            )
+            for i, s in zip(infos, scored, strict=True)
+        ]
+    )
+    data.non_tensor_batch.update({k: np.array([i[k] for i in infos]) for k in infos[0]})
+    return data
+
+
+def test_admit_batch_follows_the_log_across_steps_and_stops_loudly(
+    certd_server: Any, address: str, vkey: str, tmp_path: Path
+) -> None:
+    ratchet = Ratchet([vkey], kappas={"countdown.first-op.v1"})  # as documented: no consistency=
+    guard = fg.LeftOutGuard()
+    responses = ["<answer>(25-5)*4+3</answer>", "<answer>25-5+4+3</answer>"]
+    for step in range(3):  # each step's receipt is a new ledger entry: the ratchet needs a proof
+        batch = _scored_batch(address, vkey, tmp_path, responses)
+        assert fg.admit_batch(batch, ratchet, guard=guard, certd_address=address) == []
+        assert guard.last is not None and guard.last.left_out == 0 and guard.last.step == step + 1
+    assert ratchet.trusted is not None and ratchet.trusted.size >= 3
+
+    certd_server.stop(grace_s=0.5)  # certd goes away: every row INFRA_ERROR, no rollout kept
+    down = _scored_batch(address, vkey, tmp_path, responses)
+    with pytest.raises(TrainingStalledError, match=r"2 of 2 rollouts left out.*2 unscored"):
+        fg.admit_batch(down, ratchet, guard=guard, certd_address=address)

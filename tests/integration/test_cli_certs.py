@@ -83,7 +83,7 @@ def test_get_cert_errors_are_one_line_with_exit_codes(
     _one_line(capsys.readouterr().err)
 
 
-def test_fork_tree_lists_the_certified_families(
+def test_fork_tree_lists_the_certified_labels(
     address: str, vkey: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _certify(address, vkey, tmp_path, "25,-", "(25-5)*4+3")
@@ -92,10 +92,10 @@ def test_fork_tree_lists_the_certified_families(
     base = ["fork-tree", "--server", address, "--task", json.dumps(TASK), "--trust", vkey]
     assert forkgate_main([*base, "--json"]) == 0
     tree = json.loads(capsys.readouterr().out)
-    assert sorted(f["label"] for f in tree["families"]) == ["25,-", "4,*"]
+    assert sorted(f["label"] for f in tree["labels"]) == ["25,-", "4,*"]
     assert tree["kappa"] == "countdown.first-op.v1" and tree["verified"] is True
     assert forkgate_main(base) == 0
-    assert "2 certified families" in capsys.readouterr().out
+    assert "2 certified labels" in capsys.readouterr().out
     # a task without a domain: one line, exit 2
     bare = ["fork-tree", "--server", address, "--task", json.dumps(TASK["task"])]
     assert forkgate_main(bare) == 2

@@ -226,6 +226,30 @@ def test_idempotency_key_replays_across_replicas(cluster: Cluster) -> None:
     assert "different request" in str(info.value.details())
 
 
+def test_a_reply_planted_in_redis_is_refused_not_replayed(cluster: Cluster) -> None:
+    """Someone who can write to Redis swaps the stored reply of an idempotency key for one
+    holding a forged certificate: a retry with that key gets an error, not the forgery."""
+    import redis
+
+    items = certify_items(countdown_puzzles(2, seed=53))[:1]
+    req = authority_pb2.CertifyBatchRequest(items=[certify_request(t, lb, w) for t, lb, w in items])
+    meta = (("idempotency-key", "planted-1"),)
+    with grpc.insecure_channel(cluster.addresses[0]) as ch:
+        reply = authority_pb2_grpc.AuthorityStub(ch).CertifyBatch(req, metadata=meta, timeout=60)
+    forged = authority_pb2.CertifyBatchResponse()
+    forged.CopyFrom(reply)
+    forged.results[0].certificate.envelope = b'{"payload":"forged"}'
+    r = redis.Redis.from_url(cluster.redis.url)
+    [record] = list(r.scan_iter("{certd}:idem:*"))
+    r.hset(record, "resp", forged.SerializeToString())
+    with grpc.insecure_channel(cluster.addresses[1]) as ch:
+        with pytest.raises(grpc.RpcError) as info:
+            authority_pb2_grpc.AuthorityStub(ch).CertifyBatch(req, metadata=meta, timeout=60)
+    assert info.value.code() == grpc.StatusCode.INTERNAL
+    assert "refusing to replay" in str(info.value.details())
+    r.close()
+
+
 def test_rate_limit_is_shared_by_the_replicas(tmp_path: Path) -> None:
     c = Cluster(
         tmp_path / "rl", n=2, config={"cluster": {"rate_limit_per_s": 0.2, "rate_limit_burst": 3}}

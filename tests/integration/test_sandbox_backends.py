@@ -11,6 +11,7 @@ from sandbox_backends import BACKENDS, CEILING, make_backend, makefile_image
 
 from sandboxes import ExecStatus, Limits, Program, Sandbox, SandboxConfigError, Worker
 from sandboxes.docker import DEFAULT_IMAGE
+from sandboxes.seccomp import docker_profile
 
 HERE = Path(__file__).resolve()
 SHORT = Limits(
@@ -244,7 +245,8 @@ def test_docker_container_settings(backend: Sandbox) -> None:
         return
     cfg = backend.container_config()  # type: ignore[attr-defined]
     assert cfg["network_mode"] == "none" and cfg["read_only"] is True
-    assert cfg["cap_drop"] == ["ALL"] and cfg["security_opt"] == ["no-new-privileges"]
+    assert cfg["cap_drop"] == ["ALL"] and cfg["security_opt"][0] == "no-new-privileges"
+    assert cfg["security_opt"][1:] == ["seccomp=" + docker_profile()]  # bwrap's policy
     assert cfg["user"] == "1000:1000" and cfg["pids_limit"] and cfg["mem_limit"]
     assert cfg["nano_cpus"] > 0 and set(cfg["tmpfs"]) == {"/work", "/tmp"}
 

@@ -27,7 +27,6 @@ from forkgate import (
     CertdClient,
     InvalidRequestError,
     ResourceExhaustedError,
-    UnimplementedError,
     VerifyItem,
     make_task,
 )
@@ -154,15 +153,17 @@ def test_bad_requests_get_typed_errors_and_server_keeps_serving(address: str) ->
         assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
 
 
-def test_a_domain_not_served_is_unimplemented_and_the_rest_still_works(tmp_path: Path) -> None:
+def test_a_domain_not_served_is_a_verdict_per_item_never_a_failed_batch(tmp_path: Path) -> None:
     cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=MathConfig(enabled=False))
     server = CertdServer(cfg)
     server.start()
     try:
         half = {"domain": "math", "gold": "1/2"}
         with CertdClient(f"127.0.0.1:{server.port}") as c:
-            with pytest.raises(UnimplementedError, match="'math' is not served"):
-                c.verify_batch([(TASK, "<answer>(25-5)*4+3</answer>"), (half, "1/2")])
+            ok, math = c.verify_batch([(TASK, "<answer>(25-5)*4+3</answer>"), (half, "1/2")])
+            assert ok.status == tasks_pb2.CORRECT
+            assert math.status == tasks_pb2.INFRA_ERROR
+            assert math.detail.startswith("domain 'math' not served here (served: countdown")
             assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
     finally:
         server.stop(grace_s=1)

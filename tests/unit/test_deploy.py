@@ -122,3 +122,63 @@ def test_image_build_script_parses() -> None:
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     text = script.read_text()
     assert "debootstrap" in text and "--no-index" in text and "docker import" in text
+
+
+def k8s_postgres_docs() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted((DEPLOY / "k8s-postgres").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            out.append((f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "doc"), k8s_postgres_docs(), ids=[n for n, _ in k8s_postgres_docs()]
+)
+def test_kubernetes_postgres_manifest_matches_the_api_schema(
+    name: str, doc: dict[str, Any]
+) -> None:
+    kv = pytest.importorskip("kubernetes_validate")
+    kv.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_kubernetes_postgres_option_has_a_synchronous_standby() -> None:
+    docs = {(d["kind"], d["metadata"]["name"]): d for _, d in k8s_postgres_docs()}
+    pg = docs[("StatefulSet", "postgres")]["spec"]
+    assert pg["replicas"] == 2 and pg["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+    data = docs[("ConfigMap", "certd-config")]["data"]
+    cfg = CertdConfig.model_validate(json.loads(data["certd.json"]))
+    url = cfg.cluster.ledger_url or ""
+    assert url.startswith("postgresql://") and "postgres-0." in url and "postgres-1." in url
+    assert "target_session_attrs=read-write" in url
+    assert cfg.cluster.postgres_require_sync_standby
+    assert cfg.access.enabled and cfg.access.tls_cert_file is not None  # beyond loopback
+    script = data["postgres-start.sh"]
+    assert "synchronous_standby_names = 'postgres-1'" in script and "pg_basebackup" in script
+    assert subprocess.run(["sh", "-n"], input=script, text=True).returncode == 0
+    certd = next(d for _, d in k8s_docs() if d["kind"] == "Deployment")
+    env = certd["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "PGPASSWORD"}.items() <= env[0].items()
+    assert env[0]["valueFrom"]["secretKeyRef"]["optional"] is True  # absent with Redis
+
+
+def test_compose_postgres_option_is_loopback_only_with_valid_commands() -> None:
+    services = dict(yaml.safe_load((DEPLOY / "compose.postgres.yaml").read_text()))["services"]
+    assert {"postgres-primary", "postgres-standby", "certd-1", "certd-2", "certd-3"} <= set(
+        services
+    )
+    assert "redis" not in services
+    listens = []
+    for name, svc in services.items():
+        assert svc["network_mode"] == "host", name
+        if name.startswith("certd-"):
+            args = build_parser().parse_args([str(c) for c in svc["command"]])
+            assert args.ledger == "postgresql://postgres@127.0.0.1:5490,127.0.0.1:5491/postgres"
+            assert set(svc["depends_on"]) == {"postgres-primary", "postgres-standby"}
+            listens.append(args.listen)
+    primary = services["postgres-primary"]["command"][0]
+    assert "listen_addresses = '127.0.0.1'" in primary
+    assert "synchronous_standby_names = 'standby'" in primary
+    assert "application_name=standby" in services["postgres-standby"]["command"][0]
+    nginx = (DEPLOY / "nginx.conf").read_text()
+    assert sorted(re.findall(r"server (127\.0\.0\.1:\d+)", nginx)) == sorted(listens)

@@ -106,9 +106,16 @@ def test_a_failing_checker_is_infra_error_for_its_items_only(
     assert "sandbox pool is gone" in part[1].verdict.detail
 
 
-def test_unknown_domain_is_unsupported(
+def test_a_domain_not_served_is_a_verdict_per_item_and_the_rest_is_checked(
     setup: tuple[Checkers, VerifyDispatch, EchoChecker],
 ) -> None:
     _, dispatch, _ = setup
-    with pytest.raises(UnsupportedError, match="'nope' is not served"):
-        dispatch.check([CheckItem("x", "t", "22" * 32, "r", "nope")])
+    items = [
+        CheckItem("x", "t", "22" * 32, "r", "nope"),
+        CheckItem("y", "same", "33" * 32, "same", "echo"),
+    ]
+    nope, echo = dispatch.check(items)
+    assert nope.verdict.status == Status.INFRA_ERROR
+    assert nope.verdict.detail.startswith("domain 'nope' not served here (served: countdown")
+    assert nope.verdict.verifier == "certd.dispatch@1"
+    assert echo.verdict.status == Status.CORRECT

@@ -10,22 +10,24 @@ The verifier never trusts what a program says about itself:
 
 * stdin/stdout cases: the program only produces bytes; the comparison runs here, outside the
   sandbox, under the task's declared comparison.
-* function tests (HumanEval layout): a trusted harness runs the solution and ``check(entry)``
-  in one namespace, then reads a one-time nonce from fd 4 and writes it to fd 3. Only a run
-  that hands back exactly that nonce *and* exits 0 is CORRECT. ``sys.exit(0)``, ``os._exit(0)``,
-  ``SystemExit`` raised in a ``finally``, a printed "all tests passed", or killing the harness
-  all end the run before the nonce is read, so they score as failures. What stays possible
-  in-process (an ``__eq__`` that always returns True, patching ``check`` or builtins, reading
-  the harness's fds deliberately) is documented in docs/code-domain.md: the stdin/stdout mode
-  closes it.
+* function tests (HumanEval layout): the tests run in a process that never imports the
+  solution; ``candidate`` is a proxy to a second process that holds it, and values cross as
+  data through ``_codec.py`` (``_harness.py`` has the protocol). Only the test process holds
+  the completion channel: it reads a one-time nonce from fd 4 and writes it to fd 3 after
+  ``check`` returned with no fault of the solution recorded. Only a run that hands back exactly
+  that nonce *and* exits 0 is CORRECT. docs/code-domain.md says what the boundary guarantees
+  and what it does not.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import marshal
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from certd.domains.verdict import Status
 from sandboxes.program import Program
@@ -52,25 +54,44 @@ COMPILE_COMMANDS = {
 }
 _SOURCE_NAME = {"c": "main.c", "cpp": "main.cpp"}
 
-_HARNESS = """\
-import os as _fg_os
+_CODEC_IMPORT = "from ._codec import MAX_FRAME_BYTES, CodecError, decode, encode"
+_FUTURE = "from __future__ import annotations\n"
+_TYPING = "from typing import Any\n"
+_HERE = Path(__file__).parent
 
 
-def _fg_run():
-    with open("solution.py", encoding="utf-8") as f:
-        solution = f.read()
-    with open("tests.py", encoding="utf-8") as f:
-        tests = f.read()
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(compile(solution, "solution.py", "exec"), namespace)
-    exec(compile(tests, "tests.py", "exec"), namespace)
-    namespace["check"](namespace[ENTRY])
-    nonce = _fg_os.read(4, 256)
-    _fg_os.write(3, nonce)
+def _harness_source() -> str:
+    """``main.py`` of a function-test run: the codec, then the harness (both stdlib only)."""
+    codec = (_HERE / "_codec.py").read_text(encoding="utf-8")
+    harness = (_HERE / "_harness.py").read_text(encoding="utf-8")
+    for line in (_CODEC_IMPORT, _FUTURE, _TYPING):
+        assert harness.count(line) == 1, f"the harness lost its line {line!r}"
+    assert codec.count(_TYPING) == 1, "the codec lost its typing import"
+    harness = harness.replace(_FUTURE, "").replace(_CODEC_IMPORT, "pass  # the codec is above")
+    # Annotations are never evaluated (``from __future__ import annotations``), and importing
+    # typing costs a run more than the rest of the harness: the inlined text goes without it.
+    return (codec + "\n" + harness).replace(_TYPING, "")
 
 
-_fg_run()
-"""
+_HARNESS = _harness_source()
+# Compiling the harness costs a run more than the rest of it does: the run gets it compiled
+# (marshal, read by an interpreter with the same bytecode magic) and as source otherwise.
+_HARNESS_CODE = marshal.dumps(compile(_HARNESS, "harness.py", "exec", dont_inherit=True))
+_LOADER = """\
+import _frozen_importlib_external as _fg_ext
+
+if _fg_ext.MAGIC_NUMBER == @MAGIC@:
+    import marshal as _fg_marshal
+
+    with open("harness.bin", "rb") as _fg_f:
+        _fg_code = _fg_marshal.loads(_fg_f.read())
+else:
+    with open("harness.py", "rb") as _fg_f:
+        _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
+exec(_fg_code)
+main(@ENTRY@)
+""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER))
+EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
 _TESTS_LINE = re.compile(rb'File "tests\.py", line (\d+)')
 
 
@@ -125,7 +146,10 @@ def function_program(task: CodeTask, code: str) -> Program:
     return Program(
         argv=("python3", "main.py"),
         files={
-            "main.py": _HARNESS.replace("ENTRY", repr(task.entry_point)).encode(),
+            "main.py": _LOADER.replace("@ENTRY@", repr(task.entry_point)).encode(),
+            "harness.bin": _HARNESS_CODE,
+            "harness.py": _HARNESS.encode(),
+            "prompt.py": task.prompt.encode(),
             "solution.py": solution.encode(),
             "tests.py": task.test.encode(),
         },
@@ -189,6 +213,8 @@ def judge_function(task: CodeTask, result: ExecResult) -> Outcome:
         return Outcome(Status.WRONG_ANSWER, last or "AssertionError", failing_case=index)
     if result.exit_code == 0 and result.signal is None:
         return Outcome(Status.WRONG_ANSWER, "exited before the tests completed")
+    if result.exit_code == EXIT_TASK_ERROR and last.startswith("TaskBoundaryError:"):
+        return Outcome(Status.INFRA_ERROR, "task error: " + last.split(":", 1)[1].strip())
     return Outcome(Status.RUNTIME_ERROR, last or result.detail)
 
 

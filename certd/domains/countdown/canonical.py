@@ -11,13 +11,25 @@ Example:
 
 The normal form flattens every ``+``/``-`` chain into a multiset of signed terms and every
 ``*``/``/`` chain into a multiset of factors with exponent ±1, recursively, and sorts each
-multiset: literals first by value, then compound parts by their text. It is purely structural:
-``(25-5)*4+3`` and ``25*4-5*4+3`` stay different even though they are equal in value. The form
-is itself an expression (positive terms first, then ``-t``; numerator factors first, then
-``/f``), so it parses back and evaluates to the same value.
+multiset: literals first by value, then compound parts by their text. Identity operations are
+removed first (``reduce_identities``): a factor ``1`` (``×1``, ``÷1``), a term ``0`` (``+0``,
+``−0``), a factor that appears both multiplied and divided (``×a÷a``, ``×(a÷a)``), a term that
+appears both added and subtracted (``+a−a``, ``+(a−a)``), and their nestings, so one
+computation has one form:
+
+    >>> canonical_form(parse_expression("(5+3*4)/1")) == canonical_form(parse_expression("3*4+5"))
+    True
+    >>> canonical_form(parse_expression("3*4*(2/2)+5-(4-4)"))
+    '5+3*4'
+
+Beyond identities it is purely structural: ``(25-5)*4+3`` and ``25*4-5*4+3`` stay different even
+though they are equal in value. The form is itself an expression (positive terms first, then
+``-t``; numerator factors first, then ``/f``), so it parses back and evaluates to the same value.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from .expr import BinOp, Expr, Num
 
@@ -30,6 +42,7 @@ __all__ = [
     "labels_of",
     "leaf",
     "make",
+    "reduce_identities",
     "render_carrying",
 ]
 
@@ -138,11 +151,89 @@ def canon_of(expr: Expr) -> Canon:
 _KIND = {"+": "+", "-": "+", "*": "*", "/": "*"}
 
 
+def reduce_identities(node: Canon) -> Canon:
+    """The normal form with every identity operation removed (bottom-up, re-flattened).
+
+    In a product, factors ``1`` are dropped and a factor present in both the numerator and the
+    denominator cancels once per pair; in a sum, terms ``0`` are dropped and a term both added
+    and subtracted cancels likewise. A part left empty is its unit (``0``/``1``, then dropped by
+    its parent), a part left with one positive member is that member (flattened into a parent
+    of the same kind), and a part left with only negative members gets the unit as its first
+    term (``0-x``, ``1/x``) so that it still renders. Iterative, so any depth is safe.
+
+    Args:
+        node: a normal-form node (``canon_of`` or built by ``combine``).
+
+    Returns:
+        The reduced node; ``node`` itself when it has no identity operation.
+    """
+    done: dict[int, Canon] = {}
+    todo: list[tuple[Canon, bool]] = [(node, False)]
+    while todo:  # children first, iteratively: a form may nest as deep as its expression
+        current, expanded = todo.pop()
+        if current.kind == "n" or id(current) in done:
+            done[id(current)] = done.get(id(current), current)
+            continue
+        if not expanded:
+            todo.append((current, True))
+            todo.extend((m, False) for m in (*current.pos, *current.neg))
+            continue
+        done[id(current)] = _reduce_node(current, done)
+    return done[id(node)]
+
+
+def _reduce_node(node: Canon, done: dict[int, Canon]) -> Canon:
+    """One sum or product node reduced, its members already reduced in ``done``."""
+    kind = node.kind
+    unit = 0 if kind == "+" else 1
+    pos: list[Canon] = []
+    neg: list[Canon] = []
+    changed = False
+    for members, positive in ((node.pos, True), (node.neg, False)):
+        for member in members:
+            r = done[id(member)]
+            changed |= r is not member
+            if r.kind == kind:
+                pos.extend(r.pos if positive else r.neg)
+                neg.extend(r.neg if positive else r.pos)
+            elif r.kind == "n" and r.value == unit:
+                changed = True
+            else:
+                (pos if positive else neg).append(r)
+    pos, neg, cancelled = _cancel(pos, neg)
+    if not (changed or cancelled):
+        return node
+    if not pos and not neg:
+        return leaf(unit)
+    if len(pos) == 1 and not neg:
+        return pos[0]
+    return make(kind, pos or [leaf(unit)], neg)
+
+
+def _cancel(pos: list[Canon], neg: list[Canon]) -> tuple[list[Canon], list[Canon], bool]:
+    """Drop one positive and one negative member per pair with equal texts."""
+    both = Counter(p.text for p in pos) & Counter(n.text for n in neg)
+    if not both:
+        return pos, neg, False
+    return _without(pos, Counter(both)), _without(neg, Counter(both)), True
+
+
+def _without(members: list[Canon], drop: Counter[str]) -> list[Canon]:
+    kept: list[Canon] = []
+    for m in members:
+        if drop[m.text] > 0:
+            drop[m.text] -= 1
+        else:
+            kept.append(m)
+    return kept
+
+
 def canonical_form(expr: Expr) -> str:
     """The pseudo-fork normal form of a solution.
 
     Two expressions get the same string exactly when one is a commuted or re-associated
-    rendering of the other (``a-(b-c)`` and ``a-b+c`` included); nothing is merged by value.
+    rendering of the other (``a-(b-c)`` and ``a-b+c`` included) once identity operations are
+    removed (``reduce_identities``); nothing else is merged by value.
 
     Args:
         expr: the expression tree.
@@ -150,7 +241,7 @@ def canonical_form(expr: Expr) -> str:
     Returns:
         The normal form, itself a valid expression, e.g. ``3+4*(25-5)``.
     """
-    return canon_of(expr).text
+    return reduce_identities(canon_of(expr)).text
 
 
 def canon_labels(node: Canon) -> frozenset[tuple[int, str]]:

@@ -18,7 +18,9 @@ memoised search in ``search.py``; each comes with a witness that verifies CORREC
 
 *Families* apply the pseudo-fork rule: two labels are one family when their sets of canonical
 solutions are equal, i.e. every solution reachable through one label is only a commuted or
-re-associated rendering of a solution reachable through the other. Above, ``25,-`` and ``4,*``
+re-associated rendering of a solution reachable through the other, identity operations (``×1``,
+``÷1``, ``+0``, ``−0``, ``×(a÷a)``, ``+(a−a)``) removed: the canonical form is the one the
+certification gate uses (``canonical_form``, via ``reduce_identities``). Above, ``25,-`` and ``4,*``
 reach exactly the solutions ``3+4*(25-5)`` and ``4*(25-3)-5``, so they are one family, while
 ``3,+`` reaches only ``3+4*(25-5)`` and ``3,-`` only ``3-4*(5-25)``. The families come from
 listing the distinct canonical solutions (``solutions``); when that listing hits
@@ -35,16 +37,17 @@ certified together, since the gate refuses a solution already certified under an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from certd.errors import InvalidInputError
 
-from .canonical import Canon, canon_labels, render_carrying
+from .canonical import Canon, canon_labels, reduce_identities, render_carrying
 from .expr import render
 from .search import Search, TruncatedError
 from .task import CountdownTask
 
-__all__ = ["Enumeration", "LabelWitness", "enumerate_families"]
+__all__ = ["Enumeration", "LabelWitness", "enumerate_families", "group_solutions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +140,15 @@ def enumerate_families(task: CountdownTask, *, max_solutions: int = 200_000) -> 
     labels = tuple(_label_witness(search, witness_mask[b], target, b) for b in order)
     index = {search.label_of_bit[b]: i for i, b in enumerate(order)}
     try:
-        solutions: dict[str, Canon] = {}
+        raw: dict[str, Canon] = {}
         for mask in masks:
-            solutions.update(search.trees(mask, target, max_solutions))
-            if len(solutions) > max_solutions:
+            raw.update(search.trees(mask, target, max_solutions))
+            if len(raw) > max_solutions:
                 raise TruncatedError
     except TruncatedError:
         singletons = tuple((i,) for i in range(len(labels)))
         return Enumeration(labels=labels, families=singletons, complete=False)
+    solutions = group_solutions(raw.values())
     families = _families(solutions, index)
     witnessed, certifiable = _distinct_witnesses(labels, families, solutions)
     return Enumeration(
@@ -176,13 +180,23 @@ def _label_witness(search: Search, mask: int, target: int, bit: int) -> LabelWit
     return LabelWitness(operand=operand, operator=operator, witness=witness)
 
 
+def group_solutions(forms: Iterable[Canon]) -> dict[str, list[Canon]]:
+    """The solutions keyed by their canonical form (identities removed), each with its
+    commuted/re-associated forms that still carry identity operations (``5*1+3*4`` beside
+    ``5+3*4``): a label is reached by a solution when one of those forms carries it."""
+    out: dict[str, list[Canon]] = {}
+    for form in forms:
+        out.setdefault(reduce_identities(form).text, []).append(form)
+    return out
+
+
 def _families(
-    solutions: dict[str, Canon], index: dict[tuple[int, str], int]
+    solutions: dict[str, list[Canon]], index: dict[tuple[int, str], int]
 ) -> tuple[tuple[int, ...], ...]:
     """Group label indexes whose sets of canonical solutions are equal."""
     reached: list[set[str]] = [set() for _ in index]
-    for text, canon in solutions.items():
-        for label in canon_labels(canon):
+    for text, forms in solutions.items():
+        for label in set().union(*(canon_labels(f) for f in forms)):
             i = index.get(label)
             if i is not None:
                 reached[i].add(text)
@@ -199,7 +213,7 @@ def _families(
 def _distinct_witnesses(
     labels: tuple[LabelWitness, ...],
     families: tuple[tuple[int, ...], ...],
-    solutions: dict[str, Canon],
+    solutions: dict[str, list[Canon]],
 ) -> tuple[tuple[LabelWitness, ...], int]:
     """Re-pick witnesses so that different families are witnessed by different solutions.
 
@@ -215,8 +229,9 @@ def _distinct_witnesses(
     carried: dict[int, list[str]] = {f: [] for f in range(len(families))}
     family_of = {i: f for f, members in enumerate(families) for i in members}
     keys = [(lw.operand, lw.operator) for lw in labels]
-    for text, canon in sorted(solutions.items()):
-        reached = {family_of[i] for i, k in enumerate(keys) if k in canon_labels(canon)}
+    for text, forms in sorted(solutions.items()):
+        carried_labels = set().union(*(canon_labels(f) for f in forms))
+        reached = {family_of[i] for i, k in enumerate(keys) if k in carried_labels}
         for f in reached:
             carried[f].append(text)
     owner: dict[str, int] = {}
@@ -239,7 +254,14 @@ def _distinct_witnesses(
         if f not in chosen:
             continue
         for i in members:
-            witness = render_carrying(solutions[chosen[f]], keys[i])
+            witness = next(
+                (
+                    w
+                    for form in solutions[chosen[f]]
+                    if (w := render_carrying(form, keys[i])) is not None
+                ),
+                None,
+            )
             if witness is not None:
                 out[i] = LabelWitness(labels[i].operand, labels[i].operator, witness)
     return tuple(out), len(chosen)

@@ -1,0 +1,370 @@
+"""The cluster ledger store on PostgreSQL: shared by every certd replica, survives a failover.
+
+Example::
+
+    from certd.ledger.postgres_store import PostgresStore
+    store = PostgresStore("postgresql://db1:5432,db2:5432/certd", schema="certd")
+    store.append([("k1", b"entry one")])     # 0, from whichever replica gets there first
+    store.close()
+
+Tables (in the schema ``S``, created when missing)::
+
+    S.meta(name text PRIMARY KEY, value bigint)        schema_version, tree_size
+    S.entries(idx bigint PRIMARY KEY, data bytea)
+    S.keys(key text COLLATE "C" PRIMARY KEY, idx bigint)   every part of an entry's key
+    S.nodes(level int, idx bigint, hash bytea, PRIMARY KEY(level, idx))   complete subtrees
+    S.checkpoints(size bigint PRIMARY KEY, note text)   signed checkpoint notes
+
+Sequencing: an append is one transaction. It locks the ``tree_size`` row (``FOR UPDATE``),
+compares it with the size the replica built its Merkle nodes on (compare-and-set: a replica
+that lost the race gets ``AppendConflictError`` and nothing is written), refuses a key part
+that is stored already (an entry may claim several keys joined by ``KEY_SEPARATOR``, as in
+the Redis store), then writes the entries, their keys, every complete node they create and
+the new size. Indexes have no gaps and no duplicates however many replicas append at once.
+Replicas queue for the append on an advisory lock (``writer_lock``), an optimisation only.
+
+Durability: every session runs ``synchronous_commit=on`` (``certd.ledger.postgres_conn``):
+an append is acknowledged after its WAL is flushed on the primary and, when the primary
+names a synchronous standby (``synchronous_standby_names``), on the standby too, so an
+acknowledged entry survives losing the primary. ``require_sync_standby`` makes the store
+refuse to open on a server without one. See ``docs/operating-a-cluster.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import psycopg
+
+from certd.errors import ConfigError, StoreError
+from certd.ledger.postgres_conn import PgConnections, postgres_url_ok
+from certd.ledger.store import (
+    KEY_SEPARATOR,
+    AppendConflictError,
+    DuplicateKeyError,
+    Entry,
+    LedgerStore,
+    Node,
+    StoreLimits,
+)
+
+__all__ = ["PostgresStore", "SCHEMA_VERSION", "postgres_url_ok"]
+
+SCHEMA_VERSION = 1
+"""Version of the table layout written in ``S.meta.schema_version``."""
+
+_SCHEMA = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.entries (idx bigint PRIMARY KEY, data bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.keys (key text COLLATE "C" PRIMARY KEY, idx bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.nodes (
+    level integer NOT NULL, idx bigint NOT NULL, hash bytea NOT NULL, PRIMARY KEY (level, idx));
+CREATE TABLE IF NOT EXISTS {s}.checkpoints (size bigint PRIMARY KEY, note text NOT NULL);
+INSERT INTO {s}.meta VALUES ('schema_version', {v}) ON CONFLICT DO NOTHING;
+INSERT INTO {s}.meta VALUES ('tree_size', 0) ON CONFLICT DO NOTHING;
+"""
+
+_BINARY = "(FORMAT BINARY)"  # no hex escaping of the entry bytes
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_LOCK_SPACE = 0x63657274  # "cert": the advisory lock's first key
+
+
+class PostgresStore(LedgerStore):
+    """A ``LedgerStore`` in PostgreSQL, shared by any number of certd processes."""
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "certd",
+        limits: StoreLimits | None = None,
+        connect_timeout_s: float = 5.0,
+        require_sync_standby: bool = False,
+    ) -> None:
+        """Connect, create the tables when missing and check the layout.
+
+        Args:
+            url: ``postgresql://host[:port][,host[:port]...]/dbname[?params]``.
+            schema: the schema holding the tables; one database can hold several ledgers.
+            limits: the store limits, or None for the defaults.
+            connect_timeout_s: the timeout of each connection attempt, per host.
+            require_sync_standby: refuse a server that names no synchronous standby.
+
+        Raises:
+            ConfigError: the URL or schema name is not valid, or a standby is required and
+                the server names none.
+            StoreError: PostgreSQL cannot be reached, or holds another schema version.
+        """
+        super().__init__(limits)
+        if not _SCHEMA_NAME.match(schema):
+            raise ConfigError(f"expected a lower-case SQL identifier as schema, got {schema!r}")
+        self.url = url
+        self.schema = schema
+        self._conns = PgConnections(url, connect_timeout_s=connect_timeout_s)
+        self._lock_key = _LOCK_SPACE ^ hash_schema(schema)
+        with self._conns.transaction("create the ledger tables") as cur:
+            cur.execute(f"SELECT pg_advisory_xact_lock({_LOCK_SPACE})")  # one creator at a time
+            for statement in _SCHEMA.format(s=schema, v=SCHEMA_VERSION).split(";"):
+                if statement.strip():
+                    cur.execute(statement.encode())
+            cur.execute(f"SELECT value FROM {schema}.meta WHERE name = 'schema_version'".encode())
+            row = cur.fetchone()
+            cur.execute(b"SHOW synchronous_standby_names")
+            standby = cur.fetchone()
+        version = None if row is None else row[0]
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"expected schema version {SCHEMA_VERSION} in {schema}, got {version}")
+        if require_sync_standby and not (standby and str(standby[0]).strip()):
+            raise ConfigError(
+                f"expected the PostgreSQL primary at {url} to name a synchronous standby "
+                "(synchronous_standby_names), got none"
+            )
+
+    def _sql(self, text: str) -> bytes:
+        return text.replace("S.", f"{self.schema}.").encode()
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def _read_size(self) -> int:
+        with self._conns.cursor("read the tree size") as cur:
+            cur.execute(self._sql("SELECT value FROM S.meta WHERE name = 'tree_size'"))
+            row = cur.fetchone()
+        if row is None:
+            raise StoreError("expected a tree_size row in meta, got none")
+        return int(str(row[0]))
+
+    def _read_unexplained(self, size: int, limit: int) -> list[str]:
+        queries = (
+            ("entry", "SELECT idx::text FROM S.entries WHERE idx >= %s OR idx < 0 LIMIT %s"),
+            (
+                "node",
+                "SELECT level || ',' || idx FROM S.nodes"
+                " WHERE ((idx + 1) << level) > %s OR idx < 0 LIMIT %s",
+            ),
+            ("key", "SELECT key || ' -> ' || idx FROM S.keys WHERE idx >= %s LIMIT %s"),
+            ("checkpoint", "SELECT size::text FROM S.checkpoints WHERE size > %s LIMIT %s"),
+        )
+        out: list[str] = []
+        with self._conns.cursor("look for rows beyond the tree") as cur:
+            for what, sql in queries:
+                cur.execute(self._sql(sql), (size, limit))
+                out += [f"{what} at {w} beyond the tree size {size}" for (w,) in cur.fetchall()]
+        return out[:limit]
+
+    def _read_entries(self, start: int, end: int) -> list[bytes | None]:
+        if end <= start:
+            return []
+        out: list[bytes | None] = [None] * (end - start)
+        with self._conns.cursor(f"read entries [{start}, {end})") as cur:
+            cur.execute(
+                self._sql("SELECT idx, data FROM S.entries WHERE idx >= %s AND idx < %s"),
+                (start, end),
+            )
+            for idx, data in cur.fetchall():
+                out[_int(idx) - start] = _bytes(data)
+        return out
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        found: dict[int, bytes] = {}
+        with self._conns.cursor(f"read {len(indexes)} entries") as cur:
+            cur.execute(
+                self._sql("SELECT idx, data FROM S.entries WHERE idx = ANY(%s)"), (list(indexes),)
+            )
+            found = {_int(i): _bytes(d) for i, d in cur.fetchall()}
+        return [found.get(i) for i in indexes]
+
+    def _read_nodes(self, level: int, start: int, end: int) -> list[bytes | None]:
+        if end <= start:
+            return []
+        out: list[bytes | None] = [None] * (end - start)
+        with self._conns.cursor(f"read nodes at level {level}") as cur:
+            cur.execute(
+                self._sql(
+                    "SELECT idx, hash FROM S.nodes WHERE level = %s AND idx >= %s AND idx < %s"
+                ),
+                (level, start, end),
+            )
+            for idx, h in cur.fetchall():
+                out[_int(idx) - start] = _bytes(h)
+        return out
+
+    def _read_node_set(self, coords: Sequence[tuple[int, int]]) -> list[bytes | None]:
+        if not coords:
+            return []
+        with self._conns.cursor(f"read {len(coords)} nodes") as cur:
+            cur.execute(
+                self._sql(
+                    "SELECT n.level, n.idx, n.hash FROM S.nodes n"
+                    " JOIN unnest(%s::int[], %s::bigint[]) AS c(level, idx)"
+                    " ON n.level = c.level AND n.idx = c.idx"
+                ),
+                ([c[0] for c in coords], [c[1] for c in coords]),
+            )
+            found = {(_int(lv), _int(i)): _bytes(h) for lv, i, h in cur.fetchall()}
+        return [found.get(c) for c in coords]
+
+    def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
+        if not keys:
+            return {}
+        parts = [[p for p in k.split(KEY_SEPARATOR) if p] for k in keys]
+        flat = sorted({p for ps in parts for p in ps})
+        with self._conns.cursor("look up keys") as cur:
+            cur.execute(self._sql("SELECT key, idx FROM S.keys WHERE key = ANY(%s)"), (flat,))
+            at = {str(k): _int(i) for k, i in cur.fetchall()}
+        found: dict[str, int] = {}
+        for key, ps in zip(keys, parts, strict=True):
+            hit = next((at[p] for p in ps if p in at), None)
+            if hit is not None:
+                found[key] = hit
+        return found
+
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        pattern = "".join("\\" + c if c in "%_\\" else c for c in prefix) + "%"
+        with self._conns.cursor(f"list keys {prefix!r}*") as cur:
+            cur.execute(self._sql("SELECT key, idx FROM S.keys WHERE key LIKE %s"), (pattern,))
+            return [(str(k), _int(i)) for k, i in cur.fetchall()]
+
+    def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
+        key_rows = _key_rows(first, entries)
+        with self._conns.transaction(f"append {len(entries)} entries at {first}") as cur:
+            cur.execute(self._sql("SELECT value FROM S.meta WHERE name = 'tree_size' FOR UPDATE"))
+            row = cur.fetchone()
+            stored = -1 if row is None else _int(row[0])
+            if stored != first:
+                raise AppendConflictError(first, stored)
+            if key_rows:
+                self._refuse_stored_keys(cur, entries, [k for k, _ in key_rows])
+                with cur.copy(self._sql(f"COPY S.keys (key, idx) FROM STDIN {_BINARY}")) as copy:
+                    copy.set_types(["text", "int8"])
+                    for key_row in key_rows:
+                        copy.write_row(key_row)
+            with cur.copy(self._sql(f"COPY S.entries (idx, data) FROM STDIN {_BINARY}")) as copy:
+                copy.set_types(["int8", "bytea"])
+                for i, (_, data) in enumerate(entries):
+                    copy.write_row((first + i, data))
+            with cur.copy(
+                self._sql(f"COPY S.nodes (level, idx, hash) FROM STDIN {_BINARY}")
+            ) as copy:
+                copy.set_types(["int4", "int8", "bytea"])
+                for node in nodes:
+                    copy.write_row(node)
+            cur.execute(
+                self._sql("UPDATE S.meta SET value = %s WHERE name = 'tree_size'"),
+                (first + len(entries),),
+            )
+
+    def _refuse_stored_keys(
+        self, cur: psycopg.Cursor[tuple[object, ...]], entries: Sequence[Entry], parts: list[str]
+    ) -> None:
+        """Raise ``DuplicateKeyError`` for the first entry whose key (part) is stored."""
+        cur.execute(self._sql("SELECT key, idx FROM S.keys WHERE key = ANY(%s)"), (parts,))
+        at = {str(k): _int(i) for k, i in cur.fetchall()}
+        if not at:
+            return
+        for key, _ in entries:
+            for part in (key or "").split(KEY_SEPARATOR):
+                if part in at:
+                    raise DuplicateKeyError(key or part, at[part])
+
+    def _write_checkpoint(self, size: int, signed_note: str) -> None:
+        with self._conns.transaction(f"store the checkpoint at size {size}") as cur:
+            cur.execute(self._sql("SELECT value FROM S.meta WHERE name = 'tree_size' FOR SHARE"))
+            row = cur.fetchone()
+            stored = 0 if row is None else _int(row[0])
+            if size > stored:
+                raise StoreError(f"checkpoint at size {size} is beyond the stored tree {stored}")
+            cur.execute(
+                self._sql(
+                    "INSERT INTO S.checkpoints (size, note) VALUES (%s, %s)"
+                    " ON CONFLICT (size) DO UPDATE SET note = excluded.note"
+                ),
+                (size, signed_note),
+            )
+
+    def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
+        with self._conns.cursor("read checkpoints") as cur:
+            if size is None:
+                cur.execute(
+                    self._sql("SELECT size, note FROM S.checkpoints ORDER BY size DESC LIMIT 1")
+                )
+            else:
+                cur.execute(
+                    self._sql("SELECT size, note FROM S.checkpoints WHERE size = %s"), (size,)
+                )
+            row = cur.fetchone()
+        return None if row is None else (_int(row[0]), str(row[1]))
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """A session advisory lock around one replica's commit, so replicas queue.
+
+        An optimisation: appends stay compare-and-set. The lock is this thread's session's,
+        so the append inside runs on the same session; a session that dies releases it.
+        """
+        with self._conns.cursor("take the writer lock") as cur:
+            cur.execute(b"SELECT pg_advisory_lock(%s)", (self._lock_key,))
+        try:
+            yield
+        finally:
+            try:
+                with self._conns.cursor("release the writer lock") as cur:
+                    cur.execute(b"SELECT pg_advisory_unlock(%s)", (self._lock_key,))
+            except StoreError:
+                pass  # the session is gone, and its lock with it
+
+    def ping(self) -> None:
+        """Check that a read-write server answers.
+
+        Raises:
+            StoreError: none does.
+        """
+        with self._conns.cursor("reach PostgreSQL") as cur:
+            cur.execute(b"SELECT 1")
+
+    def close(self) -> None:
+        """Close every session. Idempotent."""
+        self._conns.close()
+
+
+def hash_schema(schema: str) -> int:
+    """A stable 31-bit number for the schema name (the advisory lock's key)."""
+    h = 0
+    for c in schema.encode():
+        h = (h * 131 + c) & 0x7FFFFFFF
+    return h
+
+
+def _key_rows(first: int, entries: Sequence[Entry]) -> list[tuple[str, int]]:
+    """The ``(key part, index)`` rows of an append.
+
+    Raises:
+        DuplicateKeyError: a key part is claimed twice in the append.
+    """
+    rows: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for i, (key, _) in enumerate(entries):
+        for part in (key or "").split(KEY_SEPARATOR):
+            if not part:
+                continue
+            if part in seen:
+                raise DuplicateKeyError(key or part, None)
+            seen.add(part)
+            rows.append((part, first + i))
+    return rows
+
+
+def _int(value: object) -> int:
+    if isinstance(value, int):
+        return value
+    raise StoreError(f"expected an integer from PostgreSQL, got {type(value).__name__}")
+
+
+def _bytes(value: object) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise StoreError(f"expected bytes from PostgreSQL, got {type(value).__name__}")

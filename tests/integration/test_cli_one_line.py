@@ -1,0 +1,56 @@
+"""Ctrl-C and a busy port: one line on stderr and a documented exit code (docs/exit-codes.md)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+# A real CLI process, blocked reading stdin inside main() when it prints "ready".
+_BLOCKED = {
+    "forkgate": (
+        "forkgate.cli",
+        ["verify-batch", "--server", "127.0.0.1:9", "--in", "-", "--out", "{out}"],
+    ),
+    "certd": ("certd.cli", ["kappa-report", "--in", "-"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BLOCKED))
+def test_ctrl_c_is_one_line_and_exit_130(name: str, tmp_path: Path) -> None:
+    module, argv = _BLOCKED[name]
+    argv = [a.replace("{out}", str(tmp_path / "out.jsonl")) for a in argv]
+    code = f"import sys, {module} as cli; print('ready', flush=True); sys.exit(cli.main({argv!r}))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    time.sleep(1.0)  # into main(), blocked on stdin
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == f"{name}: interrupted"  # no traceback
+    assert not (tmp_path / "out.jsonl").exists()  # nothing half-written
+
+
+def test_certd_serve_on_a_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            [
+                sys.executable, "-m", "certd.cli", "serve",
+                "--data-dir", str(tmp_path / "d"), "--listen", f"127.0.0.1:{port}",
+            ],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    lines = [x for x in run.stderr.splitlines() if "RuntimeWarning" not in x]
+    assert lines == [f"certd: error: cannot listen on 127.0.0.1:{port}: Address already in use"]

@@ -1,0 +1,137 @@
+"""Issue 29, item 4: one local process cannot lock out another; streamed items pay the rate.
+
+Real certd on 127.0.0.1, real gRPC. The hostile client is another OS process (its own
+connection): 16 ``VerifyStream`` calls that never send a message, reopened as soon as the
+server ends them, and 16 busy ``VerifyBatch`` calls reissued as soon as they return. Without
+authentication each connection is a principal holding at most half the slots, so the honest
+process's single ``Verify`` is answered as on an idle server. The 1 s bound is the issue's
+acceptance figure (a Verify on an idle server takes a few ms here), not a benchmark.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from server_helpers import LAZY_MATH
+
+from certd.config import CertdConfig
+from certd.service.server import CertdServer
+from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+
+TASK = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+HONEST = verifier_pb2.VerifyRequest(id="honest", task=TASK, response="(25-5)*4+3")
+
+ATTACKER = """
+import sys, threading, time
+import grpc
+from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+
+task = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+item = verifier_pb2.VerifyRequest(id="x", task=task, response="(25-5)*4+3")
+batch = verifier_pb2.VerifyBatchRequest(items=[item] * 400)
+stub = verifier_pb2_grpc.VerifierStub(grpc.insecure_channel(sys.argv[1]))
+
+def silent():
+    time.sleep(3600)
+    yield item
+
+def idle():
+    while True:
+        try:
+            list(stub.VerifyStream(silent(), timeout=3600))
+        except grpc.RpcError:
+            time.sleep(0.01)
+
+def busy():
+    while True:
+        try:
+            stub.VerifyBatch(batch, timeout=3600)
+        except grpc.RpcError:
+            time.sleep(0.01)
+
+for target in [idle] * 16 + [busy] * 16:
+    threading.Thread(target=target, daemon=True).start()
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[CertdServer]:
+    s = CertdServer(CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH))
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop(grace_s=0)
+
+
+def _timed_verify(stub: verifier_pb2_grpc.VerifierStub) -> float:
+    start = time.monotonic()
+    reply = stub.Verify(HONEST, timeout=30)
+    assert reply.verdict.status == tasks_pb2.CORRECT
+    return time.monotonic() - start
+
+
+def test_idle_and_busy_calls_of_one_process_do_not_delay_another(server: CertdServer) -> None:
+    address = f"127.0.0.1:{server.port}"
+    attacker = subprocess.Popen(
+        [sys.executable, "-c", ATTACKER, address], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert attacker.stdout is not None and attacker.stdout.readline().strip() == "ready"
+        half = server.cfg.limits.max_concurrent_rpcs // 2
+        deadline = time.monotonic() + 30
+        while server.admission.in_flight < half and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.admission.in_flight == half  # the attacker holds its half, no more
+        with grpc.insecure_channel(address) as ch:
+            stub = verifier_pb2_grpc.VerifierStub(ch)
+            waits = [_timed_verify(stub) for _ in range(5)]
+        assert max(waits) < 1.0, waits
+        assert server.admission.in_flight <= half + 1
+    finally:
+        attacker.kill()
+        attacker.wait()
+
+
+def test_a_streams_items_drain_the_rate_bucket(
+    tmp_path: Path, redis_server: object, redis_prefix: str
+) -> None:
+    """One token per streamed item, as per unary call: 5 verdicts of a burst of 5, no more."""
+    cfg = CertdConfig.model_validate(
+        {
+            "data_dir": tmp_path / "d",
+            "listen": "127.0.0.1:0",
+            "math": {"enabled": False},
+            "cluster": {
+                "ledger_url": redis_server.url,  # type: ignore[attr-defined]
+                "redis_prefix": redis_prefix,
+                "rate_limit_per_s": 0.01,
+                "rate_limit_burst": 5,
+            },
+        }
+    )
+    server = CertdServer(cfg)
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            stub = verifier_pb2_grpc.VerifierStub(ch)
+            got = []
+            with pytest.raises(grpc.RpcError) as limited:
+                for reply in stub.VerifyStream(iter([HONEST] * 20), timeout=30):
+                    got.append(reply)
+            assert limited.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "rate limit" in (limited.value.details() or "")
+            assert sum(r.HasField("verdict") for r in got) == 5
+            with pytest.raises(grpc.RpcError) as empty:  # the bucket the stream drained
+                stub.Verify(HONEST, timeout=10)
+            assert empty.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    finally:
+        server.stop(grace_s=1.0)
