@@ -45,9 +45,19 @@ import sympy
 from sympy.core.evalf import PrecisionExhausted
 from sympy.polys.polyerrors import NotAlgebraic, PolynomialError
 
-__all__ = ["IdentityTest", "constant_zero", "literal_digits"]
+from .certify import certify_at, integer_sensitive
+from .crossings import special_points
 
-_ERRORS = (TypeError, ValueError, AttributeError, NotImplementedError, ZeroDivisionError)
+__all__ = ["IdentityTest", "constant_zero", "literal_digits", "symbolic_zero"]
+
+_ERRORS = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    NotImplementedError,
+    ZeroDivisionError,
+    OverflowError,  # an answer's huge value (``e^{e^{100}}``): its verdict, never INFRA_ERROR
+)
 _CALCULUS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
 
 
@@ -179,16 +189,27 @@ class IdentityTest:
             return False
 
     def _sampled_zero(self, diff: Any, free: set[Any]) -> bool:
-        defined = 0
-        for _ in range(self.points):
-            at = constant_zero(diff.xreplace(self.draw(free)), proof=False)
+        """Certified at every point (``certify.py``), or proved exactly; never "looked like 0".
+
+        A point where the difference is certified nonzero, or shown nonzero by SymPy's
+        ``evalf(strict=True)``, makes it nonzero. Integer-sensitive functions add integer,
+        half-integer and argument-crossing points and always need an exact proof.
+        """
+        sensitive = integer_sensitive(diff)
+        points = [self.draw(free) for _ in range(self.points)]
+        if sensitive:
+            points += special_points(diff, free, self.draw)
+        certified = True
+        for point in points:
+            at = certify_at(diff, point)
+            if at is None:
+                certified = False
+                at = _refuted(diff, point)
             if at is False:
                 return False  # nonzero at a point: never equal
-            defined += at is True
-        if defined == self.points:
+        if certified and not sensitive:
             return True
-        # Undefined at some points (a pole, a non-number): only an exact proof will do.
-        return bool(sympy.simplify(diff) == 0)
+        return symbolic_zero(diff)
 
     def nonconstant(self, a: Any, b: Any) -> bool:
         """Whether ``a / b`` clearly takes two different values at two random points.
@@ -252,7 +273,36 @@ def constant_zero(c: Any, *, proof: bool, working: int | None = None) -> bool | 
         return False
     if not proof:
         return True
-    return _proved_zero(c)
+    return _proved_zero(c) or certify_at(c, {}) is True
+
+
+def _refuted(diff: Any, point: dict[Any, Any]) -> bool | None:
+    """False when SymPy's exact substitution and ``evalf(strict=True)`` show ``diff``
+    nonzero at ``point``; None otherwise (a value that stays at 0 decides nothing)."""
+    try:
+        at = constant_zero(diff.xreplace(point), proof=False)
+    except _ERRORS:
+        return None
+    return False if at is False else None
+
+
+def symbolic_zero(diff: Any) -> bool:
+    """Whether SymPy proves ``diff`` zero (``cancel``, ``expand``, then ``simplify``).
+
+    Args:
+        diff: a SymPy expression.
+
+    Returns:
+        True only on an exact proof.
+    """
+    try:
+        if sympy.cancel(diff) == 0 or sympy.expand(diff) == 0:
+            return True
+        return bool(sympy.simplify(diff) == 0)
+    except _ERRORS:
+        return False
+    except (PolynomialError, RecursionError):
+        return False
 
 
 _SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)

@@ -417,4 +417,17 @@ def _parse(text: str, lim: MathLimits, numbers: bool) -> Parsed:
         raise MathUnparsedError("does not parse")
     check_tree_caps(value, lim)
     decimal = bool(_DECIMAL.search(s))
-    return Parsed(_exact(value), s, percent, decimal)
+    return Parsed(_exact(_two_sided(value)), s, percent, decimal)
+
+
+def _two_sided(value: Any) -> Any:
+    """A limit written ``\\lim_{x\\to a}`` is two-sided (the grammar reads it from the
+    right): when its sides differ it does not exist (``docs/math-domain.md``, "Limits")."""
+    if not isinstance(value, sympy.Basic) or not value.has(sympy.Limit):
+        return value
+    sides = {
+        lim: sympy.Limit(*lim.args[:3], dir="+-")
+        for lim in value.atoms(sympy.Limit)
+        if lim.args[2].is_finite and str(lim.args[3]) == "+"
+    }
+    return value.xreplace(sides) if sides else value
