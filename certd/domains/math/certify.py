@@ -34,7 +34,6 @@ interval returned). It answers:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import sympy
@@ -47,11 +46,13 @@ __all__ = [
     "MAX_DIGITS",
     "certify_at",
     "integer_sensitive",
+    "overflows",
 ]
 
 MAGNITUDE_DIGITS = 50
 BASE_DIGITS = 60
 MAX_DIGITS = 3000
+REFUTE_DIGITS = 2_500
 
 INTEGER_SENSITIVE: tuple[Any, ...] = (
     sympy.floor,
@@ -93,7 +94,9 @@ _TRIG = (sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc)
 class _Pass:
     """One evaluation at ``digits`` digits, recording the magnitude of every subterm."""
 
-    def __init__(self, point: dict[Any, Any], digits: int) -> None:
+    def __init__(self, point: dict[Any, Any], digits: int, *, strict: bool = True) -> None:
+        self.strict = strict
+        self.largest = 0.0
         self.ctx = MPIntervalContext()
         self.ctx.prec = int(digits * 3.33) + 16
         self.point = point
@@ -101,16 +104,31 @@ class _Pass:
         self.hi = self.ctx.mpf(10) ** MAGNITUDE_DIGITS
         self.log_sum = 0.0
         self.nodes = 0
+        self.limit = self.hi
+        self.overflow = False
 
     def check(self, v: Any) -> Any:
-        """A subterm's value: nonzero and within ``[10^-M, 10^M]`` in magnitude."""
+        """A subterm's value: nonzero and within ``[10^-M, 10^M]`` in magnitude (when not
+        ``strict``, only the largest ``|log10 |value||`` is recorded)."""
+        m = abs(v)
+        low, high = _log10(m._mpi_[0]), _log10(m._mpi_[1])
+        if not self.strict:
+            self.largest = max(self.largest, abs(low), abs(high))
+            return v
         if 0 in v:
             raise _Undecided("a subterm's interval contains 0")
-        m = abs(v)
         if m.a < self.lo or m.b > self.hi:
             raise _Undecided("a subterm outside the magnitude bound")
-        self.log_sum += max(abs(math.log10(float(m.a))), abs(math.log10(float(m.b))))
+        self.log_sum += max(abs(low), abs(high))
         return v
+
+    def bounded(self, a: Any) -> Any:
+        """The argument of ``exp`` or a trigonometric function, at most ``10^M`` in size
+        (past it, ``e^{e^{1000}}`` would take mpmath unbounded time)."""
+        if not abs(a).b <= self.limit:
+            self.overflow = True
+            raise _Undecided("an exponent or angle over the magnitude bound")
+        return a
 
     def literal(self, e: Any) -> Any:
         c = self.ctx
@@ -155,16 +173,16 @@ class _Pass:
         if isinstance(e, sympy.Pow):
             return self.power(e)
         if isinstance(e, sympy.exp):
-            return c.exp(self.value(e.args[0]))
+            return c.exp(self.bounded(self.value(e.args[0])))
         if isinstance(e, sympy.log) and len(e.args) == 1:
             a = self.value(e.args[0])
             if not a.a > 0:
                 raise _Undecided("log of a value not shown positive")
             return c.log(a)
         if isinstance(e, _TRIG):
-            return self.trig(e, self.value(e.args[0]))
+            return self.trig(e, self.bounded(self.value(e.args[0])))
         if isinstance(e, _HYPERBOLIC):
-            return self.hyperbolic(e, self.value(e.args[0]))
+            return self.hyperbolic(e, self.bounded(self.value(e.args[0])))
         raise _Undecided(f"unsupported function {type(e).__name__}")
 
     def power(self, e: Any) -> Any:
@@ -174,9 +192,10 @@ class _Pass:
             return self.value(b) ** int(x)
         base = self.value(b)
         if base.a > 0:
-            return c.exp(self.value(x) * c.log(base))
+            return c.exp(self.bounded(self.value(x) * c.log(base)))
         if isinstance(x, sympy.Rational) and x.q % 2 == 1 and base.b < 0:
-            odd = -c.exp(self.value(x) * c.log(-base))  # a real odd root of a negative base
+            # a real odd root of a negative base
+            odd = -c.exp(self.bounded(self.value(x) * c.log(-base)))
             return odd if x.p % 2 else -odd
         raise _Undecided("a power of a value not shown positive")
 
@@ -206,6 +225,15 @@ class _Pass:
         if isinstance(e, sympy.csch):
             return 1 / minus
         return minus / plus if isinstance(e, sympy.tanh) else plus / minus
+
+
+def _log10(raw: Any) -> float:
+    """About ``log10 |x|`` of a raw mpf tuple, from its exponent and bit count (0 for 0 and
+    for infinities, which the caller's interval tests catch)."""
+    _, man, exp, bc = raw
+    if not man or not isinstance(exp, int):
+        return 0.0
+    return float((exp + bc) * 0.30103)
 
 
 def _literal_digits(expr: Any) -> int:
@@ -244,6 +272,41 @@ def certify_at(expr: Any, point: dict[Any, Any]) -> bool | None:
             return False
         return bool(v.delta.b <= final.ctx.mpf(10) ** (-zero_bound)) or None
     except _Undecided:
-        return None
+        return _refute(expr, point)
     except (ValueError, TypeError, ZeroDivisionError, OverflowError, ArithmeticError):
+        return None
+
+
+def overflows(expr: Any, digits: int = 5) -> bool:
+    """Whether a constant has an exponent or angle over ``10^digits`` in size, where
+    SymPy's ``evalf`` would spend unbounded time (``e^{-e^{91304}}``).
+
+    Args:
+        expr: a SymPy expression without free symbols.
+        digits: the size bound, in decimal digits.
+
+    Returns:
+        True when such an exponent is found.
+    """
+    p = _Pass({}, 30, strict=False)
+    p.limit = p.ctx.mpf(10) ** digits
+    try:
+        p.value(expr, root=True)
+    except (_Undecided, ValueError, TypeError, ZeroDivisionError, ArithmeticError):
+        pass
+    return p.overflow
+
+
+def _refute(expr: Any, point: dict[Any, Any]) -> bool | None:
+    """False when an evaluation at a precision past the smallest and largest subterm (up to
+    ``REFUTE_DIGITS``) excludes 0: ``sin(x + e^{-1000})`` is refuted at ~900 digits."""
+    try:
+        first = _Pass(point, BASE_DIGITS, strict=False)
+        if 0 not in first.value(expr, root=True):
+            return False
+        digits = BASE_DIGITS + 2 * _literal_digits(expr) + 2 * int(first.largest)
+        if digits > REFUTE_DIGITS:
+            return None
+        return False if 0 not in _Pass(point, digits, strict=False).value(expr, root=True) else None
+    except (_Undecided, ValueError, TypeError, ZeroDivisionError, ArithmeticError):
         return None

@@ -45,7 +45,7 @@ import sympy
 from sympy.core.evalf import PrecisionExhausted
 from sympy.polys.polyerrors import NotAlgebraic, PolynomialError
 
-from .certify import certify_at, integer_sensitive
+from .certify import certify_at, integer_sensitive, overflows
 from .crossings import special_points
 
 __all__ = ["IdentityTest", "constant_zero", "literal_digits", "symbolic_zero"]
@@ -58,6 +58,9 @@ _ERRORS = (
     ZeroDivisionError,
     OverflowError,  # an answer's huge value (``e^{e^{100}}``): its verdict, never INFRA_ERROR
 )
+# The highest precision a constant is evaluated at: a value still 0 there needs a proof
+# or a certificate (``certify.py``), so the cap costs no soundness, only time.
+_MAX_WORKING = 3000
 _CALCULUS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
 
 
@@ -257,8 +260,10 @@ def constant_zero(c: Any, *, proof: bool, working: int | None = None) -> bool | 
         return bool(c == 0)
     if not isinstance(c, sympy.Expr) or c.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         return None
+    if overflows(c):
+        return None  # e^{e^{10^5}}: not evaluated (docs/math-domain.md, "Exactness")
     if working is None:
-        working = 100 + 2 * literal_digits(c)
+        working = min(100 + 2 * literal_digits(c), _MAX_WORKING)
     try:
         v = c.evalf(30, strict=True, maxn=working)
     except PrecisionExhausted:
@@ -298,6 +303,9 @@ def symbolic_zero(diff: Any) -> bool:
     try:
         if sympy.cancel(diff) == 0 or sympy.expand(diff) == 0:
             return True
+        if diff.has(sympy.ceiling, sympy.frac):  # one function for the jumps: ceil(x) = -floor(-x)
+            if sympy.expand(diff.rewrite(sympy.floor)) == 0:
+                return True
         return bool(sympy.simplify(diff) == 0)
     except _ERRORS:
         return False
