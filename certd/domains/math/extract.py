@@ -117,20 +117,17 @@ _AFTER_NUMBER = re.compile(r"\d\s*$")
 
 
 def _comment(text: str, m: re.Match[str]) -> str:
-    """A LaTeX comment is dropped; ``50%`` followed by prose alone is a percent sign."""
-    rest = m.group(1)
-    if _AFTER_NUMBER.search(text[max(0, m.start() - 8) : m.start()]) and not re.search(
-        r"\\[A-Za-z]|\$", rest
-    ):
+    """A LaTeX comment is dropped; ``%`` right after a number is a percent sign (prose such
+    as "4% of $10,000" is Markdown, where ``%`` renders)."""
+    if _AFTER_NUMBER.search(text[max(0, m.start() - 8) : m.start()]):
         return m.group(0)
     return ""
 
 
 def rendered(text: str) -> str:
     """``text`` without what LaTeX does not render: comments (an unescaped ``%`` to the end
-    of its line; ``\\%`` is a percent sign, and so is ``%`` right after a number when the
-    rest of the line holds no LaTeX command or ``$``), ``\\phantom``/``\\vphantom``/
-    ``\\hphantom`` and their argument, and ``\\iffalse … \\fi``.
+    of its line; ``\\%`` is a percent sign, and so is ``%`` right after a number),
+    ``\\phantom``/``\\vphantom``/``\\hphantom`` and their argument, ``\\iffalse … \\fi``.
 
     Args:
         text: a response.
