@@ -20,18 +20,21 @@ The rules (``docs/math-domain.md`` "Exactness" states them with their error boun
   significant digits is nonzero (a *relative* bound: ``e^{-200}`` and ``2^{-200}`` are not
   0). A value that stays at 0 up to a working precision of ``100 + 2·D`` digits, where D is
   the number of digits of all the literals in the expression and of the integer parts of
-  its numeric function arguments, is then proved zero exactly
-  (``simplify``, or the minimal polynomial of an algebraic number); a constant that cannot be
-  proved zero is **not** equal.
+  its numeric function arguments (at most 3,000), is then proved zero exactly (``simplify``,
+  or the minimal polynomial of an algebraic number) or certified zero (``certify.py``, the
+  same rule as for variables, at the one empty point); otherwise it is **not** equal.
 - **Expressions in variables that are not rational functions** are tested at ``points``
   random points, drawn per check from HMAC-SHA256 keyed by ``seed`` (a CSPRNG; the seed is
   recorded in the verdict's ``detail`` so the check can be replayed). Each variable takes
   ``a/q`` with ``q`` a random prime in [2^63, 2^64) and ``a`` uniform in ``[-4q, 4q]``, not a
   multiple of ``q``: never an integer, never a dyadic or decimal fraction, so functions that
   vanish on a lattice (``\\sin(k\\pi x)`` vanishes only where ``q`` divides ``k``) do not pass.
-  The difference is evaluated at each point as a constant, as above, except that a value
-  that stays at 0 to the working precision counts as zero at that point. Any point where it
-  is nonzero makes the difference nonzero; it is zero only when every point is zero.
+  A point where the difference is shown nonzero makes it nonzero. It is zero only when it is
+  **certified** zero at every point (``certify.py``: interval arithmetic and a magnitude pass,
+  so no ``e^{-1000}`` can hide below the precision) or **proved** zero (``symbolic_zero``);
+  a value that merely stays at 0 to a working precision decides nothing. Integer-sensitive
+  functions (``floor``, ``Abs``, …) always need the proof, and get integer, half-integer and
+  crossing points for refutation (``crossings.py``).
 """
 
 from __future__ import annotations
