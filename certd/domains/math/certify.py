@@ -241,7 +241,7 @@ def _log10(raw: Any) -> float:
 def _literal_digits(expr: Any) -> int:
     total = 0
     for r in expr.atoms(sympy.Rational):
-        total += len(str(abs(int(r.p)))) + len(str(int(r.q)))
+        total += int((abs(int(r.p)).bit_length() + int(r.q).bit_length()) * 0.30103) + 2
     for f in expr.atoms(sympy.Float):
         total += int(f._prec * 0.30103) + 2
     return total
