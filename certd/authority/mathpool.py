@@ -125,13 +125,13 @@ def _worker_main(conn: Connection, work: MathWork, memory_bytes: int, owner: int
         except MemoryError:
             conn.send(("memory", None))
             return  # the heap may be unusable: the parent replaces this worker
-        except RecursionError:
+        except (RecursionError, OverflowError) as e:  # the answer's fault: its verdict
             verdict = Verdict(
                 Status.UNPARSED,
                 work.shaping.unparsed,
                 VERIFIER,
                 family=kappa_route(response),
-                detail="answer nests too deeply",
+                detail=f"the answer raised {type(e).__name__}",
             )
         except Exception as e:  # noqa: BLE001 - a checker bug becomes INFRA_ERROR, never wrong
             why = f"checker failed: {e!r:.200}"

@@ -201,3 +201,23 @@ def test_each_check_reports_its_own_time(pool: MathPool) -> None:
     )
     assert bomb_ms >= DEADLINE_S * 1e3 * 0.99  # killed at the deadline, not before
     assert quick_ms < bomb_ms and wrong_ms < bomb_ms
+
+
+# Issue 28's table: wrong answers that once came back CORRECT (or INFRA_ERROR) through the pool.
+ISSUE_28 = [
+    (r"\sin x", r"\boxed{\sin(x+e^{-1000})}"),
+    ("2x+1", r"\boxed{2x+\tanh(x^{2}+1000)}"),
+    ("x^2", r"\boxed{\sqrt{x^{4}+e^{-10^{4}}}}"),
+    (r"\lfloor x\rfloor", r"\boxed{\lceil x\rceil-1}"),
+    ("x", r"\boxed{x+\lfloor\frac{1}{1+x^{2}}\rfloor}"),
+    ("3", r"The answer is \boxed{4}. % \boxed{3}"),
+    ("1", r"\boxed{\lim_{x\to 0}\frac{|x|}{x}}"),
+    ("1", r"\boxed{\frac{1}{1+e^{-e^{100}}}}"),
+]
+
+
+def test_issue_28_table_is_never_correct_nor_infra_error(pool: MathPool) -> None:
+    got = pool.verify_many([(MathTask(gold=g), r) for g, r in ISSUE_28])
+    for (gold, response), v in zip(ISSUE_28, got, strict=True):
+        assert v.status not in (Status.CORRECT, Status.INFRA_ERROR), (gold, response, v.detail)
+    _healthy(pool)

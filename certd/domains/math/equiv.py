@@ -172,7 +172,9 @@ def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     if not isinstance(g, sympy.Basic) or not isinstance(p, sympy.Basic):
         return False
     if g.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or p.has(sympy.zoo, sympy.nan):
-        return bool(g == p and not g.has(sympy.zoo, sympy.nan))
+        if g == p:
+            return not g.has(sympy.zoo, sympy.nan)
+        return bool(_infinite(g) == _infinite(p) and not g.has(sympy.zoo, sympy.nan))
     if g == p:
         return True
     try:
@@ -184,6 +186,17 @@ def values_equal(g: Any, p: Any, *, digits: int, approx: bool) -> bool:
     if approx and not (g.free_symbols or p.free_symbols):
         return _within(g, p, digits)
     return False
+
+
+def _infinite(x: Any) -> Any:
+    """``\\infty + 1`` evaluated to ``\\infty`` (the parser leaves sums unevaluated); a
+    form that does not evaluate stays as it is."""
+    if isinstance(x, sympy.Expr) and not x.free_symbols and len(x.args) > 1:
+        try:
+            return sympy.sympify(x.doit())
+        except _ERRORS:
+            return x
+    return x
 
 
 def _doit_matrix(x: Any) -> Any:
@@ -407,10 +420,32 @@ def _proportional(a: Any, b: Any, *, positive: bool) -> bool:
     return not positive or bool(ratio.is_positive)
 
 
-def _percent_variants(x: Parsed) -> list[Any]:
-    if not x.percent or not isinstance(x.value, sympy.Basic):
+def _imaginary(x: Any) -> Any:
+    """``x`` with a variable named ``i`` read as the imaginary unit (``x`` itself when it has
+    none)."""
+    if not isinstance(x, sympy.Basic):
+        return x
+    named = {s: sympy.I for s in x.free_symbols if getattr(s, "name", "") == "i"}
+    if not named:
+        return x
+    try:
+        return x.xreplace(named)
+    except _ERRORS:
+        return x
+
+
+def _percent_variants(x: Parsed, gold: Parsed | None = None) -> list[Any]:
+    """The readings of ``x``: itself; ``x/100`` after a percent sign; ``x·π/180`` after a
+    degree sign when the gold is written with π (``90^\\circ`` against ``\\frac{\\pi}{2}``)."""
+    if not isinstance(x.value, sympy.Basic):
         return [x.value]
-    return [x.value, x.value / 100]
+    out = [x.value]
+    if x.percent:
+        out.append(x.value / 100)
+    g = gold.value if gold is not None else None
+    if x.degrees and isinstance(g, sympy.Basic) and g.has(sympy.pi) and not x.value.has(sympy.pi):
+        out.append(x.value * sympy.pi / 180)
+    return out
 
 
 def equivalent(
@@ -438,9 +473,12 @@ def equivalent(
     token = _TEST.set(test or IdentityTest(seed=secrets.token_bytes(16)))
     try:
         for g in _percent_variants(gold):
-            for p in _percent_variants(pred):
+            for p in _percent_variants(pred, gold):
                 if values_equal(g, p, digits=precision_digits or 0, approx=approx):
                     return True
+        g, p = _imaginary(gold.value), _imaginary(pred.value)
+        if g is not gold.value or p is not pred.value:  # i as the imaginary unit: i^4 = 1
+            return values_equal(g, p, digits=precision_digits or 0, approx=approx)
         return False
     finally:
         _TEST.reset(token)

@@ -38,6 +38,7 @@ __all__ = [
     "extract_answer",
     "last_number",
     "match_brace",
+    "rendered",
 ]
 
 SOURCES = ("boxed", "phrase", "display", "inline", "plain")
@@ -109,6 +110,42 @@ def match_brace(text: str, start: int, max_depth: int) -> int:
 
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_IFFALSE = re.compile(r"\\iffalse(?![A-Za-z]).*?(?:\\fi(?![A-Za-z])|\Z)", re.DOTALL)
+_COMMENT = re.compile(r"(?<!\\)%([^\n]*)")
+_PHANTOM = re.compile(r"\\[vh]?phantom\s*\{")
+_AFTER_NUMBER = re.compile(r"\d\s*$")
+
+
+def _comment(text: str, m: re.Match[str]) -> str:
+    """A LaTeX comment is dropped; ``%`` right after a number is a percent sign (prose such
+    as "4% of $10,000" is Markdown, where ``%`` renders)."""
+    if _AFTER_NUMBER.search(text[max(0, m.start() - 8) : m.start()]):
+        return m.group(0)
+    return ""
+
+
+def rendered(text: str) -> str:
+    """``text`` without what LaTeX does not render: comments (an unescaped ``%`` to the end
+    of its line; ``\\%`` is a percent sign, and so is ``%`` right after a number),
+    ``\\phantom``/``\\vphantom``/``\\hphantom`` and their argument, ``\\iffalse … \\fi``.
+
+    Args:
+        text: a response.
+
+    Returns:
+        The text that renders (an unclosed ``\\iffalse`` or phantom hides the rest).
+    """
+    if "%" not in text and "phantom" not in text and "iffalse" not in text:
+        return text
+    text = _IFFALSE.sub("", text)
+    text = _COMMENT.sub(lambda m: _comment(text, m), text)
+    while (m := _PHANTOM.search(text)) is not None:
+        try:
+            end = match_brace(text, m.end() - 1, 10_000)
+        except MathUnparsedError:
+            end = len(text)
+        text = text[: m.start()] + text[end:]
+    return text
 
 
 def all_boxed(text: str, limits: MathLimits) -> list[str]:

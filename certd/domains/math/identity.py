@@ -20,18 +20,21 @@ The rules (``docs/math-domain.md`` "Exactness" states them with their error boun
   significant digits is nonzero (a *relative* bound: ``e^{-200}`` and ``2^{-200}`` are not
   0). A value that stays at 0 up to a working precision of ``100 + 2·D`` digits, where D is
   the number of digits of all the literals in the expression and of the integer parts of
-  its numeric function arguments, is then proved zero exactly
-  (``simplify``, or the minimal polynomial of an algebraic number); a constant that cannot be
-  proved zero is **not** equal.
+  its numeric function arguments (at most 3,000), is then proved zero exactly (``simplify``,
+  or the minimal polynomial of an algebraic number) or certified zero (``certify.py``, the
+  same rule as for variables, at the one empty point); otherwise it is **not** equal.
 - **Expressions in variables that are not rational functions** are tested at ``points``
   random points, drawn per check from HMAC-SHA256 keyed by ``seed`` (a CSPRNG; the seed is
   recorded in the verdict's ``detail`` so the check can be replayed). Each variable takes
   ``a/q`` with ``q`` a random prime in [2^63, 2^64) and ``a`` uniform in ``[-4q, 4q]``, not a
   multiple of ``q``: never an integer, never a dyadic or decimal fraction, so functions that
   vanish on a lattice (``\\sin(k\\pi x)`` vanishes only where ``q`` divides ``k``) do not pass.
-  The difference is evaluated at each point as a constant, as above, except that a value
-  that stays at 0 to the working precision counts as zero at that point. Any point where it
-  is nonzero makes the difference nonzero; it is zero only when every point is zero.
+  A point where the difference is shown nonzero makes it nonzero. It is zero only when it is
+  **certified** zero at every point (``certify.py``: interval arithmetic and a magnitude pass,
+  so no ``e^{-1000}`` can hide below the precision) or **proved** zero (``symbolic_zero``);
+  a value that merely stays at 0 to a working precision decides nothing. Integer-sensitive
+  functions (``floor``, ``Abs``, …) always need the proof, and get integer, half-integer and
+  crossing points for refutation (``crossings.py``).
 """
 
 from __future__ import annotations
@@ -45,9 +48,22 @@ import sympy
 from sympy.core.evalf import PrecisionExhausted
 from sympy.polys.polyerrors import NotAlgebraic, PolynomialError
 
-__all__ = ["IdentityTest", "constant_zero", "literal_digits"]
+from .certify import certify_at, integer_sensitive, overflows
+from .crossings import special_points
 
-_ERRORS = (TypeError, ValueError, AttributeError, NotImplementedError, ZeroDivisionError)
+__all__ = ["IdentityTest", "constant_zero", "literal_digits", "symbolic_zero"]
+
+_ERRORS = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    NotImplementedError,
+    ZeroDivisionError,
+    OverflowError,  # an answer's huge value (``e^{e^{100}}``): its verdict, never INFRA_ERROR
+)
+# The highest precision a constant is evaluated at: a value still 0 there needs a proof
+# or a certificate (``certify.py``), so the cap costs no soundness, only time.
+_MAX_WORKING = 3000
 _CALCULUS = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
 
 
@@ -179,16 +195,27 @@ class IdentityTest:
             return False
 
     def _sampled_zero(self, diff: Any, free: set[Any]) -> bool:
-        defined = 0
-        for _ in range(self.points):
-            at = constant_zero(diff.xreplace(self.draw(free)), proof=False)
+        """Certified at every point (``certify.py``), or proved exactly; never "looked like 0".
+
+        A point where the difference is certified nonzero, or shown nonzero by SymPy's
+        ``evalf(strict=True)``, makes it nonzero. Integer-sensitive functions add integer,
+        half-integer and argument-crossing points and always need an exact proof.
+        """
+        sensitive = integer_sensitive(diff)
+        points = [self.draw(free) for _ in range(self.points)]
+        if sensitive:
+            points += special_points(diff, free, self.draw)
+        certified = True
+        for point in points:
+            at = certify_at(diff, point)
+            if at is None:
+                certified = False
+                at = _refuted(diff, point)
             if at is False:
                 return False  # nonzero at a point: never equal
-            defined += at is True
-        if defined == self.points:
+        if certified and not sensitive:
             return True
-        # Undefined at some points (a pole, a non-number): only an exact proof will do.
-        return bool(sympy.simplify(diff) == 0)
+        return symbolic_zero(diff)
 
     def nonconstant(self, a: Any, b: Any) -> bool:
         """Whether ``a / b`` clearly takes two different values at two random points.
@@ -236,8 +263,10 @@ def constant_zero(c: Any, *, proof: bool, working: int | None = None) -> bool | 
         return bool(c == 0)
     if not isinstance(c, sympy.Expr) or c.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         return None
+    if overflows(c):
+        return None  # e^{e^{10^5}}: not evaluated (docs/math-domain.md, "Exactness")
     if working is None:
-        working = 100 + 2 * literal_digits(c)
+        working = min(100 + 2 * literal_digits(c), _MAX_WORKING)
     try:
         v = c.evalf(30, strict=True, maxn=working)
     except PrecisionExhausted:
@@ -252,7 +281,39 @@ def constant_zero(c: Any, *, proof: bool, working: int | None = None) -> bool | 
         return False
     if not proof:
         return True
-    return _proved_zero(c)
+    return _proved_zero(c) or certify_at(c, {}) is True
+
+
+def _refuted(diff: Any, point: dict[Any, Any]) -> bool | None:
+    """False when SymPy's exact substitution and ``evalf(strict=True)`` show ``diff``
+    nonzero at ``point``; None otherwise (a value that stays at 0 decides nothing)."""
+    try:
+        at = constant_zero(diff.xreplace(point), proof=False)
+    except _ERRORS:
+        return None
+    return False if at is False else None
+
+
+def symbolic_zero(diff: Any) -> bool:
+    """Whether SymPy proves ``diff`` zero (``cancel``, ``expand``, then ``simplify``).
+
+    Args:
+        diff: a SymPy expression.
+
+    Returns:
+        True only on an exact proof.
+    """
+    try:
+        if sympy.cancel(diff) == 0 or sympy.expand(diff) == 0:
+            return True
+        if diff.has(sympy.ceiling, sympy.frac):  # one function for the jumps: ceil(x) = -floor(-x)
+            if sympy.expand(diff.rewrite(sympy.floor)) == 0:
+                return True
+        return bool(sympy.simplify(diff) == 0)
+    except _ERRORS:
+        return False
+    except (PolynomialError, RecursionError):
+        return False
 
 
 _SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)

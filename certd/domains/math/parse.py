@@ -46,6 +46,7 @@ from latex2sympy2_extended.latex2sympy2 import (
 from .errors import MathLimitError, MathUnparsedError
 from .fastlatex import read_fast
 from .limits import MathLimits
+from .textforms import latex_forms
 
 __all__ = [
     "Parsed",
@@ -73,12 +74,14 @@ class Parsed:
         text: the normalised text that was parsed.
         percent: the text ended in a percent sign (the value is the number before it).
         decimal: the text wrote a decimal number (so declared-precision comparison applies).
+        degrees: the text wrote a degree sign (``90^\\circ``), so radians are also tried.
     """
 
     value: Any
     text: str
     percent: bool = False
     decimal: bool = False
+    degrees: bool = False
 
 
 def check_text_caps(text: str, limits: MathLimits) -> None:
@@ -215,7 +218,7 @@ _DECIMAL = re.compile(r"(?<![\d.])\d*\.\d+")
 
 
 def _normalize(text: str, numbers: bool) -> tuple[str, bool]:
-    s = text.strip().strip('"').strip("$").strip()
+    s = latex_forms(text.strip().strip('"').strip("$").strip())
     s = re.sub(r"\\\$", "", s)  # escaped dollar signs are currency
     joined = re.sub(r"\$?\s*\\text\{\s*(?:and|or)\s*\}\s*\$?|\$\s*(?:and|or)\s*\$", ",", s)
     joined = re.sub(r"\s+(?:and|or)\s+", ",", joined)
@@ -395,9 +398,10 @@ def _parse(text: str, lim: MathLimits, numbers: bool) -> Parsed:
     if word is not None and not re.search(r"\d", word.group(1)):
         return Parsed(word.group(1).strip().lower(), s, percent, False)
     check_text_caps(s, lim)
+    degrees = bool(_DEGREE.search(text))
     fast = _simple(s)
     if fast is not None:
-        return Parsed(fast, s, percent, "." in s)
+        return Parsed(fast, s, percent, "." in s, degrees)
     value = read_fast(s, is_real=not _COMPLEX.search(s))
     try:
         if value is None:
@@ -417,4 +421,17 @@ def _parse(text: str, lim: MathLimits, numbers: bool) -> Parsed:
         raise MathUnparsedError("does not parse")
     check_tree_caps(value, lim)
     decimal = bool(_DECIMAL.search(s))
-    return Parsed(_exact(value), s, percent, decimal)
+    return Parsed(_exact(_two_sided(value)), s, percent, decimal, degrees)
+
+
+def _two_sided(value: Any) -> Any:
+    """A limit written ``\\lim_{x\\to a}`` is two-sided (the grammar reads it from the
+    right): when its sides differ it does not exist (``docs/math-domain.md``, "Limits")."""
+    if not isinstance(value, sympy.Basic) or not value.has(sympy.Limit):
+        return value
+    sides = {
+        lim: sympy.Limit(*lim.args[:3], dir="+-")
+        for lim in value.atoms(sympy.Limit)
+        if lim.args[2].is_finite and str(lim.args[3]) == "+"
+    }
+    return value.xreplace(sides) if sides else value

@@ -27,7 +27,7 @@ from certd.domains.verdict import Status, Verdict
 
 from .equiv import equivalent
 from .errors import MathUnparsedError
-from .extract import ExtractConfig, Extracted, all_boxed, extract_answer
+from .extract import ExtractConfig, Extracted, all_boxed, extract_answer, rendered
 from .identity import IdentityTest
 from .limits import MathLimits
 from .names import VERIFIER
@@ -39,6 +39,9 @@ __all__ = ["MathShaping", "parse_gold", "verify_math"]
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _CHOICE = re.compile(r"^\s*\(?\s*(?:\\text\{\s*)?([A-J])\s*\}?\s*\)?\s*$")
+# Errors an answer can raise in SymPy or mpmath (``e^{e^{100}}``, 10,000 nested powers):
+# the answer's verdict (UNPARSED or WRONG_ANSWER), never INFRA_ERROR.
+_ANSWER_FAULTS = (OverflowError, RecursionError, ArithmeticError)
 _GOLD_EXTRACT = ExtractConfig(priority=("boxed", "display", "inline", "plain"))
 
 
@@ -183,6 +186,8 @@ def verify_math(
     """
     lim = limits or MathLimits()
     shp = shaping or MathShaping()
+    if len(response) <= lim.max_response_chars:
+        response = rendered(response)  # only what renders counts (extract.rendered)
     family = kappa_route(response[: lim.max_response_chars])
     try:
         gold = parse_gold(task, lim)
@@ -192,20 +197,25 @@ def verify_math(
         )
     try:
         found, pred = _prediction(response, gold, extract, lim)
-    except MathUnparsedError as e:
+    except (MathUnparsedError, *_ANSWER_FAULTS) as e:
+        why = str(e) if isinstance(e, MathUnparsedError) else f"the answer raised {e!r:.120}"
         return Verdict(
             Status.UNPARSED,
             shp.unparsed,
             VERIFIER,
             family=family,
-            detail=f"gold {_form(gold)}; pred unparsed: {e}",
+            detail=f"gold {_form(gold)}; pred unparsed: {why}",
             answer="",
         )
     answer = found.text
     test = IdentityTest(seed=seed if seed is not None else secrets.token_bytes(16))
-    same = equivalent(gold, pred, precision_digits=task.precision_digits, test=test)
+    fault = ""
+    try:
+        same = equivalent(gold, pred, precision_digits=task.precision_digits, test=test)
+    except _ANSWER_FAULTS as e:  # the answer's own overflow or depth: its verdict, logged
+        same, fault = False, f"; the comparison raised {e!r:.120}"
     detail = f"gold {_form(gold)} [{gold.text[:200]}]; pred {_form(pred)} [{pred.text[:200]}]"
-    detail += f" from {found.source}"
+    detail += f" from {found.source}{fault}"
     if test.drawn:
         detail += f"; identity test: {test.drawn} random points, seed={test.seed.hex()}"
     return Verdict(
