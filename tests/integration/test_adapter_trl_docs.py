@@ -51,6 +51,28 @@ def _dataset() -> Any:
     return Dataset.from_list(rows)
 
 
+def _warm_start(model: Any, tokenizer: Any) -> None:
+    """A few supervised steps toward one solution per prompt, so that sampled groups mix right
+    and wrong answers: plain GRPO learns only from reward differences within a group, and a
+    random model's rewards are all 0 (no gradient, which is not what this test is about)."""
+    pairs = [
+        ("use 25 5 4 3 make 83: <answer>", "(25-5)*4+3"),
+        ("use 6 7 2 make 44: <answer>", "6*7+2"),
+    ]
+    rows = [tokenizer(p + a, add_special_tokens=False)["input_ids"] + [1] for p, a in pairs]
+    starts = [len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p, _ in pairs]
+    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+    for _ in range(25):  # partly trained: the samples still vary
+        for ids, start in zip(rows, starts, strict=True):
+            x = torch.tensor([ids])
+            labels = x.clone()
+            labels[0, :start] = -100
+            loss = model(input_ids=x, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
 def _tiny_args(tmp_path: Path, steps: int) -> Any:
     from trl import GRPOConfig
 
@@ -72,6 +94,7 @@ def test_the_documented_trl_setup_trains_three_steps_through_the_ratchet(
     assert (tmp_path / "certd-data" / "signing.pub").read_text().strip() == vkey
     monkeypatch.chdir(tmp_path)  # the directory certd serves from, as the docs assume
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
+    _warm_start(model, tokenizer)
     before = [p.detach().clone() for p in model.parameters()]
     namespace: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "dataset": _dataset()}
     exec(compile(script, "docs/adapters.md", "exec"), namespace)  # runs trainer.train()
@@ -82,7 +105,10 @@ def test_the_documented_trl_setup_trains_three_steps_through_the_ratchet(
     assert len(steps) == 3
     assert [h["forkgate/refused_rollouts"] for h in steps] == [0.0, 0.0, 0.0]
     assert [h["forkgate/unscored_rollouts"] for h in steps] == [0.0, 0.0, 0.0]
-    assert all(h["grad_norm"] > 0 for h in steps)  # every step learned something
+    # Plain GRPO (the default) learns from reward differences within a group: every step whose
+    # group's rewards differ moved the model, and the warm start makes such steps happen.
+    mixed = [h for h in steps if h["rewards/certd/std"] > 0]
+    assert mixed and all(h["grad_norm"] > 0 for h in mixed), steps
     assert all(h["rewards/certd/mean"] == h["rewards/certd/mean"] for h in steps)  # not NaN
     assert trainer.guard.last is not None and trainer.guard.last.step == 3
     ratchet = trainer.ratchet
