@@ -55,6 +55,22 @@ CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note TEXT NOT 
 """
 
 _SYNC_MODES = ("FULL", "NORMAL", "EXTRA")
+_GARBLED = (
+    ("entry", "a BLOB", "SELECT idx FROM entries WHERE idx < ? AND typeof(data) != 'blob' LIMIT ?"),
+    (
+        "node",
+        "a 32-byte BLOB",
+        "SELECT level || ',' || idx FROM nodes WHERE ((idx + 1) << level) <= ?"
+        " AND (typeof(hash) != 'blob' OR length(hash) != 32) LIMIT ?",
+    ),
+)
+
+
+def _blob(value: object) -> bytes | None:
+    """A stored BLOB as bytes; None for a value of another type (a damaged row)."""
+    return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None
+
+
 _KEY_CHUNK = 500
 
 
@@ -193,6 +209,26 @@ class SQLiteStore(LedgerStore):
             raise StoreError(f"cannot look for rows beyond the tree: {e}") from e
         return out[:limit]
 
+    def _read_garbled(self, size: int, limit: int) -> list[str]:
+        wanted = {"entry": size, "node": 2 * size - size.bit_count()}
+        counts = {
+            "entry": "SELECT count(*) FROM entries WHERE idx >= 0 AND idx < ?",
+            "node": "SELECT count(*) FROM nodes WHERE idx >= 0 AND ((idx + 1) << level) <= ?",
+        }
+        out: list[str] = []
+        try:
+            with self._read() as conn:
+                for what, kind, sql in _GARBLED:
+                    for (where,) in conn.execute(sql, (size, limit)):
+                        out.append(f"{what} at {where} is not {kind}")
+                for what, sql in counts.items():
+                    (have,) = conn.execute(sql, (size,)).fetchone()
+                    if have != wanted[what]:
+                        out.append(f"{wanted[what] - have} {what} rows missing below size {size}")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot survey the stored rows: {e}") from e
+        return out[:limit]
+
     def _read_entries(self, start: int, end: int) -> list[bytes | None]:
         out: list[bytes | None] = [None] * (end - start)
         try:
@@ -201,7 +237,7 @@ class SQLiteStore(LedgerStore):
                     "SELECT idx, data FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx",
                     (start, end),
                 ):
-                    out[idx - start] = bytes(data)
+                    out[idx - start] = _blob(data)
         except sqlite3.Error as e:
             raise StoreError(f"cannot read entries [{start}, {end}): {e}") from e
         return out
@@ -214,13 +250,13 @@ class SQLiteStore(LedgerStore):
                     row = conn.execute(
                         "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, start)
                     ).fetchone()
-                    return [None if row is None else bytes(row[0])]
+                    return [None if row is None else _blob(row[0])]
                 for idx, h in conn.execute(
                     "SELECT idx, hash FROM nodes WHERE level = ? AND idx >= ? AND idx < ?"
                     " ORDER BY idx",
                     (level, start, end),
                 ):
-                    out[idx - start] = bytes(h)
+                    out[idx - start] = _blob(h)
         except sqlite3.Error as e:
             raise StoreError(f"cannot read nodes at level {level}: {e}") from e
         return out
@@ -246,7 +282,9 @@ class SQLiteStore(LedgerStore):
                     for idx, data in conn.execute(
                         f"SELECT idx, data FROM entries WHERE idx IN ({marks})", chunk
                     ):
-                        found[int(idx)] = bytes(data)
+                        blob = _blob(data)
+                        if blob is not None:
+                            found[int(idx)] = blob
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {len(indexes)} entries: {e}") from e
         return [found.get(i) for i in indexes]
