@@ -30,9 +30,13 @@ from certd.signing.keys import VerifierKey, read_verifier_key
 __all__ = ["add_parser"]
 
 
-def _default_state(where: str) -> Path:
+def _default_state(keys: list[VerifierKey]) -> Path:
+    """The default state file of the log the trusted keys sign: one per log (its key names,
+    i.e. origins, and key ids), never per address, so auditing replica after replica of one
+    log checks every one against the same trusted checkpoint (a split view fails)."""
     base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    tag = hashlib.sha256(where.encode()).hexdigest()[:16]
+    log_id = ",".join(sorted(f"{k.name}+{k.key_id_hex}" for k in keys))
+    tag = hashlib.sha256(f"log:{log_id}".encode()).hexdigest()[:16]
     return base / "forkgate" / f"audit-{tag}.json"
 
 
@@ -104,13 +108,13 @@ def _remote_audit(
 def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
-        state = _audit_state(args, f"server:{args.server}")
+        state = _audit_state(args, keys)
         report = _remote_audit(args.server, keys, state, args)
     elif args.ledger:
         from certd.ledger.redis_store import RedisStore
 
         prefix = args.redis_prefix or "certd"
-        state = _audit_state(args, f"redis:{args.ledger}#{prefix}")
+        state = _audit_state(args, keys)
         redis_store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
         try:
             report = audit_store(redis_store, keys, state)
@@ -122,7 +126,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         path = args.data_dir / "ledger.sqlite"
         if not path.is_file():
             raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-        state = _audit_state(args, f"dir:{args.data_dir.resolve()}")
+        state = _audit_state(args, keys)
         store = SQLiteStore(path)
         try:
             report = audit_store(store, keys, state)
@@ -160,10 +164,10 @@ def _state_hint(report: AuditReport, state: Path) -> str:
     )
 
 
-def _audit_state(args: argparse.Namespace, where: str) -> Path:
-    """The auditor state file (``--state`` or the default for ``where``); ``--reset-state``
-    removes it first so this audit trusts the log afresh."""
-    state: Path = args.state or _default_state(where)
+def _audit_state(args: argparse.Namespace, keys: list[VerifierKey]) -> Path:
+    """The auditor state file (``--state`` or the default for the log ``keys`` sign);
+    ``--reset-state`` removes it first so this audit trusts the log afresh."""
+    state: Path = args.state or _default_state(keys)
     if args.reset_state:
         state.unlink(missing_ok=True)
     return state
@@ -201,7 +205,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="the auditor's trusted-checkpoint state file, JSON "
-        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
+        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's origin and key id>.json, "
+        "one per log whatever address it is audited at)",
     )
     a.add_argument(
         "--reset-state",

@@ -68,6 +68,8 @@ _GARBLED = (
 
 def _blob(value: object) -> bytes | None:
     """A stored BLOB as bytes; None for a value of another type (a damaged row)."""
+    if type(value) is bytes:
+        return value
     return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None
 
 

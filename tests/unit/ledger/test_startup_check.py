@@ -15,7 +15,9 @@ import pytest
 
 from certd.errors import ConsistencyError
 from certd.ledger.log import Ledger
+from certd.ledger.merkle import CompactRange, leaf_hash
 from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.startup_check import extend_levels
 from certd.ledger.store import Entry, Node
 from certd.signing.keys import SigningKey
 
@@ -103,3 +105,17 @@ def test_the_committer_signs_no_root_it_cannot_recompute_from_the_rows(tmp_path:
         assert ledger.checkpoint().checkpoint.size == 2
     finally:
         ledger.close()
+
+
+@pytest.mark.parametrize("start", [0, 1, 5, 6, 7, 8, 13])
+@pytest.mark.parametrize("count", [1, 2, 3, 9, 16])
+def test_extend_levels_is_compact_range_extend(start: int, count: int) -> None:
+    leaves = [leaf_hash(b"%d" % i) for i in range(start + count)]
+    before = CompactRange()
+    before.extend(leaves[:start])
+    reference = before.copy()
+    created = reference.extend(leaves[start:])
+    levels, after = extend_levels(before, leaves[start:])
+    assert after.hashes == reference.hashes and after.root() == reference.root()
+    flat = sorted((lv, lo + i, h) for lv, lo, hs in levels for i, h in enumerate(hs))
+    assert flat == sorted(created)
