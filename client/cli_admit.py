@@ -40,6 +40,7 @@ def default_ratchet_state(log: str) -> Path:
 
 def _cmd_admit(args: argparse.Namespace) -> int:
     from .ratchet import CertifiedDataset, Ratchet
+    from .ratchet_records import reemit
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
@@ -60,7 +61,7 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         with open_out(args.out) as sink:
             admitted = 0
             for record in data:
-                sink.write(json.dumps(record, sort_keys=True) + "\n")
+                sink.write(json.dumps(reemit(record), sort_keys=True) + "\n")
                 admitted += 1
         if not args.no_state:
             ratchet.save_state(state)

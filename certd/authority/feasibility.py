@@ -22,10 +22,11 @@ replies without reading the ledger.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from certd.authority.checker import Checkers
 from certd.authority.results import (
@@ -40,7 +41,7 @@ from certd.authority.results import (
     proven,
 )
 from certd.domains.verdict import Family, Status, Verdict
-from certd.errors import CertificationRefusedError
+from certd.errors import CertificationRefusedError, LimitExceededError, UnsupportedError
 from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
 from certd.ledger.certindex import CertificateIndex, IndexedCertificate
 from certd.ledger.log import Ledger
@@ -65,6 +66,9 @@ __all__ = [
     "Refusal",
     "refuse",
 ]
+
+_ENUMERATED_CACHE = 4096
+"""Tasks whose enumeration (the signed feasible count) is kept between certifications."""
 
 RECORD_CHUNK = 128
 """CertifyBatch hands decided certificates to the ledger this many at a time."""
@@ -115,6 +119,8 @@ class Authority:
         self._clock = clock
         self._ledger = ledger
         self._certificates = CertificateLog(ledger)
+        self._enumerated: dict[str, dict[str, Any] | None] = {}
+        self._enumerated_lock = threading.Lock()
 
     @property
     def index(self) -> CertificateIndex:
@@ -277,6 +283,7 @@ class Authority:
             verifier=verdict.verifier,
             issued_at=int(self._clock()),
             task_sha256=task.digest,
+            feasible=self._feasible(task, kappa),
         )
         statement = make_statement(
             [("task", task.digest), ("witness", str(predicate["witness_digest"]))],
@@ -293,6 +300,29 @@ class Authority:
             witness=witness,
             envelope=sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json(),
         )
+
+    def _feasible(self, task: CheckedTask, kappa: str) -> dict[str, Any] | None:
+        """The enumeration certd signs into the certificate (its coverage denominator), for a
+        domain that enumerates under ``kappa``; cached per task digest."""
+        with self._enumerated_lock:
+            if task.digest in self._enumerated:
+                return self._enumerated[task.digest]
+        try:
+            found = self.enumerate(task)
+        except (UnsupportedError, LimitExceededError):
+            found = None
+        out = None
+        if found is not None and found.labels and found.kappa == kappa:
+            out = {
+                "complete": bool(found.complete),
+                "families": len(found.families),
+                "labels": len({lw.label for lw in found.labels}),
+            }
+        with self._enumerated_lock:
+            if len(self._enumerated) >= _ENUMERATED_CACHE:
+                self._enumerated.pop(next(iter(self._enumerated)))
+            self._enumerated[task.digest] = out
+        return out
 
     @staticmethod
     def _wait(submitted: _Submitted | CertifyOutcome) -> Recorded | CertifyOutcome:
