@@ -24,7 +24,7 @@ from typing import Any
 from certd.clihelp import add_verb, emit
 from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.ledger.audit import AuditReport, audit_remote, audit_store
+from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
 from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["add_parser"]
@@ -170,6 +170,10 @@ def _audit_state(args: argparse.Namespace, keys: list[VerifierKey]) -> Path:
     state: Path = args.state or _default_state(keys)
     if args.reset_state:
         state.unlink(missing_ok=True)
+    try:
+        AuditState.load(state)
+    except LedgerError as e:  # a state file that is not one: usage (exit 2), not a fault
+        raise InvalidInputError(f"--state: {e} (fix it, or --reset-state)", field="state") from e
     return state
 
 
