@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 _ENUMERATED_CACHE = 4096
-"""Tasks whose enumeration (the signed feasible count) is kept between certifications."""
+"""Tasks whose enumeration is kept (served by EnumerateFamilies, signed into certificates)."""
 
 RECORD_CHUNK = 128
 """CertifyBatch hands decided certificates to the ledger this many at a time."""
@@ -119,7 +119,7 @@ class Authority:
         self._clock = clock
         self._ledger = ledger
         self._certificates = CertificateLog(ledger)
-        self._enumerated: dict[str, dict[str, Any] | None] = {}
+        self._enumerated: dict[str, Families | None] = {}  # by task digest; None: cannot
         self._enumerated_lock = threading.Lock()
 
     @property
@@ -303,26 +303,29 @@ class Authority:
 
     def _feasible(self, task: CheckedTask, kappa: str) -> dict[str, Any] | None:
         """The enumeration certd signs into the certificate (its coverage denominator), for a
-        domain that enumerates under ``kappa``; cached per task digest."""
+        domain that enumerates under ``kappa``; the enumeration is the one ``enumerate``
+        served for the task (cached), so a fork-tree build pays for it once."""
         with self._enumerated_lock:
-            if task.digest in self._enumerated:
-                return self._enumerated[task.digest]
-        try:
-            found = self.enumerate(task)
-        except (UnsupportedError, LimitExceededError):
-            found = None
-        out = None
-        if found is not None and found.labels and found.kappa == kappa:
-            out = {
-                "complete": bool(found.complete),
-                "families": len(found.families),
-                "labels": len({lw.label for lw in found.labels}),
-            }
+            known = task.digest in self._enumerated
+            found = self._enumerated.get(task.digest)
+        if not known:
+            try:
+                found = self.enumerate(task)
+            except (UnsupportedError, LimitExceededError):
+                self._remember(task.digest, None)
+        if found is None or not found.labels or found.kappa != kappa:
+            return None
+        return {
+            "complete": bool(found.complete),
+            "families": len(found.families),
+            "labels": len({lw.label for lw in found.labels}),
+        }
+
+    def _remember(self, digest: str, found: Families | None) -> None:
         with self._enumerated_lock:
             if len(self._enumerated) >= _ENUMERATED_CACHE:
                 self._enumerated.pop(next(iter(self._enumerated)))
-            self._enumerated[task.digest] = out
-        return out
+            self._enumerated[digest] = found
 
     @staticmethod
     def _wait(submitted: _Submitted | CertifyOutcome) -> Recorded | CertifyOutcome:
@@ -402,15 +405,21 @@ class Authority:
             UnsupportedError: the domain cannot enumerate its families.
             LimitExceededError: the task is over the enumeration limits.
         """
+        with self._enumerated_lock:
+            cached = self._enumerated.get(task.digest)
+        if cached is not None:
+            return cached
         checker = self._checkers.for_domain(task.domain)
         found = checker.enumerate(task.value)
-        return Families(
+        families = Families(
             kappa=checker.kappa,
             labels=[FeasibleLabel(lw.label, lw.fields, lw.witness) for lw in found.labels],
             families=[tuple(f) for f in found.families],
             complete=found.complete,
             certifiable=found.certifiable,
         )
+        self._remember(task.digest, families)
+        return families
 
 
 def refuse(outcome: CertifyOutcome) -> None:
