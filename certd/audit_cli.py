@@ -24,16 +24,20 @@ from typing import Any
 from certd.clihelp import add_verb, emit
 from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.ledger.audit import AuditReport, audit_remote, audit_store
+from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
 from certd.ledger.store import LedgerStore
 from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["add_parser"]
 
 
-def _default_state(where: str) -> Path:
+def _default_state(keys: list[VerifierKey]) -> Path:
+    """The default state file of the log the trusted keys sign: one per log (its key names,
+    i.e. origins, and key ids), never per address, so auditing replica after replica of one
+    log checks every one against the same trusted checkpoint (a split view fails)."""
     base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    tag = hashlib.sha256(where.encode()).hexdigest()[:16]
+    log_id = ",".join(sorted(f"{k.name}+{k.key_id_hex}" for k in keys))
+    tag = hashlib.sha256(f"log:{log_id}".encode()).hexdigest()[:16]
     return base / "forkgate" / f"audit-{tag}.json"
 
 
@@ -131,12 +135,12 @@ def _open_store(args: argparse.Namespace) -> tuple[LedgerStore, str]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     keys = _trusted(args)
     if args.server:
-        state = _audit_state(args, f"server:{args.server}")
+        state = _audit_state(args, keys)
         report = _remote_audit(args.server, keys, state, args)
     else:
-        store, where = _open_store(args)
+        store, _where = _open_store(args)
         try:
-            state = _audit_state(args, where)
+            state = _audit_state(args, keys)
             report = audit_store(store, keys, state)
         finally:
             store.close()
@@ -172,12 +176,16 @@ def _state_hint(report: AuditReport, state: Path) -> str:
     )
 
 
-def _audit_state(args: argparse.Namespace, where: str) -> Path:
-    """The auditor state file (``--state`` or the default for ``where``); ``--reset-state``
-    removes it first so this audit trusts the log afresh."""
-    state: Path = args.state or _default_state(where)
+def _audit_state(args: argparse.Namespace, keys: list[VerifierKey]) -> Path:
+    """The auditor state file (``--state`` or the default for the log ``keys`` sign);
+    ``--reset-state`` removes it first so this audit trusts the log afresh."""
+    state: Path = args.state or _default_state(keys)
     if args.reset_state:
         state.unlink(missing_ok=True)
+    try:
+        AuditState.load(state)
+    except LedgerError as e:  # a state file that is not one: usage (exit 2), not a fault
+        raise InvalidInputError(f"--state: {e} (fix it, or --reset-state)", field="state") from e
     return state
 
 
@@ -220,7 +228,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="the auditor's trusted-checkpoint state file, JSON "
-        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's place>.json)",
+        "(default: $XDG_STATE_HOME/forkgate/audit-<hash of the log's origin and key id>.json, "
+        "one per log whatever address it is audited at)",
     )
     a.add_argument(
         "--reset-state",

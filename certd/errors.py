@@ -19,7 +19,8 @@ The tree::
     │   ├── ProofError             a malformed proof, or arguments for which none exists
     │   │   └── RootMismatchError  a well-formed proof that leads to another root (a fork)
     │   ├── ConsistencyError       a checkpoint inconsistent with an earlier one
-    │   └── StoreError             the storage backend failed
+    │   ├── StoreDamageError       the store lacks or garbles state its tree needs (exit 1)
+    │   └── StoreError             the storage backend failed (unreachable: exit 3)
     ├── UnsupportedError           a domain or κ this server does not serve (UNIMPLEMENTED)
     ├── InProgressError            a twin request (same idempotency key) still runs (ABORTED)
     ├── AuthenticationError        missing or invalid credentials (UNAUTHENTICATED)
@@ -51,6 +52,7 @@ __all__ = [
     "RootMismatchError",
     "ServerBusyError",
     "SigningError",
+    "StoreDamageError",
     "StoreError",
     "TamperedError",
     "UnknownKeyError",
@@ -184,6 +186,11 @@ class ConsistencyError(LedgerError):
 
 class StoreError(LedgerError):
     """The ledger's storage backend failed."""
+
+
+class StoreDamageError(LedgerError):
+    """The store answered, but lacks or garbles state its tree needs (a missing entry or
+    node, a row of the wrong type): damage to repair, not an outage (exit 1, not 3)."""
 
 
 class ConfigError(CertdError):

@@ -127,6 +127,19 @@ def _issued_at(obj: Any) -> int:
 _TYPES = {_STR: str, _INT: int, _OBJ: dict}
 
 
+def _check_feasible(value: Any) -> None:
+    """The optional signed enumeration of a feasibility predicate: counts >= 1, a flag."""
+    ok = isinstance(value, dict) and set(value) == {"complete", "families", "labels"}
+    if ok:
+        counts = [value["families"], value["labels"]]
+        ok = all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in counts)
+        ok = ok and isinstance(value["complete"], bool)
+    if not ok:
+        raise MalformedStatementError(
+            f"expected predicate.feasible to be {{labels, families, complete}}, got {value!r:.60}"
+        )
+
+
 def _check_shape(st: Statement) -> None:
     """Every field the predicate type needs, of its type, and subjects that agree with it."""
     p = st.predicate
@@ -137,6 +150,8 @@ def _check_shape(st: Statement) -> None:
                 f"expected predicate.{name} to be {kind}, got {p.get(name)!r:.60}"
             )
     subjects = dict(st.subjects)
+    if st.predicate_type == PREDICATE_FEASIBILITY and "feasible" in p:
+        _check_feasible(p["feasible"])
     if st.predicate_type == PREDICATE_FEASIBILITY:
         want = {"task": p["task_digest"], "witness": p["witness_digest"]}
         if sha256_hex(canonical_json(p["task"])) != p["task_digest"]:

@@ -33,7 +33,14 @@ from typing import Any
 import grpc
 
 from certd.clihelp import add_verb
-from certd.errors import CertdError, ConfigError, InvalidInputError, SigningError, StoreError
+from certd.errors import (
+    CertdError,
+    ConfigError,
+    InvalidInputError,
+    LedgerError,
+    SigningError,
+    StoreError,
+)
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
 from certd.ledger.witness import Witness
 from certd.netaddr import with_default_port
@@ -206,7 +213,10 @@ def _cmd_witness(args: argparse.Namespace) -> int:
     if not args.log_key:
         raise InvalidInputError("--log-key: name the log's key", field="log_key")
     key = load_signing_key(args.key)
-    witness = Witness(key, _vkeys(args.log_key), args.origin, args.state)
+    try:
+        witness = Witness(key, _vkeys(args.log_key), args.origin, args.state)
+    except LedgerError as e:  # a state file that is not one, or another log's: usage (exit 2)
+        raise InvalidInputError(f"--state: {e}", field="state") from e
     channel = log_channel(
         args.log, args.tls_ca, args.token, args.tls_cert, args.tls_key, args.tls_server_name
     )

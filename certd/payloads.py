@@ -257,14 +257,19 @@ def feasibility_predicate(
     verifier: str,
     issued_at: int,
     task_sha256: str | None = None,
+    feasible: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The predicate of a feasibility certificate (see docs/formats.md).
 
     ``task_sha256`` is ``task_digest(task)`` when the caller has it already (it is not
-    computed twice).
+    computed twice). ``feasible`` is what certd's enumeration of the task found, for a
+    domain that enumerates (Countdown): ``{"labels": N, "families": M, "complete": bool}``;
+    it is the signed denominator of coverage (omitted otherwise).
     """
     obj = task_json(task)
+    extra = {} if feasible is None else {"feasible": dict(sorted(feasible.items()))}
     return {
+        **extra,
         "canonical_digest": sha256_hex(canonical.encode()),
         "domain": obj["domain"],
         "issued_at": issued_at,

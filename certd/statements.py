@@ -96,6 +96,10 @@ class FeasibilityClaim:
     tree_size: int
     witness: str = ""
     label_fields: Mapping[str, str] = field(default_factory=dict)
+    feasible_labels: int | None = None
+    """How many feasible labels certd's enumeration of the task found (signed), or None
+    for a domain that does not enumerate (coverage then counts certified families)."""
+    feasible_families: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,11 @@ def verify_inclusion(
 ) -> int:
     """Check that ``entry`` is in the log under a checkpoint signed by a trusted key.
 
+    The checkpoint's unsigned copies (``origin``, ``size``, ``root_hash``, kept for
+    readability) must be there and equal the signed note's.
+
     Raises:
+        TamperedError: a checkpoint copy is missing or differs from the signed note.
         ProofError: the proof or the checkpoint does not match.
         SigningError: the checkpoint is not signed by a trusted key.
 
@@ -124,6 +132,9 @@ def verify_inclusion(
     if proof.leaf_hash and proof.leaf_hash != leaf:
         raise ProofError(f"leaf hash: expected {leaf.hex()}, got {proof.leaf_hash.hex()}")
     cp = open_log_checkpoint(proof.checkpoint.note, keys, origin)
+    _same("inclusion.checkpoint.origin", cp.origin, proof.checkpoint.origin)
+    _same("inclusion.checkpoint.size", cp.size, proof.checkpoint.size)
+    _same("inclusion.checkpoint.rootHash", cp.root_hash.hex(), proof.checkpoint.root_hash.hex())
     if cp.size != proof.tree_size:
         raise ProofError(f"checkpoint size: expected {proof.tree_size}, got {cp.size}")
     merkle.verify_inclusion(
@@ -151,8 +162,9 @@ def verify_certificate(
 
     Every unsigned copy the message carries is compared with the signed payload or proof:
     ``certificate_id`` (SHA-256 of the envelope), ``ledger_index`` (the proof's leaf index),
-    ``label`` (value, κ and fields) and ``witness``. An empty copy is ignored (nobody can
-    trust what is not there).
+    ``label`` (value, κ and fields), ``witness`` and the inclusion checkpoint's ``origin``,
+    ``size`` and ``root_hash``. A deleted ``label``, ``witness`` or checkpoint copy is a
+    tamper too (certd always writes them); an empty ``certificate_id`` is ignored.
 
     Args:
         cert: the certificate as certd returned it.
@@ -184,16 +196,18 @@ def verify_certificate(
         tree_size=size,
         witness=p["witness"],
         label_fields={str(k): str(v) for k, v in p["label_fields"].items()},
+        feasible_labels=p["feasible"]["labels"] if "feasible" in p else None,
+        feasible_families=p["feasible"]["families"] if "feasible" in p else None,
     )
     if cert.certificate_id:
         _same("certificate_id", sha256_hex(cert.envelope), cert.certificate_id)
     _same("ledger_index", claim.ledger_index, cert.ledger_index)
-    if cert.HasField("label"):
-        _same("label.value", claim.label, cert.label.value)
-        _same("label.kappa", claim.kappa, cert.label.kappa)
-        _same("label.fields", claim.label_fields, dict(cert.label.fields))
-    if cert.witness:
-        _same("witness", claim.witness, cert.witness)
+    if not cert.HasField("label"):
+        raise TamperedError("label: the copy of the signed label is missing", field="label")
+    _same("label.value", claim.label, cert.label.value)
+    _same("label.kappa", claim.kappa, cert.label.kappa)
+    _same("label.fields", claim.label_fields, dict(cert.label.fields))
+    _same("witness", claim.witness, cert.witness)
     if task is not None and claim.task_digest not in task_digests(task):
         raise InvalidInputError(
             f"task digest: expected {task_digest(task)}, got {claim.task_digest}", field="task"

@@ -20,6 +20,7 @@ from google.protobuf import json_format
 from certd.statements import task_digest
 from certd.v1 import tasks_pb2, verifier_pb2
 
+from .ratchet_records import loads_record
 from .tasks import as_task
 
 if TYPE_CHECKING:
@@ -59,10 +60,7 @@ class CertifiedDataset:
                 for line_no, line in enumerate(f, 1):
                     if line.strip():
                         numbers.append(line_no)
-                        try:
-                            yield json.loads(line)
-                        except ValueError:
-                            yield {"malformed": line[:100]}
+                        yield loads_record(line)
 
         return cls(lines(), ratchet, line_numbers=numbers)
 

@@ -33,7 +33,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from certd.clihelp import finish_parser
-from certd.errors import CertdError
+from certd.errors import CertdError, MalformedStatementError
 from certd.exitcodes import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, exit_code_of
 from certd.v1 import authority_pb2
 
@@ -45,10 +45,10 @@ from .cli_io import (
     open_in_bytes,
     open_out,
     open_out_bytes,
-    read_jsonl_numbered,
     task_arg,
     trust_arg,
 )
+from .cli_metrics import add_parser as add_metrics_parser
 from .connection import add_connection_flags, client_from_args
 from .errors import ForkgateError, InvalidRequestError, forkgate_exit_code
 from .jobs.cli_jobs import cmd_build_forktrees, cmd_guard, cmd_guard_demo, cmd_run
@@ -118,11 +118,15 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
     with open_in(args.file) as f:
         text = f.read()
     try:
-        json_format.Parse(text, cert)
-    except json_format.ParseError as e:
-        raise InvalidRequestError(f"{args.file}: not a certificate: {e}", field="file") from e
+        json.loads(text)
+    except ValueError as e:  # not JSON at all: an input file of the wrong kind (usage)
+        raise InvalidRequestError(f"{args.file}: not JSON: {e}", field="file") from e
     task = task_arg(args.domain, args.task) if args.task else None
     try:
+        try:
+            json_format.Parse(text, cert)  # duplicate or unknown fields are refused here
+        except json_format.ParseError as e:  # JSON, but no certificate: a refusal
+            raise MalformedStatementError(f"not a certificate: {e}") from e
         claim = verify_certificate(cert, keys, task=task)
     except CertdError as e:
         reason = type(e).__name__
@@ -149,42 +153,6 @@ def _cmd_check_cert(args: argparse.Namespace) -> int:
         f"for task {claim.task_digest[:16]}…, "
         f"ledger index {claim.ledger_index} in a checkpoint of size {claim.tree_size}"
     )
-    return 0
-
-
-def _forktree_records(path: str) -> list[dict[str, Any]]:
-    """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
-    not one, e.g. a verify-batch verdict line)."""
-    out = []
-    for n, rec in read_jsonl_numbered(path):
-        families = rec.get("families") if isinstance(rec, dict) else None
-        if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
-            verdict = isinstance(rec, dict) and "status" in rec
-            hint = " (this looks like verify-batch output)" if verdict else ""
-            raise InvalidRequestError(
-                f'{path}:{n}: not a fork-tree record (no "families" list){hint}; '
-                "metrics reads the output of forkgate build-forktrees",
-                field="in",
-            )
-        out.append(rec)
-    return out
-
-
-def _cmd_metrics(args: argparse.Namespace) -> int:
-    records = _forktree_records(args.input)
-    certified = sum(len(r["families"]) for r in records)
-    feasible = sum(r.get("feasible_labels") or 0 for r in records)
-    info = {
-        "tasks": len(records),
-        "families_certified": certified,
-        "feasible_labels": feasible,
-        "coverage": round(certified / feasible, 4) if feasible else None,
-        "complete_tasks": sum(bool(r.get("complete")) for r in records),
-        "forced_families": sum(bool(f.get("forced")) for r in records for f in r["families"]),
-        "samples": sum(r.get("samples", 0) for r in records),
-        "tokens": sum(r.get("tokens", 0) for r in records),
-    }
-    print(json.dumps(info) if args.json else "\n".join(f"{k:18} {v}" for k, v in info.items()))
     return 0
 
 
@@ -317,17 +285,6 @@ def _add_build_forktrees(sub: Any) -> argparse.ArgumentParser:
     return b
 
 
-def _add_metrics(sub: Any) -> argparse.ArgumentParser:
-    mt: argparse.ArgumentParser = sub.add_parser(
-        "metrics", help="coverage figures of a fork-tree file"
-    )
-    mt.add_argument(
-        "--in", dest="input", required=True, help="build-forktrees output JSONL ('-' for stdin)"
-    )
-    mt.set_defaults(fn=_cmd_metrics)
-    return mt
-
-
 def _add_guard(sub: Any) -> argparse.ArgumentParser:
     g: argparse.ArgumentParser = sub.add_parser(
         "guard", help="the support table of a run's acceptance decisions"
@@ -443,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
             _add_check_cert,
             _add_build_forktrees,
             add_admit_parser,
-            _add_metrics,
+            add_metrics_parser,
             _add_guard,
             _add_guard_demo,
             _add_run,

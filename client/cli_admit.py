@@ -23,7 +23,7 @@ from certd.exitcodes import EXIT_OK, EXIT_REFUSED
 
 from .cli_io import open_out, trust_arg
 from .connection import add_connection_flags, connection_from_args
-from .errors import InvalidRequestError
+from .errors import InvalidRequestError, VerificationError
 
 __all__ = ["add_parser", "default_ratchet_state"]
 
@@ -40,6 +40,7 @@ def default_ratchet_state(log: str) -> Path:
 
 def _cmd_admit(args: argparse.Namespace) -> int:
     from .ratchet import CertifiedDataset, Ratchet
+    from .ratchet_records import reemit
 
     if not Path(args.input).is_file():
         raise InvalidRequestError(f"--in: no such file {args.input}", field="in")
@@ -55,12 +56,15 @@ def _cmd_admit(args: argparse.Namespace) -> int:
         )
         state = Path(args.state) if args.state else default_ratchet_state(ratchet.state.log)
         if not args.no_state:
-            ratchet.load_state(state)
+            try:
+                ratchet.load_state(state)
+            except VerificationError as e:  # not a state file, or another log's: usage
+                raise InvalidRequestError(f"--state: {e}", field="state") from e
         data = CertifiedDataset.from_jsonl(Path(args.input), ratchet)
         with open_out(args.out) as sink:
             admitted = 0
             for record in data:
-                sink.write(json.dumps(record, sort_keys=True) + "\n")
+                sink.write(json.dumps(reemit(record), sort_keys=True) + "\n")
                 admitted += 1
         if not args.no_state:
             ratchet.save_state(state)

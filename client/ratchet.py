@@ -73,7 +73,7 @@ from .errors import (
     VerificationError,
 )
 from .ratchet_evidence import Evidence, Outcome, ReceiptCache
-from .ratchet_records import ProofMap, parse_group, parse_tree
+from .ratchet_records import ProofMap, parse_group, parse_tree, record_copies
 from .ratchet_state import (
     MissingProof,
     PlanRefused,
@@ -303,11 +303,13 @@ class Ratchet:
             out.reasons.append(
                 (Reason.TAMPERED_TASK_DIGEST, f"task_digest {str(copy)[:16]}… is not the task's")
             )
+        claims = []
         for fam in families:
             try:
-                evidence.check_family(fam, digest, out)
+                claims.append(evidence.check_family(fam, digest, out))
             except Refused as e:
                 out.refuse(e, f"family {fam.label!r}: ")
+        out.reasons.extend(record_copies(record, families, claims))
         labels = frozenset(f.label for f in families)
         lost = self.state.coverage.get(digest, frozenset()) - labels
         if lost:

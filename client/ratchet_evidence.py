@@ -20,6 +20,7 @@ from certd.errors import CertdError
 from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
 from certd.statements import (
+    FeasibilityClaim,
     open_log_checkpoint,
     receipt_root_from_path,
     sha256_hex,
@@ -73,8 +74,8 @@ class Evidence:
         except CertdError:
             pass  # refused with its reason where the proof is checked
 
-    def check_family(self, fam: Family, digest: str, out: Outcome) -> None:
-        """Check a family's certificate for the task of ``digest``.
+    def check_family(self, fam: Family, digest: str, out: Outcome) -> FeasibilityClaim:
+        """Check a family's certificate for the task of ``digest``; return what it signs.
 
         Raises:
             Refused: the certificate does not open, or its κ, task, label or witness differ.
@@ -97,6 +98,7 @@ class Evidence:
         if claim.witness_digest != sha256_hex(fam.witness.encode()):
             raise Refused(Reason.TAMPERED_WITNESS, "witness does not match its digest")
         self._proven(cert.inclusion, out)  # only a family that passed speaks for its checkpoint
+        return claim
 
     def _open_receipt(
         self, ro: Rollout, receipts: ReceiptCache, out: Outcome

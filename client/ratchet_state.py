@@ -80,6 +80,9 @@ class Reason(enum.StrEnum):
     TAMPERED_INDEX = "TAMPERED_INDEX"
     TAMPERED_RECEIPT = "TAMPERED_RECEIPT"
     TAMPERED_TASK_DIGEST = "TAMPERED_TASK_DIGEST"
+    TAMPERED_CHECKPOINT = "TAMPERED_CHECKPOINT"
+    TAMPERED_FEASIBLE = "TAMPERED_FEASIBLE"
+    DUPLICATE_FAMILY = "DUPLICATE_FAMILY"
     WRONG_KAPPA = "WRONG_KAPPA"
     BAD_PROOF = "BAD_PROOF"
     STALE_CHECKPOINT = "STALE_CHECKPOINT"
@@ -108,6 +111,9 @@ _TAMPERED = {
     "witness": Reason.TAMPERED_WITNESS,
     "batch_root": Reason.TAMPERED_RECEIPT,
     "batch_size": Reason.TAMPERED_RECEIPT,
+    "inclusion.checkpoint.origin": Reason.TAMPERED_CHECKPOINT,
+    "inclusion.checkpoint.size": Reason.TAMPERED_CHECKPOINT,
+    "inclusion.checkpoint.rootHash": Reason.TAMPERED_CHECKPOINT,
 }
 
 

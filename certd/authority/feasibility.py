@@ -22,10 +22,11 @@ replies without reading the ledger.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from certd.authority.checker import Checkers
 from certd.authority.results import (
@@ -40,7 +41,7 @@ from certd.authority.results import (
     proven,
 )
 from certd.domains.verdict import Family, Status, Verdict
-from certd.errors import CertificationRefusedError
+from certd.errors import CertificationRefusedError, LimitExceededError, UnsupportedError
 from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
 from certd.ledger.certindex import CertificateIndex, IndexedCertificate
 from certd.ledger.log import Ledger
@@ -65,6 +66,9 @@ __all__ = [
     "Refusal",
     "refuse",
 ]
+
+_ENUMERATED_CACHE = 4096
+"""Tasks whose enumeration is kept (served by EnumerateFamilies, signed into certificates)."""
 
 RECORD_CHUNK = 128
 """CertifyBatch hands decided certificates to the ledger this many at a time."""
@@ -115,6 +119,8 @@ class Authority:
         self._clock = clock
         self._ledger = ledger
         self._certificates = CertificateLog(ledger)
+        self._enumerated: dict[str, Families | None] = {}  # by task digest; None: cannot
+        self._enumerated_lock = threading.Lock()
 
     @property
     def index(self) -> CertificateIndex:
@@ -270,6 +276,7 @@ class Authority:
             verifier=verdict.verifier,
             issued_at=int(self._clock()),
             task_sha256=task.digest,
+            feasible=self._feasible(task, kappa),
         )
         statement = make_statement(
             [("task", task.digest), ("witness", str(predicate["witness_digest"]))],
@@ -286,6 +293,32 @@ class Authority:
             witness=witness,
             envelope=sign_envelope(statement, IN_TOTO_PAYLOAD_TYPE, self._signer).to_json(),
         )
+
+    def _feasible(self, task: CheckedTask, kappa: str) -> dict[str, Any] | None:
+        """The enumeration certd signs into the certificate (its coverage denominator), for a
+        domain that enumerates under ``kappa``; the enumeration is the one ``enumerate``
+        served for the task (cached), so a fork-tree build pays for it once."""
+        with self._enumerated_lock:
+            known = task.digest in self._enumerated
+            found = self._enumerated.get(task.digest)
+        if not known:
+            try:
+                found = self.enumerate(task)
+            except (UnsupportedError, LimitExceededError):
+                self._remember(task.digest, None)
+        if found is None or not found.labels or found.kappa != kappa:
+            return None
+        return {
+            "complete": bool(found.complete),
+            "families": len(found.families),
+            "labels": len({lw.label for lw in found.labels}),
+        }
+
+    def _remember(self, digest: str, found: Families | None) -> None:
+        with self._enumerated_lock:
+            if len(self._enumerated) >= _ENUMERATED_CACHE:
+                self._enumerated.pop(next(iter(self._enumerated)))
+            self._enumerated[digest] = found
 
     @staticmethod
     def _wait(submitted: _Submitted | CertifyOutcome) -> Recorded | CertifyOutcome:
@@ -367,15 +400,21 @@ class Authority:
             UnsupportedError: the domain cannot enumerate its families.
             LimitExceededError: the task is over the enumeration limits.
         """
+        with self._enumerated_lock:
+            cached = self._enumerated.get(task.digest)
+        if cached is not None:
+            return cached
         checker = self._checkers.for_domain(task.domain)
         found = checker.enumerate(task.value)
-        return Families(
+        families = Families(
             kappa=checker.kappa,
             labels=[FeasibleLabel(lw.label, lw.fields, lw.witness) for lw in found.labels],
             families=[tuple(f) for f in found.families],
             complete=found.complete,
             certifiable=found.certifiable,
         )
+        self._remember(task.digest, families)
+        return families
 
 
 def refuse(outcome: CertifyOutcome) -> None:

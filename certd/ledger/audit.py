@@ -101,7 +101,13 @@ def _feed_store(audit: AuditRun, store: LedgerStore, chunk: int, max_faults: int
     except CertdError as e:
         audit.fault("checkpoint", None, f"cannot read the latest checkpoint: {e}")
         latest = None
-    audit.open_checkpoint(None if latest is None else latest[1])
+    cp = audit.open_checkpoint(None if latest is None else latest[1])
+    if cp is not None and latest is not None and cp.size != latest[0]:
+        audit.fault(
+            "checkpoint",
+            latest[0],
+            f"checkpoint at {latest[0]}: the note stored there is for size {cp.size}",
+        )
     size = store.size()
     for item in store.unexplained(limit=max_faults):
         audit.fault("store", None, f"the store holds state its tree does not explain: {item}")

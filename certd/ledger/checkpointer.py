@@ -42,10 +42,12 @@ from certd.errors import (
     LedgerError,
     NotFoundError,
     ProofError,
+    StoreDamageError,
     StoreError,
 )
 from certd.ledger.checkpoint import Checkpoint, SignedCheckpoint, open_checkpoint, sign_checkpoint
-from certd.ledger.merkle import EMPTY_ROOT, consistency_proof, verify_consistency
+from certd.ledger.merkle import EMPTY_ROOT, CompactRange, consistency_proof, verify_consistency
+from certd.ledger.startup_check import StoreVerifier, save_mark, verify_store
 from certd.ledger.store import LedgerStore
 from certd.signing.keys import SigningKey, VerifierKey
 
@@ -70,6 +72,7 @@ class Checkpointer:
         checkpoint_file: Path | None = None,
         refresh_interval_s: float = 0.05,
         previous_keys: Sequence[VerifierKey] = (),
+        verified_mark: Path | None = None,
     ) -> None:
         Checkpoint(origin, 0, EMPTY_ROOT)  # validates the origin line
         self._store = store
@@ -83,10 +86,15 @@ class Checkpointer:
         self._refresh_lock = threading.Lock()
         self._refreshed_at = 0.0
         self._latest: SignedCheckpoint | None = None
+        self._mark = verified_mark
+        self._verifier: StoreVerifier | None = None
         self.latest_at = time.time()
 
     def start(self) -> None:
-        """Check the store against the latest checkpoint, then cover every stored entry.
+        """Prove the store against its latest checkpoint, then cover every stored entry.
+
+        Every row past the "verified up to" mark is re-read and re-hashed
+        (``certd.ledger.startup_check``); the mark then moves to the store's size.
 
         Raises:
             SigningError: the latest stored checkpoint does not verify.
@@ -98,9 +106,21 @@ class Checkpointer:
         self._latest = remembered
         with self.lock:
             self._check_store_explained()
+            try:
+                self._verifier = verify_store(self._store, self._verifiers, self.origin, self._mark)
+            except StoreDamageError as e:
+                raise self.fail(
+                    f"refusing to start: {e}; run `certd audit` and repair the store "
+                    "before serving",
+                    e,
+                ) from e
             self.refresh_latest(verified=remembered is None)
             self.check_store_matches_latest()
             self.sign_up_to(self._store.size())
+            try:
+                save_mark(self._mark, self.origin, self._verifier)
+            except OSError as e:
+                raise LedgerError(f"cannot record the verified-up-to mark: {e}") from e
 
     def latest(self) -> SignedCheckpoint:
         """The latest checkpoint held (signed or adopted), without looking for a newer one."""
@@ -283,6 +303,22 @@ class Checkpointer:
                 + "); run `certd audit` and repair the store before serving"
             )
 
+    def _recompute(self, size: int) -> bytes:
+        """The root at ``size`` recomputed from the stored rows (read back, re-hashed)."""
+        verifier = self._verifier
+        if verifier is None:
+            verifier = self._verifier = StoreVerifier(self._store, CompactRange())
+        try:
+            verifier.advance(size)
+        except StoreDamageError as e:
+            raise self.fail(f"refusing to sign size {size}: {e}", e) from e
+        root = verifier.root()
+        if root != self._store.root(size):
+            raise self.fail(
+                f"refusing to sign size {size}: the stored nodes give another root than the entries"
+            )
+        return root
+
     def sign_up_to(self, size: int) -> None:
         """Sign and store a checkpoint for ``size`` after proving it extends the latest one.
 
@@ -291,7 +327,7 @@ class Checkpointer:
         current = self._latest
         if current is not None and current.checkpoint.size >= size:
             return  # covered by a checkpoint already checked (another replica's, or ours)
-        root = self._store.root(size)
+        root = self._recompute(size)
         # Every tree extends the empty one, so a size-0 checkpoint needs no proof.
         if current is not None and current.checkpoint.size > 0:
             old = current.checkpoint

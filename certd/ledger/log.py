@@ -61,6 +61,7 @@ class Ledger:
         checkpoint_file: Path | None = None,
         refresh_interval_s: float = 0.05,
         previous_keys: Sequence[VerifierKey] = (),
+        verified_mark: Path | None = None,
     ) -> None:
         """Open the ledger, check the store against its latest checkpoint, start committing.
 
@@ -80,11 +81,14 @@ class Ledger:
                 checkpoint stored by another replica.
             previous_keys: log keys used before a key rotation; checkpoints stored under
                 them are accepted (new ones are signed with ``signer``).
+            verified_mark: the file recording how far the store was proven at start-up
+                (``certd.ledger.startup_check``); None re-reads every row at each start.
 
         Raises:
             SigningError: the latest stored checkpoint does not verify with ``signer``.
             LedgerError: its origin differs from ``origin``.
-            ConsistencyError: the stored tree does not match the latest checkpoint.
+            ConsistencyError: the stored tree does not match the latest checkpoint, or the
+                store holds anything its tree does not explain (start-up refused).
             StoreError: the store failed.
         """
         self._store = store
@@ -95,6 +99,7 @@ class Ledger:
             checkpoint_file=checkpoint_file,
             refresh_interval_s=refresh_interval_s,
             previous_keys=previous_keys,
+            verified_mark=verified_mark,
         )
         self._proofs = ProofReader(store, self.size)
         self._committer = Committer(

@@ -55,6 +55,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note TEXT NOT 
 """
 
 _SYNC_MODES = ("FULL", "NORMAL", "EXTRA")
+
+
+def _blob(value: object) -> bytes | None:
+    """A stored BLOB as bytes; None for a value of another type (a damaged row)."""
+    if type(value) is bytes:
+        return value
+    return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None
+
+
 _KEY_CHUNK = 500
 
 
@@ -174,23 +183,45 @@ class SQLiteStore(LedgerStore):
         return self._size
 
     def _read_unexplained(self, size: int, limit: int) -> list[str]:
-        queries = (
-            ("entry", "SELECT idx FROM entries WHERE idx >= ? OR idx < 0 ORDER BY idx LIMIT ?"),
-            (
-                "node",
-                "SELECT level || ',' || idx FROM nodes"
-                " WHERE ((idx + 1) << level) > ? OR idx < 0 LIMIT ?",
-            ),
-            ("checkpoint", "SELECT size FROM checkpoints WHERE size > ? LIMIT ?"),
-        )
+        # Range seeks on the primary keys (an OR, or an expression over a column, would scan
+        # every row: seconds on a 1M-entry store at each start).
+        queries: list[tuple[str, str, tuple[int, ...]]] = [
+            ("entry", "SELECT idx FROM entries WHERE idx >= ? ORDER BY idx LIMIT ?", (size,)),
+            ("entry", "SELECT idx FROM entries WHERE idx < 0 LIMIT ?", ()),
+            ("checkpoint", "SELECT size FROM checkpoints WHERE size > ? LIMIT ?", (size,)),
+            ("checkpoint", "SELECT size FROM checkpoints WHERE size < 0 LIMIT ?", ()),
+        ]
+        node = "SELECT level || ',' || idx FROM nodes WHERE level = ? AND (idx >= ?) LIMIT ?"
+        below = "SELECT level || ',' || idx FROM nodes WHERE level = ? AND idx < 0 LIMIT ?"
+        for level in range(64):
+            queries += [("node", node, (level, size >> level)), ("node", below, (level,))]
+        for bad_level in ("level < 0", "level > 63"):
+            sql = f"SELECT level || ',' || idx FROM nodes WHERE {bad_level} LIMIT ?"
+            queries.append(("node", sql, ()))
         out: list[str] = []
         try:
             with self._read() as conn:
-                for what, sql in queries:
-                    for (where,) in conn.execute(sql, (size, limit)):
+                for what, sql, args in queries:
+                    for (where,) in conn.execute(sql, (*args, limit)):
                         out.append(f"{what} at {where} beyond the tree size {size}")
         except sqlite3.Error as e:
             raise StoreError(f"cannot look for rows beyond the tree: {e}") from e
+        return out[:limit]
+
+    def _read_garbled(self, size: int, limit: int) -> list[str]:
+        # Whole-table counts (each read from the smallest index, not the rows): with no row
+        # beyond the tree (``_read_unexplained``), a short count is a hole inside it.
+        wanted = {"entry": size, "node": 2 * size - size.bit_count()}
+        counts = {"entry": "SELECT count(*) FROM entries", "node": "SELECT count(*) FROM nodes"}
+        out: list[str] = []
+        try:
+            with self._read() as conn:
+                for what, sql in counts.items():
+                    (have,) = conn.execute(sql).fetchone()
+                    if have < wanted[what]:
+                        out.append(f"{wanted[what] - have} {what} rows missing below size {size}")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot count the stored rows: {e}") from e
         return out[:limit]
 
     def _read_entries(self, start: int, end: int) -> list[bytes | None]:
@@ -201,7 +232,7 @@ class SQLiteStore(LedgerStore):
                     "SELECT idx, data FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx",
                     (start, end),
                 ):
-                    out[idx - start] = bytes(data)
+                    out[idx - start] = _blob(data)
         except sqlite3.Error as e:
             raise StoreError(f"cannot read entries [{start}, {end}): {e}") from e
         return out
@@ -214,13 +245,13 @@ class SQLiteStore(LedgerStore):
                     row = conn.execute(
                         "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, start)
                     ).fetchone()
-                    return [None if row is None else bytes(row[0])]
+                    return [None if row is None else _blob(row[0])]
                 for idx, h in conn.execute(
                     "SELECT idx, hash FROM nodes WHERE level = ? AND idx >= ? AND idx < ?"
                     " ORDER BY idx",
                     (level, start, end),
                 ):
-                    out[idx - start] = bytes(h)
+                    out[idx - start] = _blob(h)
         except sqlite3.Error as e:
             raise StoreError(f"cannot read nodes at level {level}: {e}") from e
         return out
@@ -246,7 +277,9 @@ class SQLiteStore(LedgerStore):
                     for idx, data in conn.execute(
                         f"SELECT idx, data FROM entries WHERE idx IN ({marks})", chunk
                     ):
-                        found[int(idx)] = bytes(data)
+                        blob = _blob(data)
+                        if blob is not None:
+                            found[int(idx)] = blob
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {len(indexes)} entries: {e}") from e
         return [found.get(i) for i in indexes]

@@ -173,6 +173,14 @@ class StoreHooks(ABC):
         """
         return []
 
+    def _read_garbled(self, size: int, limit: int) -> list[str]:
+        """Describe up to ``limit`` damaged rows inside the tree of ``size``, cheaply.
+
+        Rows of the wrong type, and fewer entry or node rows than the tree needs (without
+        reading them). The default finds none; backends that can count override it.
+        """
+        return []
+
     def writer_lock(self) -> AbstractContextManager[None]:
         """Serialise commits with other processes sharing the backend (a no-op here).
 

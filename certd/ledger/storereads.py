@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from certd.errors import LimitExceededError, NotFoundError, StoreError
+from certd.errors import LimitExceededError, NotFoundError, StoreDamageError
 from certd.ledger.merkle import HASH_SIZE, NodeFn, tree_root
 from certd.ledger.storebase import StoreHooks
 
@@ -59,6 +59,22 @@ class StoreReads(StoreHooks):
         """
         return self._read_unexplained(self._read_size(), limit)
 
+    def garbled(self, size: int, limit: int = 10) -> list[str]:
+        """Damaged rows inside the tree of ``size`` that a backend finds without reading
+        every row: a value of the wrong type, fewer entry or node rows than the tree needs.
+
+        Args:
+            size: the tree size.
+            limit: most items described.
+
+        Raises:
+            StoreError: the backend failed.
+
+        Returns:
+            One line per item, empty when none is found.
+        """
+        return self._read_garbled(size, limit)
+
     def _check_range(self, start: int, end: int, limit: int, what: str) -> None:
         size = self._read_size()
         if not 0 <= start <= end <= size:
@@ -78,8 +94,8 @@ class StoreReads(StoreHooks):
         Raises:
             NotFoundError: the range is outside the tree.
             LimitExceededError: the range is longer than ``limits.max_read_entries``.
-            StoreError: an entry inside the tree is missing (corrupt store) or the
-                backend failed.
+            StoreDamageError: an entry inside the tree is missing (corrupt store).
+            StoreError: the backend failed.
 
         Returns:
             The entry bytes, in order.
@@ -88,7 +104,7 @@ class StoreReads(StoreHooks):
         out = self._read_entries(start, end)
         for i, data in enumerate(out):
             if data is None:
-                raise StoreError(f"expected entry {start + i} in the store, got none")
+                raise StoreDamageError(f"expected entry {start + i} in the store, got none")
         return [d for d in out if d is not None]
 
     def entries_with_gaps(self, start: int, end: int) -> list[bytes | None]:
@@ -117,7 +133,8 @@ class StoreReads(StoreHooks):
 
         Raises:
             NotFoundError: the index is outside the tree.
-            StoreError: the entry is missing or the backend failed.
+            StoreDamageError: the entry is missing.
+            StoreError: the backend failed.
 
         Returns:
             The entry bytes.
@@ -162,14 +179,15 @@ class StoreReads(StoreHooks):
 
         Raises:
             NotFoundError: the subtree is not complete in the current tree.
-            StoreError: the node is missing (corrupt store) or the backend failed.
+            StoreDamageError: the node is missing (corrupt store).
+            StoreError: the backend failed.
 
         Returns:
             The node hash.
         """
         (h,) = self.nodes(level, index, index + 1)
         if h is None:
-            raise StoreError(f"expected node ({level}, {index}) in the store, got none")
+            raise StoreDamageError(f"expected node ({level}, {index}) in the store, got none")
         return h
 
     def nodes_at(
@@ -184,7 +202,8 @@ class StoreReads(StoreHooks):
 
         Raises:
             NotFoundError: a node is not complete in the current tree.
-            StoreError: a node is missing (corrupt store) or the backend failed.
+            StoreDamageError: a node is missing (corrupt store).
+            StoreError: the backend failed.
 
         Returns:
             The hashes, in the order of ``coords``.
@@ -200,7 +219,7 @@ class StoreReads(StoreHooks):
         out: list[bytes] = []
         for (level, index), h in zip(coords, found, strict=True):
             if h is None:
-                raise StoreError(f"expected node ({level}, {index}) in the store, got none")
+                raise StoreDamageError(f"expected node ({level}, {index}) in the store, got none")
             out.append(h)
         return out
 
@@ -216,7 +235,8 @@ class StoreReads(StoreHooks):
 
         Raises:
             NotFoundError: a node it reads is not complete.
-            StoreError: a node is missing or the backend failed.
+            StoreDamageError: a node is missing.
+            StoreError: the backend failed.
 
         Returns:
             What ``compute`` returns with the stored nodes.
@@ -240,7 +260,8 @@ class StoreReads(StoreHooks):
 
         Raises:
             NotFoundError: ``size`` is beyond the stored tree.
-            StoreError: a node is missing or the backend failed.
+            StoreDamageError: a node is missing.
+            StoreError: the backend failed.
 
         Returns:
             The root hash.
@@ -292,7 +313,8 @@ class StoreReads(StoreHooks):
             indexes: entry indexes, each below the stored size.
 
         Raises:
-            StoreError: an entry is missing (corrupt store) or the backend failed.
+            StoreDamageError: an entry is missing (corrupt store).
+            StoreError: the backend failed.
 
         Returns:
             The entries, in the order of ``indexes``.
@@ -303,7 +325,7 @@ class StoreReads(StoreHooks):
         out: list[bytes] = []
         for i, data in zip(indexes, got, strict=True):
             if data is None:
-                raise StoreError(f"expected entry {i} in the store, got none")
+                raise StoreDamageError(f"expected entry {i} in the store, got none")
             out.append(data)
         return out
 

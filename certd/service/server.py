@@ -161,8 +161,10 @@ def _open_ledger(
     dir, so a store that no longer extends it is refused at the next start.
     """
     remembered = None
+    mark = cfg.data_dir / "ledger.verified"
     if store.shared:
         remembered = cfg.data_dir / f"checkpoint-{cfg.cluster.redis_prefix}.note"
+        mark = cfg.data_dir / f"verified-{cfg.cluster.redis_prefix}.json"
     try:
         return Ledger(
             store,
@@ -173,6 +175,7 @@ def _open_ledger(
                 max_delay_s=cfg.ledger.group_commit_max_delay_ms / 1e3,
             ),
             checkpoint_file=remembered,
+            verified_mark=mark,
             previous_keys=previous_keys,
             refresh_interval_s=cfg.cluster.checkpoint_refresh_ms / 1e3,
         )

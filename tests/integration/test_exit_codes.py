@@ -1,4 +1,8 @@
+# ruff: noqa: E501  (the exit-code table reads best one command a line)
 """Exit codes of the CLIs (docs/exit-codes.md): 0 ok, 1 refused/failed, 2 usage, 3 down.
+
+``EXIT_TABLE`` runs every verb of both command lines against a real certd (or a port nothing
+listens on) for each code the verb can give; ``serve`` runs as its own process.
 
 Each code is checked on a real command against a real certd (or a port nothing listens on);
 the trust-path verbs (admit, check-cert, audit, serve) have theirs in test_trust_path.py and
@@ -7,12 +11,24 @@ test_store_unexplained.py.
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+from google.protobuf import json_format
+from server_helpers import LAZY_MATH
+
 from certd.cli import main as certd_main
+from certd.config import CertdConfig
+from certd.service.server import CertdServer
+from certd.signing.keys import SigningKey, save_signing_key
+from forkgate import CertdClient
 from forkgate.cli import main as forkgate_main
 
 
@@ -48,3 +64,144 @@ def test_forkgate_usage_and_down(vkey: str, tmp_path: Path) -> None:
         check=False,
     )
     assert bad.returncode == 2  # argparse: --trust and --out are required
+
+
+# -- one table: every verb, each code it can give (docs/exit-codes.md) ------------------------
+
+TASK = '{"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}'
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One real certd, a certificate it issued, a fork-tree file, a damaged copy of its store."""
+    base = tmp_path_factory.mktemp("exit-codes")
+    server = CertdServer(CertdConfig(data_dir=base / "data", listen="127.0.0.1:0", math=LAZY_MATH))
+    server.start()
+    address = f"127.0.0.1:{server.port}"
+    vkey = (base / "data" / "signing.pub").read_text().strip()
+    with CertdClient(address) as c:
+        cert = c.certify(json.loads(TASK), "25,-", "(25-5)*4+3")
+    doc = json_format.MessageToDict(cert)
+    (base / "cert.json").write_text(json.dumps(doc))
+    (base / "bad-cert.json").write_text(json.dumps({**doc, "ledgerIndex": "seven"}))
+    family = {"label": "25,-", "witness": "(25-5)*4+3", "certificate": doc}
+    record = {"task": json.loads(TASK), "families": [family]}
+    (base / "tree.jsonl").write_text(json.dumps(record) + "\n")
+    (base / "twice.jsonl").write_text(json.dumps({**record, "families": [family] * 2}) + "\n")
+    (base / "junk.json").write_text("{not json")
+    (base / "state.json").write_text('{"origin": 7}')
+    (base / "responses.jsonl").write_text(
+        json.dumps({"id": 1, **json.loads(TASK), "response": "<answer>(25-5)*4+3</answer>"}) + "\n"
+    )
+    (base / "bad-config.json").write_text('{"workers": 4}')
+    save_signing_key(base / "w.key", SigningKey.generate("witness.example/w1"))
+    damaged = base / "damaged"
+    shutil.copytree(base / "data", damaged)
+    with sqlite3.connect(damaged / "ledger.sqlite") as db:
+        db.execute("DELETE FROM entries WHERE idx = 0")
+    try:
+        yield {
+            "address": address,
+            "vkey": vkey,
+            "dir": str(base),
+            "dead": f"127.0.0.1:{_dead_port()}",
+            "task": TASK.replace(" ", ""),
+        }
+    finally:
+        server.stop(grace_s=1)
+
+
+def _code(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's usage errors
+        return int(e.code or 0)
+
+
+C, F = "certd", "forkgate"
+# (cli, argv with {address} {vkey} {dir} {dead} {tmp} filled in, expected code)
+EXIT_TABLE: list[tuple[str, str, int]] = [
+    (C, "health --server {address}", 0),
+    (C, "health --server {address} --tls-ca {dir}/none.pem", 2),
+    (C, "health --server {dead} --timeout 2", 3),
+    (C, "info --server {address}", 0),
+    (C, "info --server {address} --tls-ca {dir}/none.pem", 2),
+    (C, "info --server {dead} --timeout 2", 3),
+    (C, "config --print-default --out {tmp}/c.json", 0),
+    (C, "config --check {dir}/bad-config.json", 2),
+    (C, "audit --server {address} --trust {vkey} --state {tmp}/a.json", 0),
+    (C, "audit --data-dir {dir}/damaged --state {tmp}/a.json", 1),
+    (C, "audit --server {address} --trust {vkey} --state {dir}/state.json", 2),
+    (C, "audit --server {dead} --trust {vkey} --state {tmp}/a.json", 3),
+    (C, "witness --once --log {address} --log-key {vkey} --origin forkgate.local/certd --key {dir}/w.key --state {tmp}/w.json", 0),
+    (C, "witness --once --log {address} --log-key {vkey} --origin forkgate.local/certd --key {dir}/w.key --state {dir}/state.json", 2),
+    (C, "witness --once --log {dead} --log-key {vkey} --origin forkgate.local/certd --key {dir}/w.key --state {tmp}/w.json", 3),
+    (C, "keygen --name t.example/k --out {tmp}/k.key", 0),
+    (C, "keygen --name t.example/k --out {dir}/w.key", 2),
+    (C, "families countdown --numbers 25,5,4,3 --target 83", 0),
+    (C, "families countdown --numbers x --target 83", 2),
+    (C, "doctor --config {dir}/bad-config.json", 2),
+    (C, "kappa-report --in {dir}/none.jsonl", 2),
+    (F, "check-cert {dir}/cert.json --trust {vkey}", 0),
+    (F, "check-cert {dir}/bad-cert.json --trust {vkey}", 1),
+    (F, "check-cert {dir}/none.json --trust {vkey}", 2),
+    (F, "admit --trust {vkey} --in {dir}/tree.jsonl --out {tmp}/o.jsonl --no-state", 0),
+    (F, "admit --trust {vkey} --in {dir}/twice.jsonl --out {tmp}/o.jsonl --no-state", 1),
+    (F, "admit --trust {vkey} --in {dir}/tree.jsonl --out {tmp}/o.jsonl --state {dir}/state.json", 2),
+    (F, "metrics --in {dir}/tree.jsonl --trust {vkey}", 0),
+    (F, "metrics --in {dir}/twice.jsonl", 1),
+    (F, "metrics --in {dir}/responses.jsonl", 2),
+    (F, "certify --server {address} --task {task} --label 25,- --witness (25-5)*4+3", 0),
+    (F, "certify --server {address} --task {task} --label 25,- --witness 25*4", 1),
+    (F, "certify --server {address} --task notjson --label 25,- --witness 1", 2),
+    (F, "certify --server {dead} --task {task} --label 25,- --witness 1", 3),
+    (F, "verify-batch --server {address} --in {dir}/responses.jsonl --out {tmp}/v.jsonl", 0),
+    (F, "verify-batch --server {address} --in {dir}/none.jsonl --out {tmp}/v.jsonl", 2),
+    (F, "verify-batch --server {dead} --in {dir}/responses.jsonl --out {tmp}/v.jsonl --timeout 2", 3),
+    (F, "get-cert --server {address} --index 0 --trust {vkey} --out {tmp}/g.json", 0),
+    (F, "get-cert --server {address} --index 0 --trust {dir}/w.key --out {tmp}/g.json", 2),
+    (F, "get-cert --server {address} --id " + "0" * 64, 2),
+    (F, "get-cert --server {dead} --index 0", 3),
+    (F, "fork-tree --server {address} --task {task}", 0),
+    (F, "fork-tree --server {dead} --task {task}", 3),
+    (F, "guard --server {dead} --run r", 3),
+    (F, "build-forktrees --tasks 1 --m x --out {tmp}/t.jsonl", 2),
+    (F, "run --k x --workdir {tmp}/run", 2),
+    (F, "guard-demo --phases x --workdir {tmp}/gd", 2),
+    (F, "experiment countdown --steps x --workdir {tmp}/ex", 2),
+    (F, "kappa-calibrate --puzzles x --out {tmp}/kc.json", 2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cli", "argv", "code"), EXIT_TABLE, ids=[f"{c} {a.split()[0]} {x}" for c, a, x in EXIT_TABLE]
+)
+def test_every_verb_exits_as_documented(
+    world: dict[str, str], tmp_path: Path, cli: str, argv: str, code: int
+) -> None:
+    args = [a.format(tmp=tmp_path, **world) for a in argv.split()]
+    main = certd_main if cli == C else forkgate_main
+    assert _code(main, args) == code, argv
+
+
+@pytest.mark.parametrize(
+    ("setup", "code"),
+    [("damaged", 1), ("bad-config", 2)],
+)
+def test_serve_exits_1_on_a_damaged_store_and_2_on_a_bad_config(
+    world: dict[str, str], setup: str, code: int
+) -> None:
+    args = (
+        ["--data-dir", f"{world['dir']}/damaged"]
+        if setup == "damaged"
+        else ["--config", f"{world['dir']}/bad-config.json", "--data-dir", f"{world['dir']}/x"]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "certd.cli", "serve", *args, "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr

@@ -152,6 +152,10 @@ TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], Reason]] = [
     ("signature", _sig, Reason.BAD_SIGNATURE),
     ("key id", _keyid, Reason.UNKNOWN_KEY),
     ("proof", _proof, Reason.BAD_PROOF),
+    ("checkpoint origin copy", lambda c: c["inclusion"]["checkpoint"].update(origin="evil.example/log"), Reason.TAMPERED_CHECKPOINT),
+    ("checkpoint size copy", lambda c: c["inclusion"]["checkpoint"].update(size="99"), Reason.TAMPERED_CHECKPOINT),
+    ("checkpoint root copy", lambda c: c["inclusion"]["checkpoint"].update(rootHash="A" * 43 + "="), Reason.TAMPERED_CHECKPOINT),
+    ("checkpoint copies deleted", lambda c: [c["inclusion"]["checkpoint"].pop(k) for k in ("origin", "size", "rootHash")], Reason.TAMPERED_CHECKPOINT),
 ]  # fmt: skip
 
 

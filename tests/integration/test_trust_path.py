@@ -229,6 +229,14 @@ CERT_TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ("signature", _signature, "BAD_SIGNATURE", "BadSignatureError"),
     ("key id", _keyid, "UNKNOWN_KEY", "UnknownKeyError"),
     ("payload type", _payload_type, "MALFORMED", "MalformedStatementError"),
+    ("checkpoint origin copy", lambda c: c["inclusion"]["checkpoint"].update(origin="evil.example/log"), "TAMPERED_CHECKPOINT", "TamperedError"),
+    ("checkpoint size copy", lambda c: c["inclusion"]["checkpoint"].update(size="99"), "TAMPERED_CHECKPOINT", "TamperedError"),
+    ("checkpoint root copy", lambda c: c["inclusion"]["checkpoint"].update(rootHash="A" * 43 + "="), "TAMPERED_CHECKPOINT", "TamperedError"),
+    ("checkpoint copies deleted", lambda c: [c["inclusion"]["checkpoint"].pop(k) for k in ("origin", "size", "rootHash")], "TAMPERED_CHECKPOINT", "TamperedError"),
+    ("label copy deleted", lambda c: c.pop("label"), "TAMPERED_LABEL", "TamperedError"),
+    ("witness copy deleted", lambda c: c.pop("witness"), "TAMPERED_WITNESS", "TamperedError"),
+    ("unknown field", lambda c: c.update(extra=1), "MALFORMED", "MalformedStatementError"),
+    ("unparsable field", lambda c: c.update(ledgerIndex="seven"), "MALFORMED", "MalformedStatementError"),
 ]  # fmt: skip
 
 
@@ -298,7 +306,11 @@ RECORD_TAMPERS = [
     ("record label", _record_label, {"TAMPERED_LABEL"}),
     ("task digest copy", _task_digest, {"TAMPERED_TASK_DIGEST"}),
     ("consistency proof", _consistency, {"INCONSISTENT_CHECKPOINT"}),
-]
+    ("family listed three times", lambda r: r.update(families=[r["families"][0]] * 2 + r["families"]), {"DUPLICATE_FAMILY"}),
+    ("feasible count lowered", lambda r: r.update(feasible_labels=2), {"TAMPERED_FEASIBLE"}),
+    ("unknown record field", lambda r: r.update(extra=1), {"MALFORMED"}),
+    ("unknown family field", lambda r: r["families"][0].update(extra=1), {"MALFORMED"}),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -376,3 +388,55 @@ def test_admit_with_certd_down_exits_3_and_offline_without_proofs_refuses(
     code, out = _admit(capsys, *args)
     assert code == 1 and _reasons(out) <= {"UNPROVEN_CHECKPOINT", "STALE_CHECKPOINT"}, out
     assert main(["admit", *args, "--server", "127.0.0.1:1"]) == 3
+
+
+def test_a_record_with_a_duplicated_key_is_refused_and_admitted_records_are_re_emitted(
+    trees: Path, vkey: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = _records(trees)[0]
+    decoy = json.dumps({"domain": "countdown", "task": {"numbers": [1, 2], "target": 3}})
+    text = '{"task": ' + decoy + ", " + json.dumps(record)[1:] + "\n"
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text(text)
+    out = tmp_path / "out.jsonl"
+    args = ["--trust", vkey, "--out", str(out), "--no-state"]
+    code, refused = _admit(capsys, "--in", str(dup), *args)
+    assert code == 1 and _reasons(refused) == {"MALFORMED"}, refused
+    assert "duplicate key 'task'" in refused["refused"][0]["reasons"][0][1]
+
+    # the admitted file is rebuilt from verified values: a run statistic written as a
+    # string stays, a signed count is the signed one, certificates are re-serialised
+    honest = copy.deepcopy(record)
+    honest["families"][0]["certificate"]["ledgerIndex"] = int(
+        honest["families"][0]["certificate"].get("ledgerIndex", 0)
+    )
+    assert _admit(capsys, "--in", str(_write(tmp_path / "h.jsonl", [honest])), *args)[0] == 0
+    [written] = _records(out)
+    assert written["feasible_labels"] == record["feasible_labels"]
+    assert written["families"][0]["certificate"] == record["families"][0]["certificate"]
+    assert set(written) <= set(record) | {"consistency"}
+
+
+def test_metrics_count_signed_families_and_the_signed_feasible_count(
+    trees: Path, vkey: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def metrics(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+        capsys.readouterr()
+        code = main(["metrics", "--in", str(path), "--json", *extra])
+        return code, json.loads(capsys.readouterr().out)
+
+    records = _records(trees)
+    code, honest = metrics(trees, "--trust", vkey)
+    assert code == 0 and 0 < honest["coverage"] <= 1, honest
+    assert honest["feasible_labels"] == sum(r["feasible_labels"] for r in records)
+    lowered = copy.deepcopy(records)
+    for r in lowered:
+        r["feasible_labels"] = 2
+    assert metrics(_write(tmp_path / "low.jsonl", lowered)) == (0, honest)
+    tripled = copy.deepcopy(records)
+    tripled[0]["families"] = [tripled[0]["families"][0]] * 3
+    code, refused = metrics(_write(tmp_path / "dup.jsonl", tripled))
+    assert code == 1 and "DUPLICATE_FAMILY" in refused["error"], refused
+    forged = copy.deepcopy(records)
+    forged[0]["families"][0]["certificate"]["inclusion"]["checkpoint"]["size"] = "99"
+    assert metrics(_write(tmp_path / "forged.jsonl", forged), "--trust", vkey)[0] == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from certd.errors import ConfigError, NotFoundError, StoreError
+from certd.errors import ConfigError, NotFoundError, StoreDamageError, StoreError
 from certd.ledger.merkle import (
     inclusion_proof,
     leaf_hash,
@@ -135,11 +135,11 @@ def test_missing_entry_and_node_are_reported(store: RedisStore) -> None:
     p = store.key_prefix
     store.client.hdel(f"{p}:entries", "2")
     assert store.entries_with_gaps(0, 4)[2] is None
-    with pytest.raises(StoreError, match="entry 2"):
+    with pytest.raises(StoreDamageError, match="entry 2"):
         store.entries(0, 4)
     store.client.setrange(f"{p}:nodes:1", 32, bytes(32))
     assert store.nodes(1, 0, 2)[1] is None
-    with pytest.raises(StoreError, match=r"node \(1, 1\)"):
+    with pytest.raises(StoreDamageError, match=r"node \(1, 1\)"):
         store.nodes_at([(2, 0), (1, 1)])
 
 

@@ -14,6 +14,7 @@ from certd.errors import (
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
+    StoreDamageError,
     StoreError,
 )
 from certd.ledger.merkle import (
@@ -158,10 +159,10 @@ def test_missing_rows_are_reported(tmp_path: Path) -> None:
     conn.execute("DELETE FROM nodes WHERE level = 1 AND idx = 0")
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError, match="expected entry 2 in the store"):
+    with pytest.raises(StoreDamageError, match="expected entry 2 in the store"):
         store.entries(0, 4)
     assert store.entries_with_gaps(0, 4)[2] is None
-    with pytest.raises(StoreError, match=r"expected node \(1, 0\) in the store"):
+    with pytest.raises(StoreDamageError, match=r"expected node \(1, 0\) in the store"):
         store.node(1, 0)
     store.close()
 

@@ -1,0 +1,145 @@
+"""``forkgate metrics``: coverage figures of a fork-tree file, counted from what certd signed.
+
+Example::
+
+    forkgate metrics --in forktrees.jsonl --trust certd-data/signing.pub --json
+
+Every figure that a certificate can speak for is taken from the certificates' signed
+payloads, never from a record's own fields: the certified families of a task are the
+distinct labels its certificates sign, and its feasible count is the enumeration certd signs
+into them (``predicate.feasible.labels``; for a domain without enumeration, the certified
+families). coverage = distinct certified families ÷ signed feasible labels, so editing a
+record's ``feasible_labels`` or listing a certificate twice moves nothing: a record listing
+one family twice is refused (exit 1). With ``--trust`` every certificate is verified first
+(exit 1 when one does not); without it the payloads are read as signed but unchecked.
+``samples``, ``tokens``, ``complete_tasks`` and ``forced_families`` are run statistics that
+nothing signs; they are summed as written.
+
+Exit codes (docs/exit-codes.md): 0 reported; 1 a certificate that does not parse or verify,
+or a record that lists a family twice; 2 usage (not a fork-tree file, a bad ``--trust``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from google.protobuf import json_format
+
+from certd.errors import CertdError
+from certd.exitcodes import EXIT_OK, EXIT_REFUSED
+from certd.signing.dsse import Envelope
+from certd.v1 import authority_pb2
+
+from .cli_io import read_jsonl_numbered, trust_arg
+from .errors import InvalidRequestError
+
+__all__ = ["add_parser"]
+
+
+def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
+    not one, e.g. a verify-batch verdict line)."""
+    out = []
+    for n, rec in read_jsonl_numbered(path):
+        families = rec.get("families") if isinstance(rec, dict) else None
+        if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
+            verdict = isinstance(rec, dict) and "status" in rec
+            hint = " (this looks like verify-batch output)" if verdict else ""
+            raise InvalidRequestError(
+                f'{path}:{n}: not a fork-tree record (no "families" list){hint}; '
+                "metrics reads the output of forkgate build-forktrees",
+                field="in",
+            )
+        out.append((n, rec))
+    return out
+
+
+def _signed(fam: dict[str, Any], keys: Any) -> tuple[str, str, int | None]:
+    """(task digest, label, signed feasible labels) of a family's certificate.
+
+    Raises:
+        CertdError: the certificate does not verify (with ``keys``).
+        ValueError: it does not parse.
+    """
+    cert = authority_pb2.Certificate()
+    json_format.ParseDict(fam["certificate"], cert)
+    if keys is not None:
+        from certd.statements import verify_certificate
+
+        claim = verify_certificate(cert, keys)
+        return claim.task_digest, claim.label, claim.feasible_labels
+    p = json.loads(Envelope.from_json(cert.envelope).payload)["predicate"]
+    feasible = p.get("feasible")
+    return str(p["task_digest"]), str(p["label"]), feasible["labels"] if feasible else None
+
+
+def _count(
+    records: list[tuple[int, dict[str, Any]]], keys: Any
+) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """Per task digest: the distinct certified labels, and the signed feasible count.
+
+    Raises:
+        ValueError: a line lists a family twice, or a certificate does not parse.
+        CertdError: a certificate does not verify.
+    """
+    certified: dict[str, set[str]] = {}
+    feasible: dict[str, int] = {}
+    for n, rec in records:
+        seen: set[str] = set()
+        for fam in rec["families"]:
+            try:
+                digest, label, count = _signed(fam, keys)
+            except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
+                raise ValueError(f"line {n}: MALFORMED certificate: {e!s:.160}") from e
+            except CertdError as e:
+                raise CertdError(f"line {n}: {type(e).__name__}: {e}") from e
+            if label in seen:
+                raise ValueError(f"line {n}: DUPLICATE_FAMILY {label!r} listed twice")
+            seen.add(label)
+            certified.setdefault(digest, set()).add(label)
+            if count is not None:
+                if feasible.setdefault(digest, count) != count:
+                    raise ValueError(f"line {n}: certificates sign different feasible counts")
+    return certified, feasible
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    records = _records(args.input)
+    keys = trust_arg(args.trust)
+    try:
+        certified, signed = _count(records, keys)
+    except (ValueError, CertdError) as e:
+        print(json.dumps({"ok": False, "error": str(e)}) if args.json else f"refused: {e}")
+        return EXIT_REFUSED
+    families = sum(len(labels) for labels in certified.values())
+    feasible = sum(signed.get(d, len(labels)) for d, labels in certified.items())
+    recs = [r for _, r in records]
+    info = {
+        "tasks": len(recs),
+        "families_certified": families,
+        "feasible_labels": feasible,
+        "coverage": round(families / feasible, 4) if feasible else None,
+        "complete_tasks": sum(bool(r.get("complete")) for r in recs),
+        "forced_families": sum(bool(f.get("forced")) for r in recs for f in r["families"]),
+        "samples": sum(r.get("samples", 0) for r in recs),
+        "tokens": sum(r.get("tokens", 0) for r in recs),
+    }
+    print(json.dumps(info) if args.json else "\n".join(f"{k:18} {v}" for k, v in info.items()))
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add ``metrics`` to the ``forkgate`` command line (``sub``: its subparsers); return it."""
+    mt: argparse.ArgumentParser = sub.add_parser(
+        "metrics", help="coverage figures of a fork-tree file, from its signed certificates"
+    )
+    mt.add_argument(
+        "--in", dest="input", required=True, help="build-forktrees output JSONL ('-' for stdin)"
+    )
+    mt.add_argument(
+        "--trust", action="append", default=[], help="verify every certificate with this key"
+    )
+    mt.set_defaults(fn=_cmd_metrics)
+    return mt
