@@ -29,7 +29,6 @@ from google.protobuf import json_format
 
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.signing.dsse import Envelope
 from certd.v1 import authority_pb2
 
 from .cli_io import read_jsonl_numbered, trust_arg
@@ -70,6 +69,8 @@ def _signed(fam: dict[str, Any], keys: Any) -> tuple[str, str, int | None]:
 
         claim = verify_certificate(cert, keys)
         return claim.task_digest, claim.label, claim.feasible_labels
+    from certd.signing.dsse import Envelope  # the signing stack loads only when a verb needs it
+
     p = json.loads(Envelope.from_json(cert.envelope).payload)["predicate"]
     feasible = p.get("feasible")
     return str(p["task_digest"]), str(p["label"]), feasible["labels"] if feasible else None

@@ -83,7 +83,8 @@ def test_the_frontier_machinery_runs_end_to_end(tmp_path: Path) -> None:
     """Issue 33 at a tiny size: multi-family evaluations, GRPO checkpoints and interpolations,
     the forced-entry-credit arm, and the frontier analysis over the records."""
     work = tmp_path / "frontier"
-    extra = ["--frontier", "--eval-every", "1", "--interp-alpha", "0.5"]
+    # 6 held-out tasks: the first 2 have under two feasible families (identities merged, #30)
+    extra = ["--frontier", "--eval-every", "1", "--interp-alpha", "0.5", "--eval-tasks", "6"]
     out, _ = _run(work, ["grpo", "grpo+fec"], ["0", "1"], extra=[*extra, "--steps", "2"])
     assert out["ran"] == 6
     recs = {(r["arm"], r["seed"]): r for r in map(json.loads, (work / "results.jsonl").open())}
@@ -91,7 +92,7 @@ def test_the_frontier_machinery_runs_end_to_end(tmp_path: Path) -> None:
     assert [c["step"] for c in grpo["curve"]] == [1]
     assert [(p["step"], p["alpha"]) for p in grpo["interp"]] == [(1, 0.5), (2, 0.5)]
     assert "EC@16 multi" in grpo["end"] and "pass@1 multi" in grpo["end"]
-    assert len(grpo["end_tasks"]) == 2 and "family_correct" in grpo["end_tasks"][0]
+    assert len(grpo["end_tasks"]) == 6 and "family_correct" in grpo["end_tasks"][0]
     assert recs[("grpo+fec", 0)]["interp"] == []
     ckpts = sorted(p.name for p in (work / "checkpoints").glob("*.safetensors"))
     assert ckpts == [f"grpo-seed{s}-step{n}.safetensors" for s in (0, 1) for n in (1, 2)]

@@ -18,6 +18,7 @@ from ...puzzles import small_countdown_puzzles
 from . import seeds
 from .arms import cov_knobs, parse_arm
 from .evaluate import feasible_families
+from .frontier import multi_family
 from .options import ExperimentOptions
 from .train import Context, run_one, run_start
 
@@ -76,6 +77,11 @@ def _context(client: CertdClient, vkey: str, opts: ExperimentOptions, needs_tree
     train = small_countdown_puzzles(opts.tasks, seed=seeds.TRAIN_TASKS)
     held = small_countdown_puzzles(opts.eval_tasks, seed=seeds.HELD_OUT_TASKS)
     ctx = Context(client, opts, train, held, [feasible_families(client, t) for t in held])
+    if opts.frontier and not multi_family(ctx.held_feasible):
+        raise ValueError(
+            f"--frontier evaluates the multi-family held-out tasks, and none of the "
+            f"{len(held)} (--eval-tasks) has two feasible families: raise --eval-tasks"
+        )
     if needs_trees:
         base = Policy.load(None)
         subset = train[: opts.forktree_tasks]
@@ -95,7 +101,8 @@ def run_experiment(opts: ExperimentOptions, *, as_json: bool = False) -> int:
     """Run the (arm, seed) pairs not yet in ``results.jsonl``; append each; return 0.
 
     Raises:
-        ValueError: an unknown arm, or a Clip-Cov lower bound not below the window's top.
+        ValueError: an unknown arm, a Clip-Cov lower bound not below the window's top, or
+            ``--frontier`` with no multi-family held-out task.
     """
     import torch
 
