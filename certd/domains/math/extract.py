@@ -118,8 +118,11 @@ _AFTER_NUMBER = re.compile(r"\d\s*$")
 
 def _comment(text: str, m: re.Match[str]) -> str:
     """A LaTeX comment is dropped; ``%`` right after a number is a percent sign (prose such
-    as "4% of $10,000" is Markdown, where ``%`` renders)."""
-    if _AFTER_NUMBER.search(text[max(0, m.start() - 8) : m.start()]):
+    as "4% of $10,000" is Markdown, where ``%`` renders) unless boxes stand on both sides of
+    it: ``\\boxed{4} 5% \\boxed{3}`` answers 4 under LaTeX and 3 under Markdown, and an
+    answer that depends on the reader is read the way that hides the later box."""
+    percent = _AFTER_NUMBER.search(text[max(0, m.start() - 8) : m.start()])
+    if percent and not (_BOXED.search(m.group(1)) and _BOXED.search(text, 0, m.start())):
         return m.group(0)
     return ""
 

@@ -93,9 +93,12 @@ def integer_equal(r: random.Random) -> list[Pair]:
 
 
 def hidden(r: random.Random) -> list[Pair]:
-    g, w = r.randint(-999, 999), r.randint(1, 999)
+    g, w, n = r.randint(-999, 999), r.randint(1, 999), r.randint(0, 99)
     w = g + w
     return [
+        # a percent sign under Markdown, a comment under LaTeX: read the way that hides it
+        ("hidden", f"{g}", f"The answer is \\boxed{{{w}}}. {n}% \\boxed{{{g}}}"),
+        ("hidden", f"{g}", f"The answer is \\boxed{{{w}}}, up {n}%\\fbox{{{g}}}"),
         ("hidden", f"{g}", f"The answer is \\boxed{{{w}}}. % \\boxed{{{g}}}"),
         ("hidden", f"{g}", f"The answer is \\boxed{{{w}}}.\\phantom{{\\boxed{{{g}}}}}"),
         ("hidden", f"{g}", f"The answer is \\boxed{{{w}}}. \\vphantom{{\\boxed{{{g}}}}}"),
@@ -111,6 +114,7 @@ def hidden_equal(r: random.Random) -> list[Pair]:
         ("hidden=", f"{g}", f"\\phantom{{-}}\\boxed{{{g}}}"),
         ("hidden=", f"{g}", f"\\iffalse \\boxed{{{g + 1}}} \\fi The answer is \\boxed{{{g}}}."),
         ("hidden=", f"{abs(g)}\\%", f"The answer is $\\boxed{{{abs(g)}\\%}}$."),
+        ("hidden=", f"{g}", f"A {abs(g)}% rise, so the answer is \\boxed{{{g}}}."),
     ]
 
 
