@@ -25,13 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from certd import taskspec
 from certd.errors import InvalidInputError
 from certd.ledger import merkle
 from certd.signing.intoto import canonical_json
+from certd.taskspec.math import normalise_question
 from certd.v1 import tasks_pb2, verifier_pb2
 
 __all__ = [
@@ -62,12 +63,6 @@ and its object says ``"task_identity": 2``. Countdown and code tasks are the sam
 math task without a question keeps its version-1 object (docs/formats.md §Task identity)."""
 
 
-def normalise_question(text: str) -> str:
-    """A question as the digest covers it: Unicode NFC, whitespace runs collapsed to one
-    space, no leading or trailing whitespace."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
 def task_json(task: tasks_pb2.Task, *, identity: int = TASK_IDENTITY) -> dict[str, Any]:
     """The canonical JSON object of a task (its digest is over ``canonical_json`` of this).
 
@@ -80,36 +75,9 @@ def task_json(task: tasks_pb2.Task, *, identity: int = TASK_IDENTITY) -> dict[st
         InvalidInputError: the task names no domain.
     """
     domain = task.WhichOneof("domain")
-    if domain == "countdown":
-        cd = task.countdown
-        return {
-            "domain": "countdown",
-            "numbers": list(cd.numbers),
-            "rules": {"exactly_once": not cd.rules.at_most_once},
-            "target": cd.target,
-        }
-    if domain == "math":
-        # A declared precision changes what counts as equal, so it is part of the task (and of
-        # every digest bound to it); an exact task keeps the object it always had.
-        out: dict[str, Any] = {"domain": "math", "gold": task.math.gold}
-        if task.math.precision_digits:
-            out["precision_digits"] = task.math.precision_digits
-        question = normalise_question(task.math.question) if identity >= 2 else ""
-        if question:  # two questions with one gold are two tasks
-            out["question"] = question
-            out["task_identity"] = 2
-        return out
-    if domain == "code":
-        c = task.code
-        return {
-            "cases": [{"stdin": t.stdin, "stdout": t.stdout} for t in c.cases],
-            "compare": c.compare or "exact",
-            "domain": "code",
-            "entry_point": c.entry_point,
-            "language": c.language,
-            "prompt": c.prompt,
-            "test": c.test,
-        }
+    spec = taskspec.get(domain) if domain else None
+    if spec is not None:
+        return spec.canonical(getattr(task, domain), identity)
     raise InvalidInputError("task names no domain", field="task")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from certd import taskspec
 from certd.clihelp import finish_parser
 from certd.errors import CertdError, MalformedStatementError
 from certd.exitcodes import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, exit_code_of
@@ -218,7 +219,7 @@ def _add_certify(sub: Any) -> argparse.ArgumentParser:
     c.add_argument(
         "--domain",
         default="",
-        choices=["", "countdown", "math", "code"],
+        choices=["", *taskspec.names()],
         help="the task's domain, when --task is the bare task object",
     )
     c.add_argument(

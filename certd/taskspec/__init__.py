@@ -1,0 +1,75 @@
+"""The wire half of every domain: its task message, task object and canonical JSON (pure).
+
+A domain's ``TaskSpec`` says how its ``{"domain": …, "task": {…}}`` object becomes the domain's
+message in the wire ``Task`` oneof (``name`` is the oneof case) and which JSON object the task
+digest covers. ``certd.task_object``, ``certd.payloads`` and the forkgate CLI iterate this
+registry; the serving half of a domain (conversion, config, checker) is its
+``certd.domains.<name>.spec``, which registers its ``TaskSpec`` here too. Light: only the
+stubs, so the forkgate client may import it.
+
+Example:
+    >>> names()
+    ('countdown', 'math', 'code')
+    >>> get("countdown").canonical(get("countdown").from_object({"numbers": [1], "target": 1}))
+    {'domain': 'countdown', 'numbers': [1], 'rules': {'exactly_once': True}, 'target': 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TaskSpec", "choices", "get", "names", "register"]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """How one domain's task looks on the wire and in its digest.
+
+    Attributes:
+        name: the domain name, which is the wire ``Task``'s oneof case.
+        from_object: the domain's task object (the ``"task"`` part) → its message; raises
+            ``ValueError`` naming the field (``task.numbers: …``).
+        canonical: (message, identity version) → the JSON object the task digest covers.
+            It must never change for a task once signed (tests/unit/test_domain_registry.py).
+    """
+
+    name: str
+    from_object: Callable[[Mapping[str, Any]], Any]
+    canonical: Callable[[Any, int], dict[str, Any]]
+
+
+_SPECS: dict[str, TaskSpec] = {}
+
+
+def register(spec: TaskSpec) -> None:
+    """Add a domain's wire half (replacing a spec of the same name)."""
+    _SPECS[spec.name] = spec
+
+
+def names() -> tuple[str, ...]:
+    """Every registered domain, in registration order (the built-ins first)."""
+    return tuple(_SPECS)
+
+
+def get(name: str) -> TaskSpec | None:
+    """The spec of a domain, or None."""
+    return _SPECS.get(name)
+
+
+def choices(quote: str = "") -> str:
+    """The domain names as prose: ``countdown, math or code`` (each in ``quote``)."""
+    quoted = [f"{quote}{n}{quote}" for n in _SPECS]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _builtins() -> None:
+    # The built-in domains, in the order every message lists them.
+    from certd.taskspec import code, countdown, math
+
+    for module in (countdown, math, code):
+        register(module.SPEC)
+
+
+_builtins()

@@ -1,0 +1,24 @@
+"""Field readers of task objects: each error names the field (``task.<key>: …``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["int_field", "str_field"]
+
+
+def int_field(obj: Mapping[str, Any], key: str) -> int:
+    """``obj[key]`` as an integer (not a bool)."""
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"task.{key}: expected an integer, got {value!r}")
+    return value
+
+
+def str_field(obj: Mapping[str, Any], key: str) -> str:
+    """``obj[key]`` as a string ("" when absent)."""
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise ValueError(f"task.{key}: expected a string, got {value!r}")
+    return value
