@@ -36,7 +36,8 @@ from _common import certify_requests, write
 from compare_certify import ROOT, _archive, _layout
 
 import certd.service.authority as service
-from certd.authority.checker import Checkers, CountdownChecker
+from certd.authority.checker import Checkers
+from certd.authority.countdown_checker import CountdownChecker
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.ledger.certificates import CertificateLog
 from certd.ledger.log import Ledger

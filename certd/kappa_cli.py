@@ -59,9 +59,7 @@ def _cmd_kappa_fit(args: argparse.Namespace) -> int:
 
             def verify(task: Any) -> Any:
                 checker = checkers.for_domain(task.domain)
-                wait_ready = getattr(checker, "wait_ready", None)
-                if wait_ready is not None:  # an offline run may start before the math pool
-                    wait_ready(args.ready_wait_s)
+                checker.wait_ready(args.ready_wait_s)  # an offline run may start before math
                 return lambda rs: [
                     v.status for v in checker.verify_batch([(task.value, r) for r in rs])
                 ]

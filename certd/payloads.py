@@ -28,10 +28,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from certd import taskspec
 from certd.errors import InvalidInputError
 from certd.ledger import merkle
 from certd.signing.intoto import canonical_json
+from certd.taskspec import task_spec
 from certd.taskspec.math import normalise_question
 from certd.v1 import tasks_pb2, verifier_pb2
 
@@ -75,7 +75,7 @@ def task_json(task: tasks_pb2.Task, *, identity: int = TASK_IDENTITY) -> dict[st
         InvalidInputError: the task names no domain.
     """
     domain = task.WhichOneof("domain")
-    spec = taskspec.get(domain) if domain else None
+    spec = task_spec(domain) if domain else None
     if spec is not None:
         return spec.canonical(getattr(task, domain), identity)
     raise InvalidInputError("task names no domain", field="task")

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from certd import taskspec
+from certd.taskspec import domain_choices, domain_names, task_spec
 from certd.v1 import tasks_pb2
 
 __all__ = ["make_task", "parse_task_object"]
@@ -27,7 +27,7 @@ __all__ = ["make_task", "parse_task_object"]
 
 def _no_domain() -> str:
     quote = '"'
-    return f'domain: required ({taskspec.choices(quote)}); a task is {{"domain": …, "task": {{…}}}}'
+    return f'domain: required ({domain_choices(quote)}); a task is {{"domain": …, "task": {{…}}}}'
 
 
 def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
@@ -48,9 +48,9 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     """
     if not isinstance(obj, Mapping):
         raise ValueError(f"task: expected an object, got {type(obj).__name__}")
-    spec = taskspec.get(domain)
+    spec = task_spec(domain)
     if spec is None:
-        raise ValueError(f"domain: expected {taskspec.choices()}, got {domain!r}")
+        raise ValueError(f"domain: expected {domain_choices()}, got {domain!r}")
     return tasks_pb2.Task(**{domain: spec.from_object(obj)})
 
 
@@ -85,7 +85,7 @@ def parse_task_object(obj: Any, *, stacklevel: int = 2) -> tasks_pb2.Task:
     if not isinstance(obj, Mapping):
         raise ValueError(f"task: expected an object, got {type(obj).__name__}")
     if "domain" not in obj:
-        keys = [k for k in taskspec.names() if k in obj]
+        keys = [k for k in domain_names() if k in obj]
         if len(keys) == 1 and len(obj) == 1 and isinstance(obj[keys[0]], Mapping):
             _deprecated(f'protobuf-JSON {{"{keys[0]}": {{…}}}}', stacklevel)
             return make_task(keys[0], obj[keys[0]])
@@ -93,8 +93,8 @@ def parse_task_object(obj: Any, *, stacklevel: int = 2) -> tasks_pb2.Task:
     domain = obj["domain"]
     if not isinstance(domain, str):
         raise ValueError(f"domain: expected a string, got {domain!r}")
-    if taskspec.get(domain) is None:
-        raise ValueError(f"domain: expected {taskspec.choices()}, got {domain!r}")
+    if task_spec(domain) is None:
+        raise ValueError(f"domain: expected {domain_choices()}, got {domain!r}")
     if "task" in obj:
         extra = sorted(set(obj) - {"domain", "task"})
         if extra:

@@ -32,10 +32,10 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from certd import taskspec
 from certd.clihelp import finish_parser
 from certd.errors import CertdError, MalformedStatementError
 from certd.exitcodes import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, exit_code_of
+from certd.taskspec import domain_names
 from certd.v1 import authority_pb2
 
 from ._base import ClientSettings
@@ -219,7 +219,7 @@ def _add_certify(sub: Any) -> argparse.ArgumentParser:
     c.add_argument(
         "--domain",
         default="",
-        choices=["", *taskspec.names()],
+        choices=["", *domain_names()],
         help="the task's domain, when --task is the bare task object",
     )
     c.add_argument(

@@ -6,37 +6,36 @@ Example:
     >>> checkers.for_domain("countdown").kappas
     ('countdown.first-op.v1',)
     >>> checkers.domains
-    ('countdown', 'code', 'math')
+    ('countdown', 'math', 'code')
     >>> checkers.close()
 
-A domain plugs in with a checker (the ``Checker`` protocol below), a wire converter in
-``certd.service.convert`` and a config section; see docs/architecture.md.
+Each domain's checker comes from its ``DomainSpec`` (``certd.domains.registry``): the factory is
+called with the domain's config section when the section enables it. The ``Checker`` protocol
+below is everything a checker offers; ``CheckerBase`` gives the optional parts their defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import importlib
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from certd.authority.code_checker import CodeChecker
 from certd.authority.components import ComponentHealth
+from certd.authority.verify_items import CheckItem, CheckResult, DomainTask, infra, result_of
 from certd.config import CertdConfig
-from certd.domains import countdown as cd
+from certd.domains import registry as domains
 from certd.domains.verdict import Verdict
-from certd.errors import ConfigError, LimitExceededError, UnsupportedError
+from certd.errors import ConfigError, UnsupportedError
 
 __all__ = [
     "Checker",
+    "CheckerBase",
     "Checkers",
-    "CountdownChecker",
     "DomainTask",
     "FamilyEnumeration",
     "WitnessedLabel",
 ]
-
-# A converted task of some domain (CountdownTask, MathTask, CodeTask …); each checker narrows it.
-DomainTask = Any
 
 
 class WitnessedLabel(Protocol):
@@ -131,81 +130,116 @@ class Checker(Protocol):
         """Release the checker's pools and sandboxes (server shutdown)."""
         ...
 
+    # Optional capabilities: ``CheckerBase`` gives each a default.
 
-@dataclass(frozen=True)
-class CountdownChecker:
-    """Countdown, checked in process (pure code, bounded work)."""
+    @property
+    def stage(self) -> str:
+        """The warm-up stage ("ready…" once serving; CertdInfo shows it)."""
+        ...
 
-    limits: cd.CountdownLimits
-    shaping: cd.RewardShaping
-    max_enumerate_numbers: int
-    max_enumerate_solutions: int
-    domain: str = "countdown"
-    kappa: str = cd.KAPPA
-    kappas: tuple[str, ...] = (cd.KAPPA,)
-    verifier: str = cd.VERIFIER
-
-    def verify(self, task: cd.CountdownTask, response: str, *, canonical: bool = False) -> Verdict:
-        """Check one response; see ``certd.domains.countdown.verify_countdown``."""
-        return cd.verify_countdown(
-            task, response, limits=self.limits, shaping=self.shaping, with_canonical=canonical
-        )
-
-    def verify_batch(self, pairs: Sequence[tuple[cd.CountdownTask, str]]) -> list[Verdict]:
-        """Check pairs in this thread (the service sends large batches to ``VerifyPool``)."""
-        return [self.verify(task, response) for task, response in pairs]
-
-    def close(self) -> None:
-        """Nothing to release: Countdown runs in process."""
-
-    def enumerate(self, task: cd.CountdownTask) -> cd.Enumeration:
-        """Enumerate feasible labels and families.
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until the domain can check (a domain that warms up: math).
 
         Raises:
-            LimitExceededError: more numbers than ``max_enumerate_numbers``.
+            WarmingUpError: still warming up after ``timeout_s``.
         """
-        if len(task.numbers) > self.max_enumerate_numbers:
-            raise LimitExceededError(
-                f"enumeration takes at most {self.max_enumerate_numbers} numbers, "
-                f"got {len(task.numbers)}",
-                field="task.countdown.numbers",
-            )
-        return cd.enumerate_families(task, max_solutions=self.max_enumerate_solutions)
+        ...
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the domain is ready (at once when it is)."""
+        ...
+
+    def verify_batch_timed(
+        self, pairs: Sequence[tuple[DomainTask, str]]
+    ) -> list[tuple[Verdict, float]]:
+        """``verify_batch`` with each item's own check time in milliseconds."""
+        ...
+
+    def check_items(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """Check items into results with their receipt digests, order preserved; a failure
+        of the checker is INFRA_ERROR for its items, never a wrong answer."""
+        ...
+
+    def components(self, *, heal: bool = False) -> list[ComponentHealth]:
+        """The state of the domain's pools and models (none by default)."""
+        ...
+
+
+class CheckerBase:
+    """The defaults of a checker's optional capabilities (a checker subclasses this).
+
+    A domain overrides what it has: math warms up (``stage``, ``wait_ready``, ``on_ready``),
+    code and math time each item (``verify_batch_timed``) and report pools (``components``),
+    Countdown checks large batches in worker processes (``check_items``).
+    """
+
+    domain: str
+    kappa: str
+    kappas: tuple[str, ...]
+    verifier: str
+    stage: str = "ready"
+
+    def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
+        """Check one response (every checker implements it)."""
+        raise NotImplementedError
+
+    def verify_batch(self, pairs: Sequence[tuple[DomainTask, str]]) -> list[Verdict]:
+        """Check pairs in this thread, one by one."""
+        return [self.verify(task, response) for task, response in pairs]
+
+    def enumerate(self, task: DomainTask) -> FamilyEnumeration:
+        """Raises UnsupportedError: a domain enumerates only when it says so."""
+        raise UnsupportedError(f"the {self.domain} domain cannot enumerate its families")
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Ready at once."""
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Ready at once: calls ``callback`` now."""
+        callback()
+
+    def verify_batch_timed(
+        self, pairs: Sequence[tuple[DomainTask, str]]
+    ) -> list[tuple[Verdict, float]]:
+        """``verify_batch``; each item's time is the batch's wall time over its size."""
+        started = time.perf_counter()
+        verdicts = self.verify_batch(pairs)
+        each_ms = (time.perf_counter() - started) * 1e3 / max(1, len(pairs))
+        return [(v, each_ms) for v in verdicts]
+
+    def check_items(self, items: Sequence[CheckItem]) -> list[CheckResult]:
+        """``verify_batch_timed`` over the items, with their receipt digests."""
+        try:
+            results = self.verify_batch_timed([(item.task, item.response) for item in items])
+        except Exception as e:  # noqa: BLE001 - a checker failure is INFRA_ERROR for its items
+            return infra(self, items, f"verifier failed: {e!r:.200}")
+        if len(results) != len(items):
+            n = len(results)
+            return infra(self, items, f"verifier returned {n} verdicts for {len(items)}")
+        return [result_of(item, v, ms) for item, (v, ms) in zip(items, results, strict=True)]
+
+    def components(self, *, heal: bool = False) -> list[ComponentHealth]:
+        """No pools or models to report."""
+        return []
 
 
 class Checkers:
     """The checkers this server runs, by domain (the wire task's oneof name)."""
 
     def __init__(self, cfg: CertdConfig) -> None:
-        c = cfg.countdown
-        self.countdown = CountdownChecker(
-            limits=cd.CountdownLimits(
-                max_response_chars=c.max_response_chars,
-                max_expression_chars=c.max_expression_chars,
-                max_depth=c.max_depth,
-                max_literal_digits=c.max_literal_digits,
-                max_numbers=c.max_numbers,
-                max_tokens=c.max_tokens,
-            ),
-            shaping=cd.RewardShaping(
-                correct=c.reward_correct,
-                wrong_answer=c.reward_wrong_answer,
-                invalid=c.reward_invalid,
-            ),
-            max_enumerate_numbers=c.max_enumerate_numbers,
-            max_enumerate_solutions=c.max_enumerate_solutions,
-        )
-        self._by_domain: dict[str, Checker] = {"countdown": self.countdown}
-        self._by_domain["code"] = CodeChecker(cfg.code)
-        if cfg.math.enabled:
-            try:
-                from certd.authority.math_checker import MathChecker  # sympy: only when served
-            except ModuleNotFoundError as e:  # an install without the math extra
-                raise ConfigError(
-                    f"math.enabled: the math domain needs the forkgate[math] extra ({e.name} is "
-                    "not installed); install it or set math.enabled to false"
-                ) from e
-            self._by_domain["math"] = MathChecker(cfg.math)
+        self._by_domain: dict[str, Checker] = {}
+        for spec in domains.specs():
+            section = spec.section(cfg)
+            if spec.enabled(section):
+                self._by_domain[spec.name] = _factory(spec)(section)
+
+    @property
+    def countdown(self) -> Checker:
+        """The Countdown checker (the service's ``VerifyPool`` checks its large batches)."""
+        return self.for_domain("countdown")
 
     def components(self, *, heal: bool = False) -> list[ComponentHealth]:
         """The state of every domain's pools and models (those that report one).
@@ -215,9 +249,7 @@ class Checkers:
         """
         out: list[ComponentHealth] = []
         for checker in self._by_domain.values():
-            report = getattr(checker, "components", None)
-            if report is not None:
-                out.extend(report(heal=heal))
+            out.extend(checker.components(heal=heal))
         return out
 
     def register(self, checker: Checker) -> None:
@@ -247,3 +279,25 @@ class Checkers:
         """Close every checker (their pools and sandboxes)."""
         for checker in self._by_domain.values():
             checker.close()
+
+
+def _factory(spec: domains.DomainSpec) -> Callable[[Any], Checker]:
+    """The checker factory of a domain: a callable, or its ``module:attr`` entry point.
+
+    Raises:
+        ConfigError: the checker's module needs a pip extra that is not installed.
+    """
+    if not isinstance(spec.checker, str):
+        return spec.checker
+    module, _, attr = spec.checker.partition(":")
+    try:
+        factory: Callable[[Any], Checker] = getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:  # an install without the domain's extra
+        if not spec.extra:
+            raise
+        raise ConfigError(
+            f"{spec.config_section}.enabled: the {spec.name} domain needs the "
+            f"forkgate[{spec.extra}] extra ({e.name} is not installed); install it or set "
+            f"{spec.config_section}.enabled to false"
+        ) from e
+    return factory

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
+from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
 from certd.authority.jobs import Job, current_job, running
 from certd.config import CodeConfig
@@ -108,7 +109,7 @@ def make_backend(cfg: CodeConfig) -> Sandbox:
     return BwrapSandbox(ceiling)
 
 
-class CodeChecker:
+class CodeChecker(CheckerBase):
     """Checks code responses (Python function tests, stdin/stdout cases in Python, C, C++)."""
 
     domain = "code"

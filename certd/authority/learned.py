@@ -39,7 +39,7 @@ from certd.domains.verdict import Family, Status
 from certd.errors import CertificationRefusedError, ConfigError, InvalidInputError
 from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
-from certd.kappa.steps import DOMAINS, first_step
+from certd.kappa.steps import domains, first_step
 
 if TYPE_CHECKING:
     from certd.ledger.log import Ledger
@@ -106,7 +106,7 @@ class LearnedLabeller:
         }
         self._sha = model_sha256
         self._names = {
-            kappa_learned_name(d, model_sha256, p) for p in self._params.values() for d in DOMAINS
+            kappa_learned_name(d, model_sha256, p) for p in self._params.values() for d in domains()
         }
         self._embedder = embedder
         self._lock = threading.Lock()
@@ -160,7 +160,7 @@ class LearnedLabeller:
 
     def name_for(self, task_digest: str, domain: str) -> str:
         """The learned κ of a task whose set chose it ("" otherwise)."""
-        if self._choices.get(task_digest) != LEARNED or domain not in DOMAINS:
+        if self._choices.get(task_digest) != LEARNED or domain not in domains():
             return ""
         return kappa_learned_name(domain, self._sha, self._params[task_digest])
 

@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
 from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
 from certd.authority.jobs import current_job
@@ -59,7 +60,7 @@ def _weights_sha256(path: str, size: int, mtime_ns: int) -> str:
     return sha256_file(Path(path))
 
 
-class MathChecker:
+class MathChecker(CheckerBase):
     """Math, checked in a killable worker pool; labelled by route and first step.
 
     Args:

@@ -18,97 +18,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 
-from certd.authority.checker import Checker, DomainTask
+from certd.authority.checker import Checker
 from certd.authority.lifeline import die_with
-from certd.domains.verdict import Family, Status, Verdict
-from certd.payloads import verdict_digest_of
+from certd.authority.verify_items import CheckItem, CheckResult, check_items, infra
 
-__all__ = [
-    "CheckItem",
-    "CheckResult",
-    "VerifyPool",
-    "check_items",
-    "infra",
-    "result_of",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckItem:
-    """One response to check, with what its receipt digest binds."""
-
-    item_id: str
-    task: DomainTask
-    task_sha256: str
-    response: str
-    domain: str = "countdown"
-
-    def __reduce__(self) -> tuple[type[CheckItem], tuple[str, DomainTask, str, str, str]]:
-        # Pickled as a constructor call (see ``CheckResult``): each chunk goes to a worker.
-        return (CheckItem, (self.item_id, self.task, self.task_sha256, self.response, self.domain))
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """A verdict, its receipt digest and the checking time in milliseconds."""
-
-    verdict: Verdict
-    digest: bytes
-    elapsed_ms: float
-
-    def __reduce__(self) -> tuple[type[CheckResult], tuple[Verdict, bytes, float]]:
-        # Pickled as a constructor call (see ``Verdict.__reduce__``): worker processes send
-        # their chunk's results back this way.
-        return (CheckResult, (self.verdict, self.digest, self.elapsed_ms))
-
-
-def _label(family: Family | None) -> dict[str, object] | None:
-    if family is None:
-        return None
-    return {
-        "fields": dict(sorted(family.fields.items())),
-        "kappa": family.kappa,
-        "value": family.label,
-    }
-
-
-def result_of(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResult:
-    """A verdict with its receipt digest (bound to the item's task and response)."""
-    digest = verdict_digest_of(
-        item_id=item.item_id,
-        status=verdict.status.name,
-        reward=verdict.reward,
-        family=_label(verdict.family),
-        initiated=_label(verdict.initiated),
-        labels=[label for f in verdict.labels if (label := _label(f)) is not None],
-        detail=verdict.detail,
-        verifier=verdict.verifier,
-        answer=verdict.answer,
-        task_sha256=item.task_sha256,
-        response=item.response,
-    )
-    return CheckResult(verdict, digest, elapsed_ms)
-
-
-def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
-    """Check items in this process; a checker bug is INFRA_ERROR, never WRONG_ANSWER."""
-    out = []
-    for item in items:
-        started = time.perf_counter()
-        try:
-            verdict = checker.verify(item.task, item.response)
-        except Exception as e:  # noqa: BLE001 - becomes this item's INFRA_ERROR verdict
-            verdict = Verdict(
-                Status.INFRA_ERROR, 0.0, checker.verifier, detail=f"verifier failed: {e!r:.200}"
-            )
-        out.append(result_of(item, verdict, (time.perf_counter() - started) * 1e3))
-    return out
+__all__ = ["VerifyPool"]
 
 
 class VerifyPool:
@@ -127,6 +45,11 @@ class VerifyPool:
         self._pool: ProcessPoolExecutor | None = None
         if workers > 0:
             self._pool = self._start()
+
+    @property
+    def domain(self) -> str:
+        """The domain whose items this pool checks (its checker's)."""
+        return self._checker.domain
 
     def _start(self) -> ProcessPoolExecutor:
         # forkserver: never fork a process that runs gRPC threads.
@@ -187,9 +110,3 @@ class VerifyPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-def infra(checker: Checker, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
-    """INFRA_ERROR results for items the checker could not check."""
-    verdict = Verdict(Status.INFRA_ERROR, 0.0, checker.verifier, detail=why)
-    return [result_of(item, verdict, 0.0) for item in items]

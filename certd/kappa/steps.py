@@ -17,25 +17,16 @@ break, when it writes an operation (a digit, an operator, another digit). Steps 
 
 from __future__ import annotations
 
-import re
-
+from certd.domains import registry
+from certd.domains.countdown.first_step import MAX_STEP_CHARS, countdown_first_step
 from certd.errors import UnsupportedError
 
-__all__ = ["DOMAINS", "MAX_STEP_CHARS", "countdown_first_step", "first_step"]
-
-MAX_STEP_CHARS = 300
-DOMAINS = ("countdown", "math")
-_THINK = re.compile(r"^\s*<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
-_OP = re.compile(r"\d\s*[-+*/×÷−]\s*[\d(]")
+__all__ = ["MAX_STEP_CHARS", "countdown_first_step", "domains", "first_step"]
 
 
-def countdown_first_step(response: str) -> str | None:
-    """The first step written in a Countdown response's ``<think>``, or None."""
-    m = _THINK.match(response[:20_000])
-    if m is None:
-        return None
-    head = re.split(r",|\n", m.group(1), maxsplit=1)[0].strip()
-    return head[:MAX_STEP_CHARS] if _OP.search(head) else None
+def domains() -> tuple[str, ...]:
+    """The domains whose spec reads first steps (the learned κ serves these)."""
+    return tuple(s.name for s in registry.specs() if s.first_step is not None)
 
 
 def first_step(domain: str, response: str) -> str | None:
@@ -44,13 +35,9 @@ def first_step(domain: str, response: str) -> str | None:
     Raises:
         UnsupportedError: the learned κ has no step extractor for the domain.
     """
-    if domain == "math":
-        # math.first-step.v1's extraction; imported here: the math package loads sympy.
-        from certd.domains.math.first_step import first_step_text
-
-        return first_step_text(response)
-    if domain == "countdown":
-        return countdown_first_step(response)
-    raise UnsupportedError(
-        f"the learned κ reads first steps of {', '.join(DOMAINS)}, not {domain!r}"
-    )
+    spec = registry.get(domain)
+    if spec is None or spec.first_step is None:
+        raise UnsupportedError(
+            f"the learned κ reads first steps of {', '.join(domains())}, not {domain!r}"
+        )
+    return spec.first_step(response)

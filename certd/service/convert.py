@@ -10,19 +10,19 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from certd.authority.results import CheckedTask, IndexedCertificate, Proven
-from certd.authority.verifypool import CheckItem, CheckResult
+from certd.authority.verify_items import CheckItem, CheckResult
 from certd.config import CertdConfig
-from certd.domains import code as cc
-from certd.domains import countdown as cd
+from certd.domains import registry as domains
 from certd.domains.verdict import Family, Verdict
-from certd.errors import InvalidInputError, LimitExceededError, UnsupportedError
+from certd.errors import InvalidInputError, UnsupportedError
 from certd.ledger import merkle
 from certd.ledger.checkpoint import SignedCheckpoint
 from certd.payloads import task_digest
+from certd.taskspec import domain_names
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 
 
 def checked_task(task: tasks_pb2.Task, cfg: CertdConfig, field: str = "task") -> CheckedTask:
-    """Validate a wire task and convert it once.
+    """Validate a wire task and convert it once (by its domain's ``DomainSpec.convert``).
 
     Raises:
         InvalidInputError: the task is malformed (``field`` names where).
@@ -47,99 +47,19 @@ def checked_task(task: tasks_pb2.Task, cfg: CertdConfig, field: str = "task") ->
     domain = task.WhichOneof("domain")
     if domain is None:
         raise InvalidInputError(
-            "task: expected one of countdown, math, code; got none", field=field
+            f"task: expected one of {', '.join(domain_names())}; got none", field=field
         )
-    convert = _CONVERTERS.get(domain)
-    if convert is None:
-        raise UnsupportedError(
-            f"domain {domain!r} is not served by this certd (served: {', '.join(_CONVERTERS)})"
-        )
+    spec = domains.get(domain)
+    if spec is None:
+        served = ", ".join(s.name for s in domains.specs())
+        raise UnsupportedError(f"domain {domain!r} is not served by this certd (served: {served})")
     try:
-        value = convert(getattr(task, domain), cfg, f"{field}.{domain}")
+        value = spec.convert(getattr(task, domain), spec.section(cfg), f"{field}.{domain}")
     except InvalidInputError as e:
         if e.field.startswith(f"{field}."):
             raise
         raise type(e)(str(e), field=f"{field}.{e.field}" if e.field else field) from e
     return CheckedTask(pb=task, digest=task_digest(task), domain=domain, value=value)
-
-
-def _countdown_task(pb: tasks_pb2.CountdownTask, cfg: CertdConfig, field: str) -> cd.CountdownTask:
-    numbers = tuple(pb.numbers)
-    if len(numbers) > cfg.countdown.max_numbers:
-        raise LimitExceededError(
-            f"countdown.numbers: at most {cfg.countdown.max_numbers} numbers, got {len(numbers)}",
-            field=f"{field}.numbers",
-        )
-    return cd.CountdownTask(
-        numbers=numbers,
-        target=pb.target,
-        rules=cd.CountdownRules(exactly_once=not pb.rules.at_most_once),
-    )
-
-
-def _code_task(pb: tasks_pb2.CodeTask, cfg: CertdConfig, field: str) -> cc.CodeTask:
-    c = cfg.code
-    limits = cc.CodeLimits(
-        max_program_bytes=c.max_program_bytes,
-        max_cases=c.max_cases,
-        max_case_bytes=c.max_case_bytes,
-        max_response_bytes=c.max_response_bytes,
-    )
-    language = pb.language or "python"
-    if language not in cc.LANGUAGES:
-        raise InvalidInputError(
-            f"language: expected one of {', '.join(cc.LANGUAGES)}, got {language!r}",
-            field=f"{field}.language",
-        )
-    function_layout = bool(pb.test or pb.entry_point or pb.prompt)
-    try:
-        if pb.cases:
-            if function_layout:
-                raise InvalidInputError(
-                    "expected either cases or prompt/test/entry_point, got both", field=field
-                )
-            cases = [cc.IoCase(stdin=t.stdin, stdout=t.stdout) for t in pb.cases]
-            return cc.CodeTask.io_cases(
-                language, cases, compare=pb.compare or "exact", limits=limits
-            )
-        if language != "python":
-            raise InvalidInputError(
-                f"language: function tests are Python only, got {language!r} without cases",
-                field=f"{field}.language",
-            )
-        return cc.CodeTask.function_tests(
-            prompt=pb.prompt, test=pb.test, entry_point=pb.entry_point, limits=limits
-        )
-    except InvalidInputError as e:
-        if e.field:
-            raise
-        what = str(e).split(":", 1)[0]
-        sub = what if what in ("cases", "compare", "test", "entry_point", "prompt") else ""
-        raise type(e)(str(e), field=f"{field}.{sub}" if sub else field) from e
-
-
-def _math_task(pb: tasks_pb2.MathTask, cfg: CertdConfig, field: str) -> object:
-    from certd.domains.math.task import MathTask  # no sympy: the task is plain data
-
-    if len(pb.gold) > cfg.math.max_gold_chars:
-        raise LimitExceededError(
-            f"math.gold: at most {cfg.math.max_gold_chars} chars, got {len(pb.gold)}",
-            field=f"{field}.gold",
-        )
-    digits = pb.precision_digits or None  # 0 (unset): exact comparison
-    return MathTask(gold=pb.gold, precision_digits=digits, question=pb.question)
-
-
-# The wire task's oneof name → a converter that validates the domain message and returns the
-# domain's (frozen) task value. A domain is served when it has a converter here and a checker in
-# ``certd.authority.checker.Checkers``. A converter's typed errors name their field either in
-# full (under the ``field`` it is given, e.g. ``items[3].task.math.gold``) or from the task's
-# root (``math.gold``, as domain constructors do).
-_CONVERTERS: dict[str, Callable[[Any, CertdConfig, str], object]] = {
-    "countdown": _countdown_task,
-    "code": _code_task,
-    "math": _math_task,
-}
 
 
 def label_to_pb(family: Family | None) -> tasks_pb2.Label | None:

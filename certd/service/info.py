@@ -83,7 +83,7 @@ def _domains(
     for name in checkers.domains:
         checker = checkers.for_domain(name)
         learned = [k for k in learned_names if k.startswith(f"{name}.")]
-        stage = str(getattr(checker, "stage", "ready"))
+        stage = checker.stage
         out.append(
             info_pb2.DomainInfo(
                 name=name,

@@ -344,9 +344,6 @@ class CertdServer:
         """``MATH_HEALTH`` is NOT_SERVING until the math checker's warm-up is done."""
         if "math" not in self.checkers.domains:
             return
-        on_ready = getattr(self.checkers.for_domain("math"), "on_ready", None)
-        if on_ready is None:
-            return
         status = health_pb2.HealthCheckResponse
         self.health.set(MATH_HEALTH, status.NOT_SERVING)
 
@@ -355,7 +352,7 @@ class CertdServer:
                 self.health.set(MATH_HEALTH, status.SERVING)
                 log.info("math domain ready: health %s SERVING", MATH_HEALTH)
 
-        on_ready(ready)
+        self.checkers.for_domain("math").on_ready(ready)
 
     def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: NOT_SERVING, drain in-flight RPCs, flush and close the ledger."""

@@ -20,7 +20,7 @@ from certd.authority.feasibility import CheckedTask
 from certd.authority.jobs import Job
 from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import IssuedReceipt, ReceiptIssuer
-from certd.authority.verifypool import CheckItem, CheckResult
+from certd.authority.verify_items import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.access import client_of

@@ -8,9 +8,10 @@ registry; the serving half of a domain (conversion, config, checker) is its
 stubs, so the forkgate client may import it.
 
 Example:
-    >>> names()
+    >>> domain_names()
     ('countdown', 'math', 'code')
-    >>> get("countdown").canonical(get("countdown").from_object({"numbers": [1], "target": 1}))
+    >>> spec = task_spec("countdown")
+    >>> spec.canonical(spec.from_object({"numbers": [1], "target": 1}), 2)
     {'domain': 'countdown', 'numbers': [1], 'rules': {'exactly_once': True}, 'target': 1}
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TaskSpec", "choices", "get", "names", "register"]
+__all__ = ["TaskSpec", "domain_choices", "domain_names", "register_task", "task_spec"]
 
 
 @dataclass(frozen=True)
@@ -43,22 +44,22 @@ class TaskSpec:
 _SPECS: dict[str, TaskSpec] = {}
 
 
-def register(spec: TaskSpec) -> None:
+def register_task(spec: TaskSpec) -> None:
     """Add a domain's wire half (replacing a spec of the same name)."""
     _SPECS[spec.name] = spec
 
 
-def names() -> tuple[str, ...]:
+def domain_names() -> tuple[str, ...]:
     """Every registered domain, in registration order (the built-ins first)."""
     return tuple(_SPECS)
 
 
-def get(name: str) -> TaskSpec | None:
+def task_spec(name: str) -> TaskSpec | None:
     """The spec of a domain, or None."""
     return _SPECS.get(name)
 
 
-def choices(quote: str = "") -> str:
+def domain_choices(quote: str = "") -> str:
     """The domain names as prose: ``countdown, math or code`` (each in ``quote``)."""
     quoted = [f"{quote}{n}{quote}" for n in _SPECS]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
@@ -69,7 +70,7 @@ def _builtins() -> None:
     from certd.taskspec import code, countdown, math
 
     for module in (countdown, math, code):
-        register(module.SPEC)
+        register_task(module.SPEC)
 
 
 _builtins()

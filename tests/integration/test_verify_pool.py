@@ -7,7 +7,8 @@ import signal
 import time
 
 from certd.authority.checker import Checkers
-from certd.authority.verifypool import CheckItem, VerifyPool, check_items
+from certd.authority.verify_items import CheckItem, check_items
+from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Status

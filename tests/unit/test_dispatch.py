@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from certd.authority.checker import Checkers
+from certd.authority.checker import CheckerBase, Checkers
 from certd.authority.dispatch import VerifyDispatch
-from certd.authority.verifypool import CheckItem, VerifyPool
+from certd.authority.verify_items import CheckItem
+from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Family, Status, Verdict
@@ -19,7 +20,7 @@ TASK = cd.CountdownTask(numbers=(25, 5, 4, 3), target=83)
 
 
 @dataclass
-class EchoChecker:
+class EchoChecker(CheckerBase):
     """A second domain for the routing tests: CORRECT when the response equals the task."""
 
     fail: bool = False

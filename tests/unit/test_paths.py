@@ -33,7 +33,7 @@ PATHS: dict[str, list[list[str]]] = {
             "certd.authority.dispatch",  # route each item to its domain, keep the order
             "certd.authority.verifypool",  # Countdown's worker processes (large batches)
             "certd.authority.checker",  # the Checker protocol, the checkers by domain
-            "certd.domains.countdown",  # pure checking and κ
+            "certd.domains.registry",  # each domain's spec: its converter and checker factory
         ],
         [
             "certd.service.verifier",

@@ -13,15 +13,44 @@ deadline and memory cap are the worker pool's job (``certd.authority.mathpool``)
 
 from __future__ import annotations
 
-from .equiv import equivalent, values_equal
-from .errors import MathError, MathLimitError, MathUnparsedError
-from .extract import SOURCES, ExtractConfig, Extracted, all_boxed, extract_answer
-from .limits import MathLimits
-from .names import KAPPA_FIRST_STEP, KAPPA_ROUTE, VERIFIER
-from .parse import Parsed, parse_answer
-from .route import ROUTES, kappa_route, route_of
-from .task import MathTask
-from .verify import MathShaping, parse_gold, verify_math
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .equiv import equivalent, values_equal
+    from .errors import MathError, MathLimitError, MathUnparsedError
+    from .extract import SOURCES, ExtractConfig, Extracted, all_boxed, extract_answer
+    from .limits import MathLimits
+    from .names import KAPPA_FIRST_STEP, KAPPA_ROUTE, VERIFIER
+    from .parse import Parsed, parse_answer
+    from .route import ROUTES, kappa_route, route_of
+    from .task import MathTask
+    from .verify import MathShaping, parse_gold, verify_math
+
+# Each public name's module, imported on first use (PEP 562): the domain's spec and task are
+# plain data, and loading the package must not load SymPy (a certd with math disabled).
+_WHERE = {
+    "equiv": ("equivalent", "values_equal"),
+    "errors": ("MathError", "MathLimitError", "MathUnparsedError"),
+    "extract": ("SOURCES", "ExtractConfig", "Extracted", "all_boxed", "extract_answer"),
+    "limits": ("MathLimits",),
+    "names": ("KAPPA_FIRST_STEP", "KAPPA_ROUTE", "VERIFIER"),
+    "parse": ("Parsed", "parse_answer"),
+    "route": ("ROUTES", "kappa_route", "route_of"),
+    "task": ("MathTask",),
+    "verify": ("MathShaping", "parse_gold", "verify_math"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 # Plain sorted() order, which tests/unit/test_packaging.py checks.
 __all__ = [
