@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from certd.taskspec import TaskSpec, domain_names, register_task
+from certd.taskspec import TaskSpec, domain_names, register_task, unregister_task
 
-__all__ = ["DomainSpec", "get", "register", "specs"]
+__all__ = ["DomainSpec", "get", "register", "specs", "unregister"]
 
 
 def _always(section: Any) -> bool:
@@ -79,6 +79,12 @@ def register(spec: DomainSpec) -> None:
     _load_builtins()
     register_task(spec.task)
     _SPECS[spec.name] = spec
+
+
+def unregister(name: str) -> None:
+    """Stop serving a registered domain (a test's toy domain, after the test)."""
+    _SPECS.pop(name, None)
+    unregister_task(name)
 
 
 def specs() -> tuple[DomainSpec, ...]:

@@ -28,6 +28,7 @@ from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 __all__ = [
     "certificate_to_pb",
     "checked_task",
+    "domain_value",
     "encode_verdicts",
     "label_to_pb",
     "proof_to_pb",
@@ -49,17 +50,28 @@ def checked_task(task: tasks_pb2.Task, cfg: CertdConfig, field: str = "task") ->
         raise InvalidInputError(
             f"task: expected one of {', '.join(domain_names())}; got none", field=field
         )
+    value = domain_value(domain, getattr(task, domain), cfg, field)
+    return CheckedTask(pb=task, digest=task_digest(task), domain=domain, value=value)
+
+
+def domain_value(domain: str, message: Any, cfg: CertdConfig, field: str = "task") -> object:
+    """A domain message (the wire ``Task``'s oneof part) as the domain's task value.
+
+    Raises:
+        InvalidInputError, LimitExceededError: as the domain's ``DomainSpec.convert``; the
+            field is named under ``field`` (``task.math.gold``).
+        UnsupportedError: no domain of that name is registered.
+    """
     spec = domains.get(domain)
     if spec is None:
         served = ", ".join(s.name for s in domains.specs())
         raise UnsupportedError(f"domain {domain!r} is not served by this certd (served: {served})")
     try:
-        value = spec.convert(getattr(task, domain), spec.section(cfg), f"{field}.{domain}")
+        return spec.convert(message, spec.section(cfg), f"{field}.{domain}")
     except InvalidInputError as e:
         if e.field.startswith(f"{field}."):
             raise
         raise type(e)(str(e), field=f"{field}.{e.field}" if e.field else field) from e
-    return CheckedTask(pb=task, digest=task_digest(task), domain=domain, value=value)
 
 
 def label_to_pb(family: Family | None) -> tasks_pb2.Label | None:

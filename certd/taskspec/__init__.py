@@ -17,11 +17,20 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TaskSpec", "domain_choices", "domain_names", "register_task", "task_spec"]
+__all__ = [
+    "TaskSpec",
+    "domain_choices",
+    "domain_names",
+    "register_task",
+    "task_spec",
+    "unregister_task",
+]
 
 
 @dataclass(frozen=True)
@@ -33,12 +42,15 @@ class TaskSpec:
         from_object: the domain's task object (the ``"task"`` part) → its message; raises
             ``ValueError`` naming the field (``task.numbers: …``).
         canonical: (message, identity version) → the JSON object the task digest covers.
-            It must never change for a task once signed (tests/unit/test_domain_registry.py).
+            It must never change for a task once signed (tests/unit/test_task_canonical_golden.py).
+        rank: where the domain comes in listings and messages (lower first; then by
+            registration).
     """
 
     name: str
     from_object: Callable[[Mapping[str, Any]], Any]
     canonical: Callable[[Any, int], dict[str, Any]]
+    rank: int = 100
 
 
 _SPECS: dict[str, TaskSpec] = {}
@@ -49,9 +61,14 @@ def register_task(spec: TaskSpec) -> None:
     _SPECS[spec.name] = spec
 
 
+def unregister_task(name: str) -> None:
+    """Remove a domain's wire half (a test's toy domain, after the test)."""
+    _SPECS.pop(name, None)
+
+
 def domain_names() -> tuple[str, ...]:
-    """Every registered domain, in registration order (the built-ins first)."""
-    return tuple(_SPECS)
+    """Every registered domain, by rank then registration (the built-ins first)."""
+    return tuple(sorted(_SPECS, key=lambda n: _SPECS[n].rank))
 
 
 def task_spec(name: str) -> TaskSpec | None:
@@ -61,16 +78,15 @@ def task_spec(name: str) -> TaskSpec | None:
 
 def domain_choices(quote: str = "") -> str:
     """The domain names as prose: ``countdown, math or code`` (each in ``quote``)."""
-    quoted = [f"{quote}{n}{quote}" for n in _SPECS]
+    quoted = [f"{quote}{n}{quote}" for n in domain_names()]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _builtins() -> None:
-    # The built-in domains, in the order every message lists them.
-    from certd.taskspec import code, countdown, math
-
-    for module in (countdown, math, code):
-        register_task(module.SPEC)
+    # Every module of this package that is not private is a built-in domain's wire half.
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            register_task(importlib.import_module(f"{__name__}.{module.name}").SPEC)
 
 
 _builtins()

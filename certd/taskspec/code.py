@@ -47,4 +47,4 @@ def canonical(c: tasks_pb2.CodeTask, identity: int) -> dict[str, Any]:
     }
 
 
-SPEC = TaskSpec(name="code", from_object=from_object, canonical=canonical)
+SPEC = TaskSpec(name="code", from_object=from_object, canonical=canonical, rank=3)

@@ -40,4 +40,4 @@ def canonical(cd: tasks_pb2.CountdownTask, identity: int) -> dict[str, Any]:
     }
 
 
-SPEC = TaskSpec(name="countdown", from_object=from_object, canonical=canonical)
+SPEC = TaskSpec(name="countdown", from_object=from_object, canonical=canonical, rank=1)

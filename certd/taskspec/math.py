@@ -46,4 +46,4 @@ def canonical(task: tasks_pb2.MathTask, identity: int) -> dict[str, Any]:
     return out
 
 
-SPEC = TaskSpec(name="math", from_object=from_object, canonical=canonical)
+SPEC = TaskSpec(name="math", from_object=from_object, canonical=canonical, rank=2)
