@@ -137,6 +137,11 @@ class Checker(Protocol):
         """The warm-up stage ("ready…" once serving; CertdInfo shows it)."""
         ...
 
+    @property
+    def isolation(self) -> str:
+        """How untrusted work is isolated ("bwrap", "docker:runsc"; "" when none runs)."""
+        ...
+
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Block until the domain can check (a domain that warms up: math).
 
@@ -178,6 +183,7 @@ class CheckerBase:
     kappas: tuple[str, ...]
     verifier: str
     stage: str = "ready"
+    isolation: str = ""
 
     def verify(self, task: DomainTask, response: str, *, canonical: bool = False) -> Verdict:
         """Check one response (every checker implements it)."""

@@ -117,6 +117,12 @@ class CodeChecker(CheckerBase):
     kappas = (cc.KAPPA_FIRST_CALL, cc.KAPPA_FIRST_TOOL)
     verifier = cc.VERIFIER
 
+    @property
+    def isolation(self) -> str:  # type: ignore[override]
+        """The sandbox backend ("bwrap", "docker", "docker:<runtime>")."""
+        runtime = self.cfg.docker_runtime
+        return f"docker:{runtime}" if self.cfg.backend == "docker" and runtime else self.cfg.backend
+
     def __init__(self, cfg: CodeConfig, pool: WarmPool | None = None) -> None:
         """Configure; the pool starts on first use unless one is given.
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from certd.authority.checker import Checkers
 from certd.clihelp import package_version
 from certd.config import CertdConfig
+from certd.domains import registry as domains
 from certd.ledger.log import Ledger
 from certd.service.access import current_principal
 from certd.signing.keys import SigningKey, VerifierKey
@@ -65,15 +66,9 @@ def section_limits(
 
 
 def _domain_limits(cfg: CertdConfig, domain: str) -> dict[str, float]:
-    section = getattr(cfg, domain, None)
-    return section_limits(domain, section) if isinstance(section, BaseModel) else {}
-
-
-def _isolation(cfg: CertdConfig, domain: str) -> str:
-    if domain != "code":
-        return ""
-    runtime = cfg.code.docker_runtime
-    return f"docker:{runtime}" if cfg.code.backend == "docker" and runtime else cfg.code.backend
+    spec = domains.get(domain)
+    section = spec.section(cfg) if spec is not None else None
+    return section_limits(spec.config_section, section) if spec and section is not None else {}
 
 
 def _domains(
@@ -92,7 +87,7 @@ def _domains(
                 kappas=[*checker.kappas, *learned],
                 status="ready" if stage.startswith("ready") else stage,
                 limits=_domain_limits(cfg, name),
-                isolation=_isolation(cfg, name),
+                isolation=checker.isolation,
             )
         )
     return out
