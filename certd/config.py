@@ -203,13 +203,17 @@ class ServiceLimits(_Strict):
         32, ge=2, description="serving threads; at least max_concurrent_rpcs + max_health_in_flight"
     )
     max_concurrent_rpcs: int = Field(
-        24, ge=1, description="RPCs in flight (all but Health); more get RESOURCE_EXHAUSTED"
+        24,
+        ge=1,
+        description="RPCs verifying (all but Health; counted from a call's first message); "
+        "more get RESOURCE_EXHAUSTED",
     )
     max_rpcs_per_client: int = Field(
         12,
         ge=1,
-        description="RPCs in flight per principal (the token; without authentication the "
-        "connection, peer address and port); never more than half of max_concurrent_rpcs",
+        description="RPCs verifying per principal, counted from a call's first message (the "
+        "token; without authentication the client's process on loopback, else its host); "
+        "never more than half of max_concurrent_rpcs",
     )
     first_message_timeout_s: float = Field(
         3.0,

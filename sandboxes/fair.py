@@ -17,6 +17,12 @@ turn it is, round-robin, and within a key to its oldest waiter. A batch of 40 ch
 takes one turn per round like a single check does: a small request waits at most one round of
 the keys queued before it, never behind the whole batch. A waiter whose ``CancelScope`` is
 cancelled leaves the queue at once (``CheckCancelledError``).
+
+With ``reserve_s`` > 0 (``WarmPool`` sets it), one key never takes the *last* resource while
+another key holds one, waits for one, or gave one back within ``reserve_s``: the last worker
+stays free for the other tenant's next check, so a hostile batch whose every check runs to its
+limit cannot make a trainer's single checks wait for it. A key alone still gets every worker.
+The caller reports which key gave a resource back (``release``), so holdings are known.
 """
 
 from __future__ import annotations
@@ -95,12 +101,15 @@ class _Waiter(Generic[T]):
 class FairQueue(Generic[T]):
     """Idle resources and the callers waiting for them, served round-robin by key."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserve_s: float = 0.0) -> None:
         self._cond = threading.Condition()
         self._idle: deque[T] = deque()
         self._waiters: OrderedDict[Hashable, deque[_Waiter[T]]] = OrderedDict()
         self._waiting = 0
         self._closed = False
+        self._reserve_s = reserve_s
+        self._held: dict[Hashable, int] = {}  # resources out, by key (with reserve_s only)
+        self._seen: dict[Hashable, float] = {}  # when a key last gave one back
 
     def put(self, item: T) -> bool:
         """Give a resource back: to the next key's oldest waiter, else to the idle set.
@@ -111,19 +120,59 @@ class FairQueue(Generic[T]):
         with self._cond:
             if self._closed:
                 return False
-            if not self._waiters:
-                self._idle.append(item)
-                return True
-            key, queue = next(iter(self._waiters.items()))
+            self._idle.append(item)
+            self._dispatch()
+            return True
+
+    def release(self, key: Hashable) -> None:
+        """``key`` no longer holds the resource it took (given back or disposed of)."""
+        if not self._reserve_s:
+            return
+        with self._cond:
+            left = self._held.get(key, 0) - 1
+            if left > 0:
+                self._held[key] = left
+            else:
+                self._held.pop(key, None)
+            now = time.monotonic()
+            self._seen[key] = now
+            for k in [k for k, t in self._seen.items() if now - t > self._reserve_s]:
+                del self._seen[k]
+            self._dispatch()
+
+    def _may_take(self, key: Hashable) -> bool:
+        """Whether ``key`` may take an idle resource now (the reserve rule)."""
+        if not self._reserve_s:
+            return True
+        mine = self._held.get(key, 0)
+        capacity = sum(self._held.values()) + len(self._idle)
+        if mine + 1 < capacity or capacity < 2:
+            return True  # it leaves one free (or there is only one)
+        now = time.monotonic()
+        others = any(k != key for k in self._held) or any(k != key for k in self._waiters)
+        recent = any(k != key and now - t <= self._reserve_s for k, t in self._seen.items())
+        return not (others or recent)
+
+    def _take(self, key: Hashable) -> T:
+        if self._reserve_s:
+            self._held[key] = self._held.get(key, 0) + 1
+        return self._idle.popleft()
+
+    def _dispatch(self) -> None:
+        """Hand idle resources to waiters, round-robin over the keys that may take one."""
+        while self._idle and self._waiters:
+            key = next((k for k in self._waiters if self._may_take(k)), None)
+            if key is None:
+                return
+            queue = self._waiters[key]
             waiter = queue.popleft()
             if queue:
                 self._waiters.move_to_end(key)  # the key's next waiter has its turn later
             else:
                 del self._waiters[key]
             self._waiting -= 1
-            waiter.item = item
+            waiter.item = self._take(key)
             self._cond.notify_all()
-            return True
 
     def get(
         self,
@@ -153,8 +202,8 @@ class FairQueue(Generic[T]):
                 raise CheckCancelledError("the request was cancelled")
             if self._closed:
                 raise SandboxBusyError("the pool is closed")
-            if self._idle and not self._waiters:
-                return self._idle.popleft()
+            if self._idle and not self._waiters and self._may_take(key):
+                return self._take(key)
             if limit is not None and self._waiting >= limit:
                 raise SandboxBusyError(f"{self._waiting} checks already queued")
             waiter: _Waiter[T] = _Waiter()
@@ -171,10 +220,11 @@ class FairQueue(Generic[T]):
                     if self._closed:
                         raise SandboxBusyError("the pool is closed")
                     return None
-                wait = _POLL_S if cancel is not None else None
+                wait = _POLL_S if cancel is not None or self._reserve_s else None
                 if left is not None:
                     wait = left if wait is None else min(wait, left)
                 self._cond.wait(wait)
+                self._dispatch()  # a reserve may have lapsed
             return waiter.item
 
     def _leave(self, key: Hashable, waiter: _Waiter[T]) -> None:

@@ -19,7 +19,10 @@ MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox)
 
 Scheduling is fair across requests: ``run(..., key=request)`` waits in a ``FairQueue``, which
 hands a freed worker to the keys round-robin, so a 40-check batch and a single check alternate
-instead of the single one waiting for the whole batch. ``run(..., cancel=scope)`` stops with
+instead of the single one waiting for the whole batch; and while another request is active
+(or was within ``_RESERVE_S``), no request takes the last free worker, so a batch of checks
+that each run to their limits never makes another tenant's single check wait behind them (a
+request alone still uses every worker). ``run(..., cancel=scope)`` stops with
 the request: a queued check leaves the queue, a running one has its sandbox killed (the worker
 is recycled) and ``CheckCancelledError`` is raised.
 """
@@ -41,6 +44,9 @@ from .result import ExecResult, ExecStatus
 from .worker import Worker
 
 __all__ = ["PoolStats", "WarmPool"]
+
+_RESERVE_S = 0.5
+"""How long after another request's last check a request still leaves one worker free."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ class WarmPool:
         self.queue_limit = queue_limit
         self.acquire_timeout_s = acquire_timeout_s
         self._cond = threading.Condition()
-        self._idle: FairQueue[Worker] = FairQueue()
+        self._idle: FairQueue[Worker] = FairQueue(reserve_s=_RESERVE_S)
         self._busy = 0
         self._starting = 0
         self._started = 0
@@ -187,7 +193,8 @@ class WarmPool:
         last = f" (last start error: {self._last_error})" if self._last_error else ""
         return f"the pool is {why}{last}"
 
-    def _release(self, worker: Worker, result: ExecResult | None) -> None:
+    def _release(self, worker: Worker, result: ExecResult | None, key: Hashable) -> None:
+        self._idle.release(key)
         anomalous = (
             result is None
             or worker.broken
@@ -233,10 +240,12 @@ class WarmPool:
             CheckCancelledError: ``cancel`` was cancelled before or during the run.
         """
         lim = self.backend.check_limits(limits)
-        worker = self._acquire(object() if key is None else key, cancel)
+        key = object() if key is None else key
+        worker = self._acquire(key, cancel)
         if cancel is not None and cancel.cancelled:  # cancelled as the worker was handed over
             with self._cond:
                 self._busy -= 1
+            self._idle.release(key)
             if not self._idle.put(worker):
                 worker.kill()
             raise CheckCancelledError("the request was cancelled")
@@ -250,7 +259,7 @@ class WarmPool:
         finally:
             if undo is not None:
                 undo()
-            self._release(worker, result)
+            self._release(worker, result, key)
 
     def stats(self) -> PoolStats:
         """The pool's counters now."""

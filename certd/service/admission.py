@@ -14,11 +14,19 @@ arrive; a unary call then waits *in that thread* for its request message. So adm
 where the call is handed over, in ``AdmissionExecutor.submit``, before any serving thread is
 taken: the caller is identified (authenticated first when access control is on, so an
 unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), and beyond
-``max_concurrent_rpcs`` calls in all or ``per_principal(limits)`` for that principal the call
-ends at once with RESOURCE_EXHAUSTED. The principal is the bearer token's when access control
-is on, else the connection (peer address *and* port: two local processes are two principals);
-one principal never holds more than half of ``max_concurrent_rpcs``, so it cannot lock others
-out however it mixes idle and busy calls. The pool has ``max_workers`` ≥
+the RPC threads (``max_workers - max_health_in_flight``) in all, or half of them for that
+principal, the call ends at once with RESOURCE_EXHAUSTED. The principal is the bearer token's
+when access control is on, else the peer's identity (``certd.service.peers``: on loopback the
+process that owns the client's socket, so many connections of one process are one principal
+and two local processes are two; a remote peer is its host).
+
+A call takes a *verification slot* only once its first request message has arrived
+(``Admission.promote``, run by ``AdmissionInterceptor``): at most ``max_concurrent_rpcs`` in
+all and ``per_principal(limits)`` (never more than half) per principal; past either bound the
+call ends then with RESOURCE_EXHAUSTED. A call that has not sent its first message holds a
+thread (the sync server's price) but no verification slot, and is cut at
+``first_message_timeout_s``; since one principal holds at most half the threads, idle and busy
+calls together cannot lock another principal out. The pool has ``max_workers`` ≥
 ``max_concurrent_rpcs + max_health_in_flight`` threads, so admitted calls never take the threads
 kept for health; a refusal takes no thread at all. Health calls (``grpc.health.v1.Health``)
 count apart: at most ``max_health_in_flight`` at once (half per client), each ended if its
@@ -53,6 +61,7 @@ import grpc
 from certd.config import ServiceLimits
 from certd.errors import AuthenticationError, ServerBusyError
 from certd.service.handlers import Behaviour, rewrap
+from certd.service.peers import principal_of_peer
 
 __all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH", "per_principal"]
 
@@ -73,15 +82,22 @@ def per_principal(limits: ServiceLimits) -> int:
     return max(1, min(limits.max_rpcs_per_client, limits.max_concurrent_rpcs // 2))
 
 
+def _threads(limits: ServiceLimits) -> tuple[int, int]:
+    """The threads for RPCs other than health, and one principal's half of them."""
+    total = max(1, limits.max_workers - limits.max_health_in_flight)
+    return total, max(1, total // 2)
+
+
 class _Ticket:
     """One admitted call: its client, its core call, and its idle clock.
 
     ``since`` is the time the call started waiting on its client, None while the handler
     works; ``started`` is set once the first request message has arrived (until then the
-    idle limit is ``first_message_timeout_s``); ``reaped`` is set when the reaper ended it.
+    idle limit is ``first_message_timeout_s``); ``counted`` once it holds a verification slot;
+    ``reaped`` is set when the reaper (or a refused promotion) ended it.
     """
 
-    __slots__ = ("call", "client", "health", "reaped", "since", "started")
+    __slots__ = ("call", "client", "counted", "health", "reaped", "since", "started")
 
     def __init__(self, client: str, call: Any, health: bool) -> None:
         self.client = client
@@ -89,15 +105,17 @@ class _Ticket:
         self.health = health
         self.since: float | None = time.monotonic()  # waiting for the request message
         self.started = False
+        self.counted = False
         self.reaped = False
 
 
 class _WatchedRequests:
     """A request iterator whose waits for the client start the call's idle clock."""
 
-    def __init__(self, it: Iterator[Any], ticket: _Ticket) -> None:
+    def __init__(self, it: Iterator[Any], ticket: _Ticket, admission: Admission) -> None:
         self._it = it
         self._ticket = ticket
+        self._admission = admission
 
     def __iter__(self) -> _WatchedRequests:
         return self
@@ -108,7 +126,14 @@ class _WatchedRequests:
             item = next(self._it)
         finally:
             self._ticket.since = None
-        self._ticket.started = True
+        if not self._ticket.started:
+            self._ticket.started = True
+            try:
+                self._admission.promote(self._ticket)
+            except ServerBusyError as e:
+                self._ticket.reaped = True  # ended here with its status
+                end_call(self._ticket.call, grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+                raise StopIteration from None
         return item
 
 
@@ -129,7 +154,8 @@ class Admission:
     def __init__(self, limits: ServiceLimits) -> None:
         self._limits = limits
         self._lock = threading.Lock()
-        self._per_client: dict[str, int] = {}
+        self._per_client: dict[str, int] = {}  # calls held (threads), pending or started
+        self._verifying: dict[str, int] = {}  # verification slots held
         self._by_thread: dict[int, _Ticket] = {}
         self._tickets: set[_Ticket] = set()
         self._health = 0  # health tickets among them
@@ -149,12 +175,14 @@ class Admission:
             total, each = lim.max_health_in_flight, max(1, lim.max_health_in_flight // 2)
             what, limits = "health calls", "max_health_in_flight"
         else:
-            total, each = lim.max_concurrent_rpcs, per_principal(lim)
-            what, limits = "RPCs", "max_concurrent_rpcs, max_rpcs_per_client"
+            total, each = _threads(lim)
+            what, limits = "RPCs", "max_workers - max_health_in_flight"
         key = ("health:" if health else "") + client
         with self._lock:
             mine = self._per_client.get(key, 0)
             count = self._health if health else len(self._tickets) - self._health
+            if not health:
+                self._check_slots(key)
             if mine >= each or count >= total:
                 self.refused += 1
                 who = f"this principal has {mine}" if mine >= each else f"the server has {count}"
@@ -165,12 +193,45 @@ class Admission:
             self._per_client[key] = mine + 1
             return ticket
 
+    def _check_slots(self, key: str) -> None:
+        """Raise ServerBusyError when ``key`` or the server has no verification slot free."""
+        lim = self._limits
+        mine, each = self._verifying.get(key, 0), per_principal(lim)
+        count = sum(self._verifying.values())
+        if mine >= each or count >= lim.max_concurrent_rpcs:
+            self.refused += 1
+            who = f"this principal has {mine}" if mine >= each else f"the server has {count}"
+            raise ServerBusyError(
+                f"{who} RPCs verifying (max_concurrent_rpcs, max_rpcs_per_client); retry later"
+            )
+
+    def promote(self, ticket: _Ticket) -> None:
+        """Give ``ticket`` a verification slot: its first request message has arrived.
+
+        Raises:
+            ServerBusyError: its principal or the server has every verification slot taken.
+        """
+        if ticket.health or ticket.counted:
+            return
+        with self._lock:
+            if ticket not in self._tickets:
+                return
+            self._check_slots(ticket.client)
+            ticket.counted = True
+            self._verifying[ticket.client] = self._verifying.get(ticket.client, 0) + 1
+
     def leave(self, ticket: _Ticket) -> None:
         """Free a ticket's slot (once)."""
         with self._lock:
             if ticket not in self._tickets:
                 return
             self._tickets.discard(ticket)
+            if ticket.counted:
+                left_v = self._verifying[ticket.client] - 1
+                if left_v:
+                    self._verifying[ticket.client] = left_v
+                else:
+                    del self._verifying[ticket.client]
             self._health -= ticket.health
             left = self._per_client[ticket.client] - 1
             if left:
@@ -192,8 +253,14 @@ class Admission:
 
     @property
     def in_flight(self) -> int:
-        """Calls other than health holding a slot now."""
+        """Calls other than health holding a thread now (pending or verifying)."""
         return len(self._tickets) - self._health
+
+    @property
+    def verifying(self) -> int:
+        """Calls holding a verification slot (their first message has arrived)."""
+        with self._lock:
+            return sum(self._verifying.values())
 
     def reap(self, now: float | None = None) -> int:
         """End every call idle past the limit; return how many were ended."""
@@ -265,7 +332,7 @@ class _CallView:
         return peer.decode() if isinstance(peer, bytes) else str(peer)
 
 
-def _peer_host(peer: str) -> str:
+def _peer_host(peer: str) -> str:  # health: one key per host
     # ipv4:127.0.0.1:5555, ipv6:[::1]:5555, unix:...
     return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
 
@@ -277,7 +344,8 @@ class AdmissionExecutor(ThreadPoolExecutor):
         admission: the slots.
         max_workers: serving threads.
         authenticate: the principal of a call (raises ``AuthenticationError``); None when
-            access control is off (the principal is then the connection: address and port).
+            access control is off (the principal is then the peer's identity,
+            ``certd.service.peers.principal_of_peer``).
     """
 
     def __init__(
@@ -293,7 +361,7 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
     def _client(self, view: _CallView) -> str:
         if self._authenticate is None:
-            return f"connection:{view.peer()}"
+            return principal_of_peer(view.peer())
         return f"principal:{self._authenticate(view).name}"
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -342,6 +410,15 @@ def _done() -> Future[Any]:
     return future
 
 
+def _first_message(admission: Admission, ticket: _Ticket, context: grpc.ServicerContext) -> None:
+    """A unary request has arrived: the call takes its verification slot or ends."""
+    ticket.started = True
+    try:
+        admission.promote(ticket)
+    except ServerBusyError as e:
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+
+
 class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs
     """Stops a call's idle clock while its handler works, restarts it while it waits."""
 
@@ -365,9 +442,10 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
                 if ticket is None:
                     return fn(request, context)
                 ticket.since = None  # the request is here; the handler works
-                ticket.started = ticket.started or not streamed
                 if streamed:
-                    request = _WatchedRequests(request, ticket)
+                    request = _WatchedRequests(request, ticket, admission)
+                else:
+                    _first_message(admission, ticket, context)
                 try:
                     return fn(request, context)
                 except grpc.RpcError:
@@ -384,9 +462,10 @@ class AdmissionInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  #
                     yield from fn(request, context)
                     return
                 ticket.since = None
-                ticket.started = ticket.started or not streamed
                 if streamed:
-                    request = _WatchedRequests(request, ticket)
+                    request = _WatchedRequests(request, ticket, admission)
+                else:
+                    _first_message(admission, ticket, context)
                 try:
                     for reply in fn(request, context):
                         ticket.since = time.monotonic()  # until the client takes the reply

@@ -1,11 +1,13 @@
 """Issue 29, item 4: one local process cannot lock out another; streamed items pay the rate.
 
-Real certd on 127.0.0.1, real gRPC. The hostile client is another OS process (its own
-connection): 16 ``VerifyStream`` calls that never send a message, reopened as soon as the
-server ends them, and 16 busy ``VerifyBatch`` calls reissued as soon as they return. Without
-authentication each connection is a principal holding at most half the slots, so the honest
-process's single ``Verify`` is answered as on an idle server. The 1 s bound is the issue's
-acceptance figure (a Verify on an idle server takes a few ms here), not a benchmark.
+Real certd on 127.0.0.1, real gRPC. The hostile client is another OS process, over one
+connection or over eight: 16 ``VerifyStream`` calls that never send a message, reopened as
+soon as the server ends them, and 16 busy ``VerifyBatch`` calls reissued as soon as they
+return. Without authentication the principal is the peer's process however many connections it
+opens (``certd.service.peers``); it holds at most half the threads and half the verification
+slots, so the honest process's single ``Verify`` is answered as on an idle server. The 1 s
+bound is the issue's acceptance figure (a Verify on an idle server takes a few ms here), not
+a benchmark.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 from server_helpers import LAZY_MATH
 
 from certd.config import CertdConfig
+from certd.service.admission import per_principal
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
 
@@ -35,28 +38,32 @@ from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
 task = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
 item = verifier_pb2.VerifyRequest(id="x", task=task, response="(25-5)*4+3")
 batch = verifier_pb2.VerifyBatchRequest(items=[item] * 400)
-stub = verifier_pb2_grpc.VerifierStub(grpc.insecure_channel(sys.argv[1]))
+own = [("grpc.use_local_subchannel_pool", 1)]  # a connection per channel
+stubs = [
+    verifier_pb2_grpc.VerifierStub(grpc.insecure_channel(sys.argv[1], options=own))
+    for _ in range(int(sys.argv[2]))
+]
 
 def silent():
     time.sleep(3600)
     yield item
 
-def idle():
+def idle(stub):
     while True:
         try:
             list(stub.VerifyStream(silent(), timeout=3600))
         except grpc.RpcError:
             time.sleep(0.01)
 
-def busy():
+def busy(stub):
     while True:
         try:
             stub.VerifyBatch(batch, timeout=3600)
         except grpc.RpcError:
             time.sleep(0.01)
 
-for target in [idle] * 16 + [busy] * 16:
-    threading.Thread(target=target, daemon=True).start()
+for i, target in enumerate([idle] * 16 + [busy] * 16):
+    threading.Thread(target=target, args=(stubs[i % len(stubs)],), daemon=True).start()
 print("ready", flush=True)
 time.sleep(3600)
 """
@@ -79,14 +86,20 @@ def _timed_verify(stub: verifier_pb2_grpc.VerifierStub) -> float:
     return time.monotonic() - start
 
 
-def test_idle_and_busy_calls_of_one_process_do_not_delay_another(server: CertdServer) -> None:
+@pytest.mark.parametrize("connections", [1, 8])
+def test_idle_and_busy_calls_of_one_process_do_not_delay_another(
+    server: CertdServer, connections: int
+) -> None:
     address = f"127.0.0.1:{server.port}"
     attacker = subprocess.Popen(
-        [sys.executable, "-c", ATTACKER, address], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", ATTACKER, address, str(connections)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    lim = server.cfg.limits
     try:
         assert attacker.stdout is not None and attacker.stdout.readline().strip() == "ready"
-        half = server.cfg.limits.max_concurrent_rpcs // 2
+        half = (lim.max_workers - lim.max_health_in_flight) // 2  # of the RPC threads
         deadline = time.monotonic() + 30
         while server.admission.in_flight < half and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -96,6 +109,7 @@ def test_idle_and_busy_calls_of_one_process_do_not_delay_another(server: CertdSe
             waits = [_timed_verify(stub) for _ in range(5)]
         assert max(waits) < 1.0, waits
         assert server.admission.in_flight <= half + 1
+        assert server.admission.verifying <= per_principal(lim) + 1  # + the honest call
     finally:
         attacker.kill()
         attacker.wait()

@@ -2,7 +2,8 @@
 
 Real certd on 127.0.0.1, real gRPC channels. A hostile client opens more idle streams than
 the server has threads; it gets at most half the slots (issue 29: without authentication the
-principal is the connection), honest calls on another connection get a verdict at once, the
+principal is the peer's process, however many connections it opens), honest calls from another
+process get a verdict at once, the
 idle calls are ended after ``first_message_timeout_s``, and health answers throughout.
 
 Each channel here has its own connection (``grpc.use_local_subchannel_pool``): two channels
@@ -11,6 +12,11 @@ of one process would otherwise share one TCP connection, as the calls of one cli
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +30,9 @@ from server_helpers import LAZY_MATH
 from test_access import pki  # noqa: F401 - the module's certificate fixture
 
 from certd.config import AccessConfig, CertdConfig, ServiceLimits
+from certd.errors import ServerBusyError
+from certd.service.admission import Admission
+from certd.service.peers import principal_of_peer
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
 
@@ -92,40 +101,111 @@ def _settle(admission: object, want: int, within_s: float = 20.0) -> int:
     return int(admission.in_flight)  # type: ignore[attr-defined]
 
 
+HOSTILE = """
+import json, sys, threading, time
+import grpc
+from certd.v1 import verifier_pb2_grpc
+
+own = [("grpc.use_local_subchannel_pool", 1)]  # sixteen connections of one process
+channels = [grpc.insecure_channel(sys.argv[1], options=own) for _ in range(16)]
+codes = []
+
+def silent():
+    time.sleep(60)
+    return
+    yield
+
+def one(ch):
+    try:
+        list(verifier_pb2_grpc.VerifierStub(ch).VerifyStream(silent(), timeout=60))
+        codes.append("OK")
+    except grpc.RpcError as e:
+        codes.append(e.code().name)
+
+threads = [threading.Thread(target=one, args=(ch,)) for ch in channels]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(sorted(codes)), flush=True)
+"""
+
+
 def test_sixteen_idle_verify_streams_do_not_stop_the_server(server: CertdServer) -> None:
+    """One process, sixteen connections, one idle stream each: one principal, half the threads,
+    no verification slot; another process (this one) is served meanwhile."""
     address = f"127.0.0.1:{server.port}"
-    stop = threading.Event()
-    codes: list[grpc.StatusCode] = []
-    with _channel(address) as hostile, _channel(address) as honest:
-        stub = verifier_pb2_grpc.VerifierStub(hostile)
-        calls = [stub.VerifyStream(_silent(stop), timeout=60) for _ in range(16)]
-
-        def drain(call: grpc.Call) -> None:
-            try:
-                list(call)  # type: ignore[call-overload]  # a response iterator
-                codes.append(grpc.StatusCode.OK)
-            except grpc.RpcError as e:
-                codes.append(e.code())
-
-        readers = [threading.Thread(target=drain, args=(c,)) for c in calls]
-        for r in readers:
-            r.start()
+    hostile = subprocess.Popen(
+        [sys.executable, "-c", HOSTILE, address], stdout=subprocess.PIPE, text=True
+    )
+    try:
         assert _settle(server.admission, HALF) == HALF  # the streams are open and idle
-        verifier = verifier_pb2_grpc.VerifierStub(honest)
-        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
-        # The hostile connection holds half the slots: another connection is served at once.
-        assert verifier.Verify(HONEST, timeout=5).verdict.status == tasks_pb2.CORRECT
-        for r in readers:
-            r.join(timeout=FIRST_S + 10)
-        stop.set()
-        # The 10 over its half were refused; the 6 admitted were ended as idle.
-        assert sorted(c.name for c in codes) == ["DEADLINE_EXCEEDED"] * HALF + [
-            "RESOURCE_EXHAUSTED"
-        ] * (16 - HALF)
-        reply = verifier.Verify(HONEST, timeout=10)
-        assert reply.verdict.status == tasks_pb2.CORRECT
-        assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+        assert server.admission.verifying == 0  # none has sent its first message
+        with _channel(address) as honest:
+            verifier = verifier_pb2_grpc.VerifierStub(honest)
+            assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+            assert verifier.Verify(HONEST, timeout=5).verdict.status == tasks_pb2.CORRECT
+            out, _ = hostile.communicate(timeout=FIRST_S + 30)
+            # The 10 over its half were refused; the 6 admitted were ended as idle.
+            assert json.loads(out) == ["DEADLINE_EXCEEDED"] * HALF + ["RESOURCE_EXHAUSTED"] * (
+                16 - HALF
+            )
+            assert verifier.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
+            assert _health(honest) == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        hostile.kill()
+        hostile.wait()
     assert _settle(server.admission, 0) == 0
+
+
+def test_a_call_takes_a_verification_slot_only_with_its_first_message() -> None:
+    """Pending calls hold threads, not verification slots; the slot bound bites at promotion."""
+    limits = _limits(max_workers=24, max_rpcs_per_client=4)  # 20 RPC threads, 10 per principal
+    admission = Admission(limits)
+    pending = [admission.enter("a", None) for _ in range(10)]
+    assert admission.in_flight == 10 and admission.verifying == 0
+    with pytest.raises(ServerBusyError, match="in flight"):
+        admission.enter("a", None)  # half the threads
+    for t in pending[:4]:
+        admission.promote(t)
+    assert admission.verifying == 4
+    with pytest.raises(ServerBusyError, match="verifying"):
+        admission.promote(pending[4])  # its 4 verification slots are taken
+    other = admission.enter("b", None)
+    admission.promote(other)  # another principal still verifies
+    for t in [*pending, other]:
+        admission.leave(t)
+    assert admission.in_flight == 0 and admission.verifying == 0
+
+
+def test_connections_of_one_process_are_one_principal(server: CertdServer) -> None:
+    """Without tokens the principal is the process owning the client socket, not the port."""
+    seen: list[str] = []
+    code = (
+        "import socket,sys; s=socket.create_connection(('127.0.0.1', int(sys.argv[1])));"
+        "print(s.getsockname()[1], flush=True); sys.stdin.read()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(server.port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        child_port = int(child.stdout.readline())
+        mine = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+        for s in mine:
+            seen.append(principal_of_peer(f"ipv4:127.0.0.1:{s.getsockname()[1]}"))
+        seen.append(principal_of_peer(f"ipv4:127.0.0.1:{child_port}"))
+        for s in mine:
+            s.close()
+    finally:
+        child.kill()
+        child.wait()
+    assert seen[0] == seen[1] == f"process:{os.getpid()}"
+    assert seen[2] == f"process:{child.pid}"
+    assert principal_of_peer("ipv4:10.1.2.3:5000") == "host:10.1.2.3"
 
 
 def test_unary_calls_that_never_send_their_message_hold_no_thread(server: CertdServer) -> None:
@@ -190,10 +270,14 @@ def test_one_client_cannot_take_every_slot(tmp_path: Path) -> None:
             stub = verifier_pb2_grpc.VerifierStub(ch)
             calls = [stub.VerifyStream(_silent(stop), timeout=30) for _ in range(3)]
             assert _settle(s.admission, 3) == 3
-            with pytest.raises(grpc.RpcError) as refused:
+            # Idle streams hold no verification slot: its 3 are free for a Verify.
+            assert stub.Verify(HONEST, timeout=10).verdict.status == tasks_pb2.CORRECT
+            calls += [stub.VerifyStream(_silent(stop), timeout=30) for _ in range(HALF - 3)]
+            assert _settle(s.admission, HALF) == HALF
+            with pytest.raises(grpc.RpcError) as refused:  # half the threads are its
                 stub.Verify(HONEST, timeout=5)
             assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "max_rpcs_per_client" in (refused.value.details() or "")
+            assert "max_health_in_flight" in (refused.value.details() or "")
             stop.set()
             for c in calls:
                 list(c)

@@ -105,3 +105,50 @@ def test_cancel_hooks_run_once_and_can_be_removed() -> None:
     assert ran == ["b"]
     scope.on_cancel(lambda: ran.append("late"))  # after cancel: runs at once
     assert ran == ["b", "late"] and scope.cancelled
+
+
+def test_a_key_leaves_the_last_worker_to_another_active_key() -> None:
+    """Issue 29 (bench_tenants): a hostile batch cannot hold every worker while a trainer is
+    active, so the trainer's next single check never waits for a check running to its limit."""
+    q: FairQueue[str] = FairQueue(reserve_s=0.3)
+    q.put("w1")
+    q.put("w2")
+    assert q.get("honest") == "w1"
+    assert q.get("hostile") == "w2"
+    q.release("honest")  # the trainer's check is done; its next comes a moment later
+    q.put("w1")
+    assert q.get("hostile", timeout_s=0.1) is None  # w1 is kept for the trainer
+    assert q.get("honest", timeout_s=0.1) == "w1"
+    q.release("honest")
+    q.put("w1")
+    time.sleep(0.35)  # the trainer has gone quiet: the batch may take every worker
+    assert q.get("hostile", timeout_s=0.1) == "w1"
+
+
+def test_a_key_alone_takes_every_worker_and_two_busy_keys_share() -> None:
+    q: FairQueue[str] = FairQueue(reserve_s=0.3)
+    for w in ("w1", "w2"):
+        q.put(w)
+    assert {q.get("batch"), q.get("batch")} == {"w1", "w2"}  # alone: both
+    got: list[tuple[str, str]] = []
+    t1 = _waiter(q, "batch", got, timeout_s=5)
+    t2 = _waiter(q, "other", got, timeout_s=5)
+    _until(lambda: q.waiting == 2)
+    q.release("batch")
+    q.put("w1")
+    _until(lambda: len(got) == 1)
+    assert got == [("other", "w1")]  # the batch holds w2: w1 is the other key's
+    q.release("batch")
+    q.put("w2")
+    t1.join()
+    t2.join()
+    assert got[1] == ("batch", "w2")  # one each: no worker left idle while both wait
+
+
+def test_no_reserve_with_a_single_worker() -> None:
+    q: FairQueue[str] = FairQueue(reserve_s=5.0)
+    q.put("w")
+    assert q.get("a") == "w"
+    q.release("a")
+    q.put("w")
+    assert q.get("b", timeout_s=0.1) == "w"

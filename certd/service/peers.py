@@ -1,0 +1,118 @@
+"""The principal of a call without authentication: the peer's process, not its connection.
+
+Example::
+
+    principal_of_peer("ipv4:127.0.0.1:51234")   # "process:4242" (the client's pid)
+    principal_of_peer("ipv4:10.0.0.7:51234")    # "host:10.0.0.7"
+
+Admission holds one principal to at most half of the server's slots. Were the principal the
+connection, one process could open several connections and hold several halves. So on
+loopback the principal is the *process* that owns the client's socket: the socket is found
+in ``/proc/net/tcp{,6}`` by its address and port, and its inode in ``/proc/<pid>/fd``. Two
+local processes are two principals; many connections of one process are one. When the owner
+is not visible (another user's process, another PID namespace) the socket's uid stands in
+(``uid:N``); a remote peer is its host (``host:ADDR``), the only identity TCP gives it; a peer
+that is neither (a Unix socket) is its peer string. Lookups are cached by socket inode.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+
+__all__ = ["principal_of_peer"]
+
+_NET = ("/proc/net/tcp", "/proc/net/tcp6")
+_CACHE_MAX = 4096
+_cache: dict[int, str] = {}
+_lock = threading.Lock()
+
+
+def _split(peer: str) -> tuple[str, int] | None:
+    """("127.0.0.1", 5555) from ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555``."""
+    if not peer.startswith(("ipv4:", "ipv6:")):
+        return None
+    host, _, port = peer[5:].rpartition(":")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        return None
+
+
+def _decode(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    ip6 = ipaddress.IPv6Address(words)
+    return str(ip6.ipv4_mapped or ip6)
+
+
+def _socket_of(host: str, port: int) -> tuple[int, int] | None:
+    """(inode, uid) of the local socket bound to host:port, from /proc/net."""
+    want = str(ipaddress.ip_address(host))
+    mapped = getattr(ipaddress.ip_address(host), "ipv4_mapped", None)
+    want = str(mapped) if mapped else want
+    tail = f":{port:04X}"
+    for table in _NET:
+        try:
+            with open(table, encoding="ascii") as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    local = fields[1]
+                    if local.endswith(tail) and _decode(local[: -len(tail)]) == want:
+                        return int(fields[9]), int(fields[7])
+        except OSError:
+            continue
+    return None
+
+
+def _owner(inode: int) -> int | None:
+    """The pid holding the socket ``inode``, among the processes this one may inspect."""
+    target = f"socket:[{inode}]"
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with os.scandir(f"/proc/{name}/fd") as fds:
+                for fd in fds:
+                    try:
+                        if os.readlink(fd.path) == target:
+                            return int(name)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return None
+
+
+def principal_of_peer(peer: str) -> str:
+    """The principal of an unauthenticated call from ``peer`` (grpc's peer string)."""
+    parts = _split(peer)
+    if parts is None:
+        return f"peer:{peer}"
+    host, port = parts
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return f"host:{host}"
+    if not loopback:
+        return f"host:{host}"
+    found = _socket_of(host, port)
+    if found is None or found[0] == 0:
+        return f"host:{host}"
+    inode, uid = found
+    with _lock:
+        known = _cache.get(inode)
+    if known is not None:
+        return known
+    pid = _owner(inode)
+    who = f"process:{pid}" if pid is not None else f"uid:{uid}"
+    with _lock:
+        if len(_cache) >= _CACHE_MAX:
+            _cache.clear()
+        _cache[inode] = who
+    return who
