@@ -30,6 +30,23 @@ _NO_DOMAIN = (
 )
 
 
+_KEYS = {
+    "countdown": {"numbers", "target", "rules"},
+    "math": {"gold", "precision_digits", "question", "task_identity"},
+    "code": {"language", "prompt", "test", "entry_point", "cases", "compare"},
+}
+"""The fields of each domain's object (``task_identity`` is what ``task_json`` writes for a
+math task with a question). Any other field is refused, never dropped: one rule for every
+format that carries a task (docs/formats.md §0)."""
+
+
+def _only(obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    """Refuse a field the object does not define (one line naming it)."""
+    extra = sorted(str(k) for k in obj if k not in allowed)
+    if extra:
+        raise ValueError(f"{where}: unknown field(s) {extra}; expected only {sorted(allowed)}")
+
+
 def _int(obj: Mapping[str, Any], key: str) -> int:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -52,6 +69,7 @@ def _code_task(obj: Mapping[str, Any]) -> tasks_pb2.CodeTask:
     for i, case in enumerate(cases):
         if not isinstance(case, Mapping):
             raise ValueError(f"task.cases[{i}]: expected an object, got {case!r}")
+        _only(case, {"stdin", "stdout"}, f"task.cases[{i}]")
         pb_cases.append(tasks_pb2.CodeCase(stdin=_str(case, "stdin"), stdout=_str(case, "stdout")))
     return tasks_pb2.CodeTask(
         language=_str(obj, "language") or "python",
@@ -72,6 +90,7 @@ def _countdown_task(obj: Mapping[str, Any]) -> tasks_pb2.CountdownTask:
     rules = obj.get("rules") or {}
     if not isinstance(rules, Mapping):
         raise ValueError(f"task.rules: expected an object, got {rules!r}")
+    _only(rules, {"at_most_once", "exactly_once"}, "task.rules")
     at_most_once = bool(rules.get("at_most_once", not rules.get("exactly_once", True)))
     return tasks_pb2.CountdownTask(
         numbers=numbers,
@@ -104,13 +123,16 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     "exact"|"whitespace"|"float:1e-6"}``.
 
     Raises:
-        ValueError: the object does not have the domain's shape (the message names the field).
+        ValueError: the object does not have the domain's shape, or has a field the domain
+            does not define (the message names the field).
 
     Returns:
         The task message.
     """
     if not isinstance(obj, Mapping):
         raise ValueError(f"task: expected an object, got {type(obj).__name__}")
+    if domain in _KEYS:
+        _only(obj, _KEYS[domain], "task")
     if domain == "countdown":
         return tasks_pb2.Task(countdown=_countdown_task(obj))
     if domain == "math":

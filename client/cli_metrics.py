@@ -16,7 +16,8 @@ one family twice is refused (exit 1). With ``--trust`` every certificate is veri
 nothing signs; they are summed as written.
 
 Exit codes (docs/exit-codes.md): 0 reported; 1 a certificate that does not parse or verify,
-or a record that lists a family twice; 2 usage (not a fork-tree file, a bad ``--trust``).
+a record that lists a family twice, or a record whose task is malformed or carries a field
+its domain does not define; 2 usage (not a fork-tree file, a bad ``--trust``).
 """
 
 from __future__ import annotations
@@ -33,13 +34,20 @@ from certd.v1 import authority_pb2
 
 from .cli_io import read_jsonl_numbered, trust_arg
 from .errors import InvalidRequestError
+from .tasks import as_task
 
 __all__ = ["add_parser"]
 
 
 def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
     """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
-    not one, e.g. a verify-batch verdict line)."""
+    not one, e.g. a verify-batch verdict line).
+
+    Raises:
+        InvalidRequestError: a line is not a fork-tree record.
+        ValueError: a record's task is malformed or has a field its domain does not define
+            (``MALFORMED``, exit 1: the one rule of ``certd.task_object``).
+    """
     out = []
     for n, rec in read_jsonl_numbered(path):
         families = rec.get("families") if isinstance(rec, dict) else None
@@ -51,6 +59,11 @@ def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
                 "metrics reads the output of forkgate build-forktrees",
                 field="in",
             )
+        if "task" in rec:
+            try:
+                as_task(rec["task"])
+            except ValueError as e:
+                raise ValueError(f"line {n}: MALFORMED task: {e}") from e
         out.append((n, rec))
     return out
 
@@ -107,9 +120,9 @@ def _count(
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    records = _records(args.input)
     keys = trust_arg(args.trust)
     try:
+        records = _records(args.input)
         certified, signed = _count(records, keys)
     except (ValueError, CertdError) as e:
         print(json.dumps({"ok": False, "error": str(e)}) if args.json else f"refused: {e}")
