@@ -26,14 +26,12 @@ import argparse
 import json
 from typing import Any
 
-from google.protobuf import json_format
-
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.v1 import authority_pb2
 
 from .cli_io import read_jsonl_numbered, trust_arg
 from .errors import InvalidRequestError
+from .signed_counts import signed_counts
 from .tasks import as_task
 
 __all__ = ["add_parser"]
@@ -68,62 +66,12 @@ def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _signed(fam: dict[str, Any], keys: Any) -> tuple[str, str, int | None]:
-    """(task digest, label, signed feasible labels) of a family's certificate.
-
-    Raises:
-        CertdError: the certificate does not verify (with ``keys``).
-        ValueError: it does not parse.
-    """
-    cert = authority_pb2.Certificate()
-    json_format.ParseDict(fam["certificate"], cert)
-    if keys is not None:
-        from certd.statements import verify_certificate
-
-        claim = verify_certificate(cert, keys)
-        return claim.task_digest, claim.label, claim.feasible_labels
-    from certd.signing.dsse import Envelope  # the signing stack loads only when a verb needs it
-
-    p = json.loads(Envelope.from_json(cert.envelope).payload)["predicate"]
-    feasible = p.get("feasible")
-    return str(p["task_digest"]), str(p["label"]), feasible["labels"] if feasible else None
-
-
-def _count(
-    records: list[tuple[int, dict[str, Any]]], keys: Any
-) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """Per task digest: the distinct certified labels, and the signed feasible count.
-
-    Raises:
-        ValueError: a line lists a family twice, or a certificate does not parse.
-        CertdError: a certificate does not verify.
-    """
-    certified: dict[str, set[str]] = {}
-    feasible: dict[str, int] = {}
-    for n, rec in records:
-        seen: set[str] = set()
-        for fam in rec["families"]:
-            try:
-                digest, label, count = _signed(fam, keys)
-            except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-                raise ValueError(f"line {n}: MALFORMED certificate: {e!s:.160}") from e
-            except CertdError as e:
-                raise CertdError(f"line {n}: {type(e).__name__}: {e}") from e
-            if label in seen:
-                raise ValueError(f"line {n}: DUPLICATE_FAMILY {label!r} listed twice")
-            seen.add(label)
-            certified.setdefault(digest, set()).add(label)
-            if count is not None:
-                if feasible.setdefault(digest, count) != count:
-                    raise ValueError(f"line {n}: certificates sign different feasible counts")
-    return certified, feasible
-
-
 def _cmd_metrics(args: argparse.Namespace) -> int:
     keys = trust_arg(args.trust)
     try:
         records = _records(args.input)
-        certified, signed = _count(records, keys)
+        counts = signed_counts(records, keys)
+        certified, signed = counts.certified, counts.feasible_labels
     except (ValueError, CertdError) as e:
         print(json.dumps({"ok": False, "error": str(e)}) if args.json else f"refused: {e}")
         return EXIT_REFUSED

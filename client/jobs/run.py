@@ -48,6 +48,7 @@ from ..metrics import entry_entropy, first_token_entropy, pass_at_k
 from ..progress import Progress
 from ..puzzles import small_countdown_puzzles
 from ..samplers import Sample, Sampler
+from ..signed_counts import SignedCounts, signed_counts
 from ..tasks import as_task
 from .run_summary import Measured, report_data, screen
 
@@ -428,9 +429,11 @@ def _measure(
     )
     records = builder.run(tasks, opts.workdir / "forktrees.jsonl")
     groups = group_stats(rows)
-    admitted, refused = _admit(opts, client, trust, records)
+    admitted, refused, signed = _admit(opts, client, trust, records)
     size = client.checkpoint().size
-    return Measured(tasks, rows, records, groups, admitted, refused, size, eval_s)
+    return Measured(
+        tasks, rows, records, admitted, signed, groups, len(admitted), refused, size, eval_s
+    )
 
 
 def _admit(
@@ -438,16 +441,20 @@ def _admit(
     client: CertdClient,
     trust: Sequence[str],
     records: Sequence[Mapping[str, Any]],
-) -> tuple[int, list[dict[str, Any]]]:
-    """The ratchet over the fork-tree records: admitted ones to ``admitted.jsonl``; refusals."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SignedCounts]:
+    """The ratchet over the fork-tree records: admitted ones, re-emitted from their verified
+    values, to ``admitted.jsonl``; the refusals; the family counts the admitted records'
+    certificates sign (verified again through the one verifier: the report's counts)."""
+    from ..cli_io import trust_arg
     from ..ratchet import Ratchet
+    from ..ratchet_records import reemit
 
     ratchet = Ratchet(
         list(trust),
         kappas={KAPPA},
         consistency=lambda a, b: client.consistency_proof(a, b).hashes,
     )
-    admitted = 0
+    admitted: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     shown = opts.progress is not False
     with (
@@ -459,11 +466,11 @@ def _admit(
                 continue
             adm = ratchet.admit(rec)
             if adm.admitted:
-                admitted += 1
-                sink.write(json.dumps(rec, sort_keys=True) + "\n")
+                admitted.append(reemit(rec))
+                sink.write(json.dumps(admitted[-1], sort_keys=True) + "\n")
             else:
                 refused.append({"record": n, "reasons": [[r.value, d] for r, d in adm.reasons]})
-    return admitted, refused
+    return admitted, refused, signed_counts(enumerate(admitted, 1), trust_arg(list(trust)))
 
 
 def _audit(args: list[str]) -> dict[str, Any]:
