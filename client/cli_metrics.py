@@ -12,8 +12,10 @@ families). coverage = distinct certified families ÷ signed feasible labels, so 
 record's ``feasible_labels`` or listing a certificate twice moves nothing: a record listing
 one family twice is refused (exit 1). With ``--trust`` every certificate is verified first
 (exit 1 when one does not); without it the payloads are read as signed but unchecked.
-``samples``, ``tokens``, ``complete_tasks`` and ``forced_families`` are run statistics that
-nothing signs; they are summed as written.
+``samples``, ``tokens``, ``complete_tasks``, ``forced_families`` and the solution coverage
+(distinct canonical solutions ÷ correct solutions, from the ``solution_counts`` a record
+keeps, ``forkgate.coverage_metrics``) are run statistics that nothing signs; they are summed
+as written.
 
 Exit codes (docs/exit-codes.md): 0 reported; 1 a certificate that does not parse or verify,
 a record that lists a family twice, or a record whose task is malformed or carries a field
@@ -30,6 +32,7 @@ from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
 
 from .cli_io import read_jsonl_numbered, trust_arg
+from .coverage_metrics import solution_coverage_of_rows
 from .errors import InvalidRequestError
 from .signed_counts import signed_counts
 from .tasks import as_task
@@ -86,6 +89,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         "complete_tasks": sum(bool(r.get("complete")) for r in recs),
         "forced_families": sum(bool(f.get("forced")) for r in recs for f in r["families"]),
         "samples": sum(r.get("samples", 0) for r in recs),
+        **solution_coverage_of_rows(recs),
         "tokens": sum(r.get("tokens", 0) for r in recs),
     }
     print(json.dumps(info) if args.json else "\n".join(f"{k:18} {v}" for k, v in info.items()))

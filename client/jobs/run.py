@@ -51,6 +51,7 @@ from ..samplers import Sample, Sampler
 from ..signed_counts import SignedCounts, signed_counts
 from ..tasks import as_task
 from .run_summary import Measured, report_data, screen
+from .solutions import canonical_solution
 
 __all__ = [
     "RunOptions",
@@ -129,7 +130,8 @@ def evaluate_tasks(
 
     Returns:
         Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``,
-        ``family_correct`` (feasible family → correct samples), ``ec_at_k`` (unbiased, at ``ec_k``),
+        ``family_correct`` (feasible family → correct samples), ``solution_counts`` (canonical
+        solution → correct samples), ``ec_at_k`` (unbiased, at ``ec_k``),
         ``pass_at_k`` (``{k: value}``), ``entry_counts`` (initiated entry → samples),
         ``entry_entropy``, ``family_completion`` (entry → ``{correct, total}``),
         ``first_token_entropy`` (None when the backend gives no log-probabilities) and
@@ -194,6 +196,12 @@ def _task_row(
         "correct": sum(ok),
         # Labels of one family are one family (the pseudo-fork rule): count families.
         "family_correct": fam_ok,
+        # canonical solution → correct samples: solution coverage, recomputable offline
+        "solution_counts": dict(
+            Counter(
+                canonical_solution(v.answer) for v, good in zip(verdicts, ok, strict=True) if good
+            )
+        ),
         "ec_at_k": ec_at_k_counts(fam_ok, n=len(ok), k=ec_k or len(ok), feasible=feasible),
         "pass_at_k": {str(x): pass_at_k(len(ok), sum(ok), x) for x in ks},
         "entry_counts": dict(Counter(entries)),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from certd.payloads import task_digest
 
-from ..coverage_metrics import ec_at_k_counts, ec_of_rows
+from ..coverage_metrics import ec_at_k_counts, ec_of_rows, solution_coverage_of_rows
 from ..signed_counts import SignedCounts
 from ..tasks import as_task
 
@@ -113,6 +113,7 @@ def summary(
         "pass@1": round(correct / samples, 4) if samples else 0.0,
         f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
         **ec_of_rows(rows, opts.k),
+        **solution_coverage_of_rows(rows),
         "entry_entropy": round(sum(r["entry_entropy"] for r in rows) / per_task, 4),
         "first_token_entropy": round(sum(fte) / len(fte), 4) if fte else None,
         "families_feasible": sum(r["feasible"] for r in rows),
@@ -144,6 +145,9 @@ def screen(s: Mapping[str, Any], address: str) -> str:
             f"  {f'pass@1 / pass@{k}':21}{s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
             f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks; multi-family tasks: "
             f"{_fmt_multi(s.get(f'EC@{k} multi'))} over {s.get('multi_tasks', 0)})",
+            f"  solution coverage    {_fmt_multi(s.get('solution_coverage'))} "
+            f"({s.get('distinct_solutions', 0)} distinct canonical of {s.get('solutions', 0)} "
+            "correct samples)",
             f"  entry entropy        {s['entry_entropy']:.3f} nats"
             + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
             f"  families certified   {s['families_certified']} of {s['families_feasible']} "

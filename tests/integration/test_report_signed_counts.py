@@ -80,6 +80,9 @@ def test_edited_counts_in_the_run_files_move_no_report_figure(
         honest, rows = _report(client, vkey, tmp_path, copy.deepcopy(records))
         assert honest["records_admitted"] == 3 and honest["families_certified"] > 0, honest
         assert all(f >= c > 0 for f, c, _ in rows), rows
+        # solution coverage (#33): the scripted policy cycles through one witness per family
+        assert honest["solutions"] == honest["correct_evaluation"] > 0, honest
+        assert 0 < honest["solution_coverage"] <= 1, honest
         for field, value in [("feasible_labels", 1), ("feasible_labels", 99), ("feasible", 99)]:
             edited = copy.deepcopy(records)
             for r in edited:
