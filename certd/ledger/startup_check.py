@@ -26,10 +26,10 @@ What is checked (``docs/formats.md``, "Start-up check"):
 * the verified prefix: the mark's frontier must give its root, the stored frontier nodes
   must be the mark's, the stored checkpoint at the mark's size must be signed over that
   root, and the row counts and types the backend can survey cheaply must fit the tree; then
-  its rows are re-read in one pass and hashed as leaves, and the SHA-256 of each 65,536
-  leaf hashes (and of the last partial block) must be the mark's (``RowDigests``): an edited
-  row before the mark stops the start, named by its index (no node reads, no inner hashing:
-  a 1M-entry prefix costs about what reading it does);
+  its rows are re-read in one pass (the next chunk read while one is hashed), and the
+  digest of each 65,536 entries' bytes and lengths (and of the last partial block) must be
+  the mark's (``RowDigests``): an edited row before the mark stops the start, named by its
+  index (no node reads, no per-row hashing: a 1M-entry prefix costs about a read of it);
 * a store with entries but no signed checkpoint, once a mark exists, is damage.
 
 ``StoreVerifier`` is also how the committer gets the root it signs: it reads back the rows
@@ -39,7 +39,9 @@ it wrote and recomputes the root from them (``Checkpointer.sign_up_to``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from hashlib import sha256
 from pathlib import Path
 
@@ -54,7 +56,7 @@ __all__ = ["StoreVerifier", "extend_levels", "load_mark", "save_mark", "verify_s
 
 _MARK_VERSION = 2
 BLOCK = 1 << 16
-"""Entries per block digest of the mark: SHA-256 over the leaf hashes of ``BLOCK`` entries."""
+"""Entries per block digest of the mark (``RowDigests``)."""
 
 
 def _damage(index: int, message: str) -> StoreDamageError:
@@ -62,30 +64,52 @@ def _damage(index: int, message: str) -> StoreDamageError:
 
 
 class RowDigests:
-    """SHA-256 over the leaf hashes of each ``BLOCK`` entries, from entry 0: the mark keeps the
-    digests of the verified prefix, so start-up re-reads it and compares in one pass (no
-    node reads, no inner hashing) and an edited row before the mark stops the start."""
+    """Per ``BLOCK`` entries from entry 0, SHA-256 over their bytes and SHA-256 over their
+    lengths (8 bytes each, so no byte can move between rows): the mark keeps these digests
+    of the verified prefix, so start-up re-reads it and compares in one pass (no node reads,
+    no per-row hashing in Python) and an edited row before the mark stops the start."""
 
     def __init__(self) -> None:
         self.done: list[bytes] = []
-        self._hash = sha256()
+        self._data, self._lengths = sha256(), sha256()
         self.size = 0
 
-    def feed(self, leaves: list[bytes]) -> None:
-        """Add the leaf hashes of the next entries, in order."""
+    def feed(self, rows: Sequence[bytes]) -> None:
+        """Add the next entries' bytes, in order."""
         i = 0
-        while i < len(leaves):
-            part = leaves[i : i + BLOCK - self.size % BLOCK]
-            self._hash.update(b"".join(part))
+        while i < len(rows):
+            part = rows[i : i + BLOCK - self.size % BLOCK]
+            self._data.update(b"".join(part))
+            self._lengths.update(array("Q", map(len, part)).tobytes())
             self.size += len(part)
             i += len(part)
             if self.size % BLOCK == 0:
-                self.done.append(self._hash.digest())
-                self._hash = sha256()
+                self.done.append(self.tail())
+                self._data, self._lengths = sha256(), sha256()
 
     def tail(self) -> bytes:
         """The digest of the entries past the last complete block."""
-        return self._hash.digest()
+        return sha256(self._data.digest() + self._lengths.digest()).digest()
+
+
+def _prefetched(
+    store: LedgerStore, size: int, chunk: int
+) -> Iterator[tuple[int, list[bytes | None]]]:
+    """``(start, rows)`` chunks of ``[0, size)``, the next read while the caller hashes (the
+    SQLite read and large-buffer hashing both release the GIL: two cores, one pass)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="certd-startup-read") as pool:
+        pending = pool.submit(store.entries_with_gaps, 0, min(size, chunk)) if size else None
+        start = 0
+        while pending is not None:
+            rows = pending.result()
+            end = min(size, start + chunk)
+            pending = (
+                pool.submit(store.entries_with_gaps, end, min(size, end + chunk))
+                if end < size
+                else None
+            )
+            yield start, rows
+            start = end
 
 
 class StoreVerifier:
@@ -131,8 +155,9 @@ class StoreVerifier:
             rows = self._store.entries_with_gaps(start, end)
             if None in rows:
                 raise _damage(start + rows.index(None), "missing, or not a BLOB")
-            leaves = [sha256(b"\x00" + data).digest() for data in rows if data is not None]
-            self.digests.feed(leaves)
+            present = [data for data in rows if data is not None]
+            leaves = [sha256(b"\x00" + data).digest() for data in present]
+            self.digests.feed(present)
             levels, frontier = extend_levels(self._range, leaves)
             for level, lo, hashes in levels:
                 self._compare(level, lo, hashes)
@@ -272,13 +297,11 @@ def _check_rows(store: LedgerStore, size: int, blocks: Sequence[bytes], tail: by
             names its index when its stored leaf node still holds the verified hash).
     """
     digests = RowDigests()
-    chunk = max(1, store.limits.max_read_entries)
-    for start in range(0, size, chunk):
-        rows = store.entries_with_gaps(start, min(size, start + chunk))
+    for start, rows in _prefetched(store, size, max(1, store.limits.max_read_entries)):
         if None in rows:
             raise _damage(start + rows.index(None), "missing, or not a BLOB")
         before = len(digests.done)
-        digests.feed([sha256(b"\x00" + data).digest() for data in rows if data is not None])
+        digests.feed([data for data in rows if data is not None])
         for b in range(before, len(digests.done)):
             if digests.done[b] != blocks[b]:
                 raise _locate(store, b * BLOCK, (b + 1) * BLOCK)

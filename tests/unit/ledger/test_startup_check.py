@@ -106,6 +106,16 @@ def test_an_edited_row_before_the_mark_stops_the_start_naming_its_index(
         _open(tmp_path)
 
 
+def test_bytes_moved_between_two_verified_rows_stop_the_start(tmp_path: Path) -> None:
+    _fill(tmp_path, 10)
+    _open(tmp_path).close()
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:  # the rows' concatenation is kept
+        db.execute("UPDATE entries SET data = ? WHERE idx = 3", (b"entry 3e",))
+        db.execute("UPDATE entries SET data = ? WHERE idx = 4", (b"ntry 4",))
+    with pytest.raises(ConsistencyError, match="refusing to start: entry at 3: edited"):
+        _open(tmp_path)
+
+
 def test_an_edited_row_and_leaf_node_before_the_mark_stop_the_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
