@@ -176,6 +176,7 @@ def _task_row(
     feasible = len(enum.families)
     verdicts = client.verify_batch([(task, s.text) for s in group])
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
+    correct = [v for v, good in zip(verdicts, ok, strict=True) if good]
     entries = [entry_of(v) for v in verdicts]
     completion: dict[str, dict[str, int]] = {}
     for e, good in zip(entries, ok, strict=True):
@@ -196,12 +197,7 @@ def _task_row(
         "correct": sum(ok),
         # Labels of one family are one family (the pseudo-fork rule): count families.
         "family_correct": fam_ok,
-        # canonical solution → correct samples: solution coverage, recomputable offline
-        "solution_counts": dict(
-            Counter(
-                canonical_solution(v.answer) for v, good in zip(verdicts, ok, strict=True) if good
-            )
-        ),
+        "solution_counts": dict(Counter(canonical_solution(v.answer) for v in correct)),
         "ec_at_k": ec_at_k_counts(fam_ok, n=len(ok), k=ec_k or len(ok), feasible=feasible),
         "pass_at_k": {str(x): pass_at_k(len(ok), sum(ok), x) for x in ks},
         "entry_counts": dict(Counter(entries)),
