@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from certd.taskspec import domain_choices, domain_names, task_spec
+from certd.taskspec._fields import only_fields
 from certd.v1 import tasks_pb2
 
 __all__ = ["make_task", "parse_task_object"]
@@ -41,7 +42,8 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     "exact"|"whitespace"|"float:1e-6"}``. Each domain's shape is its ``certd.taskspec`` spec.
 
     Raises:
-        ValueError: the object does not have the domain's shape (the message names the field).
+        ValueError: the object does not have the domain's shape, or has a field the domain
+            does not define (the message names the field).
 
     Returns:
         The task message.
@@ -51,6 +53,7 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     spec = task_spec(domain)
     if spec is None:
         raise ValueError(f"domain: expected {domain_choices()}, got {domain!r}")
+    only_fields(obj, spec.fields, "task")
     return tasks_pb2.Task(**{domain: spec.from_object(obj)})
 
 

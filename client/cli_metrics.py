@@ -12,11 +12,14 @@ families). coverage = distinct certified families ÷ signed feasible labels, so 
 record's ``feasible_labels`` or listing a certificate twice moves nothing: a record listing
 one family twice is refused (exit 1). With ``--trust`` every certificate is verified first
 (exit 1 when one does not); without it the payloads are read as signed but unchecked.
-``samples``, ``tokens``, ``complete_tasks`` and ``forced_families`` are run statistics that
-nothing signs; they are summed as written.
+``samples``, ``tokens``, ``complete_tasks``, ``forced_families`` and the solution coverage
+(distinct canonical solutions ÷ correct solutions, from the ``solution_counts`` a record
+keeps, ``forkgate.coverage_metrics``) are run statistics that nothing signs; they are summed
+as written.
 
 Exit codes (docs/exit-codes.md): 0 reported; 1 a certificate that does not parse or verify,
-or a record that lists a family twice; 2 usage (not a fork-tree file, a bad ``--trust``).
+a record that lists a family twice, or a record whose task is malformed or carries a field
+its domain does not define; 2 usage (not a fork-tree file, a bad ``--trust``).
 """
 
 from __future__ import annotations
@@ -25,21 +28,27 @@ import argparse
 import json
 from typing import Any
 
-from google.protobuf import json_format
-
 from certd.errors import CertdError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.v1 import authority_pb2
 
 from .cli_io import read_jsonl_numbered, trust_arg
+from .coverage_metrics import solution_coverage_of_rows
 from .errors import InvalidRequestError
+from .signed_counts import signed_counts
+from .tasks import as_task
 
 __all__ = ["add_parser"]
 
 
 def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
     """The records of a ``build-forktrees`` file (a usage error naming the line when a line is
-    not one, e.g. a verify-batch verdict line)."""
+    not one, e.g. a verify-batch verdict line).
+
+    Raises:
+        InvalidRequestError: a line is not a fork-tree record.
+        ValueError: a record's task is malformed or has a field its domain does not define
+            (``MALFORMED``, exit 1: the one rule of ``certd.task_object``).
+    """
     out = []
     for n, rec in read_jsonl_numbered(path):
         families = rec.get("families") if isinstance(rec, dict) else None
@@ -51,66 +60,21 @@ def _records(path: str) -> list[tuple[int, dict[str, Any]]]:
                 "metrics reads the output of forkgate build-forktrees",
                 field="in",
             )
+        if "task" in rec:
+            try:
+                as_task(rec["task"])
+            except ValueError as e:
+                raise ValueError(f"line {n}: MALFORMED task: {e}") from e
         out.append((n, rec))
     return out
 
 
-def _signed(fam: dict[str, Any], keys: Any) -> tuple[str, str, int | None]:
-    """(task digest, label, signed feasible labels) of a family's certificate.
-
-    Raises:
-        CertdError: the certificate does not verify (with ``keys``).
-        ValueError: it does not parse.
-    """
-    cert = authority_pb2.Certificate()
-    json_format.ParseDict(fam["certificate"], cert)
-    if keys is not None:
-        from certd.statements import verify_certificate
-
-        claim = verify_certificate(cert, keys)
-        return claim.task_digest, claim.label, claim.feasible_labels
-    from certd.signing.dsse import Envelope  # the signing stack loads only when a verb needs it
-
-    p = json.loads(Envelope.from_json(cert.envelope).payload)["predicate"]
-    feasible = p.get("feasible")
-    return str(p["task_digest"]), str(p["label"]), feasible["labels"] if feasible else None
-
-
-def _count(
-    records: list[tuple[int, dict[str, Any]]], keys: Any
-) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """Per task digest: the distinct certified labels, and the signed feasible count.
-
-    Raises:
-        ValueError: a line lists a family twice, or a certificate does not parse.
-        CertdError: a certificate does not verify.
-    """
-    certified: dict[str, set[str]] = {}
-    feasible: dict[str, int] = {}
-    for n, rec in records:
-        seen: set[str] = set()
-        for fam in rec["families"]:
-            try:
-                digest, label, count = _signed(fam, keys)
-            except (KeyError, TypeError, ValueError, json_format.ParseError) as e:
-                raise ValueError(f"line {n}: MALFORMED certificate: {e!s:.160}") from e
-            except CertdError as e:
-                raise CertdError(f"line {n}: {type(e).__name__}: {e}") from e
-            if label in seen:
-                raise ValueError(f"line {n}: DUPLICATE_FAMILY {label!r} listed twice")
-            seen.add(label)
-            certified.setdefault(digest, set()).add(label)
-            if count is not None:
-                if feasible.setdefault(digest, count) != count:
-                    raise ValueError(f"line {n}: certificates sign different feasible counts")
-    return certified, feasible
-
-
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    records = _records(args.input)
     keys = trust_arg(args.trust)
     try:
-        certified, signed = _count(records, keys)
+        records = _records(args.input)
+        counts = signed_counts(records, keys)
+        certified, signed = counts.certified, counts.feasible_labels
     except (ValueError, CertdError) as e:
         print(json.dumps({"ok": False, "error": str(e)}) if args.json else f"refused: {e}")
         return EXIT_REFUSED
@@ -125,6 +89,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         "complete_tasks": sum(bool(r.get("complete")) for r in recs),
         "forced_families": sum(bool(f.get("forced")) for r in recs for f in r["families"]),
         "samples": sum(r.get("samples", 0) for r in recs),
+        **solution_coverage_of_rows(recs),
         "tokens": sum(r.get("tokens", 0) for r in recs),
     }
     print(json.dumps(info) if args.json else "\n".join(f"{k:18} {v}" for k, v in info.items()))

@@ -26,7 +26,13 @@ from typing import Any
 
 from certd.support import pass_at_k
 
-__all__ = ["ec_at_k_counts", "ec_of_rows", "family_correct_counts", "solution_coverage"]
+__all__ = [
+    "ec_at_k_counts",
+    "ec_of_rows",
+    "family_correct_counts",
+    "solution_coverage",
+    "solution_coverage_of_rows",
+]
 
 
 def ec_at_k_counts(family_correct: Mapping[str, int], *, n: int, k: int, feasible: int) -> float:
@@ -60,10 +66,40 @@ def family_correct_counts(correct_families: Iterable[str]) -> dict[str, int]:
 
 
 def solution_coverage(correct_solutions: Sequence[str]) -> float | None:
-    """Distinct canonical solutions ÷ correct solutions; None when there are none."""
+    """Distinct canonical solutions ÷ correct solutions; None when there are none.
+
+    Example:
+        >>> solution_coverage(["3+4*(25-5)", "3+4*(25-5)", "5*(25-3)-4", "83"])
+        0.75
+    """
     if not correct_solutions:
         return None
     return round(len(set(correct_solutions)) / len(correct_solutions), 4)
+
+
+def solution_coverage_of_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """Solution coverage over task rows: Σ distinct canonical solutions ÷ Σ correct solutions.
+
+    Each row keeps ``solution_counts`` (canonical solution → correct samples), so the figure
+    is recomputed offline from the records; rows without it count nothing. Solutions of two
+    tasks are never one solution (distinct counts add over tasks).
+
+    Example:
+        >>> rows = [{"solution_counts": {"a": 3, "b": 1}}, {"solution_counts": {"a": 4}}]
+        >>> solution_coverage_of_rows(rows)
+        {'solutions': 8, 'distinct_solutions': 3, 'solution_coverage': 0.375}
+
+    Returns:
+        ``{"solutions", "distinct_solutions", "solution_coverage"}`` (None with no solution).
+    """
+    counts = [r["solution_counts"] for r in rows if r.get("solution_counts") is not None]
+    solutions = sum(int(c) for row in counts for c in row.values())
+    distinct = sum(sum(1 for c in row.values() if c) for row in counts)
+    return {
+        "solutions": solutions,
+        "distinct_solutions": distinct,
+        "solution_coverage": round(distinct / solutions, 4) if solutions else None,
+    }
 
 
 def ec_of_rows(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, float | int | None]:

@@ -43,6 +43,8 @@ class TaskSpec:
             ``ValueError`` naming the field (``task.numbers: …``).
         canonical: (message, identity version) → the JSON object the task digest covers.
             It must never change for a task once signed (tests/unit/test_task_canonical_golden.py).
+        fields: every field the task object may have; ``certd.task_object`` refuses any other
+            (one rule for every format that carries a task, docs/formats.md §0).
         rank: where the domain comes in listings and messages (lower first; then by
             registration).
     """
@@ -50,6 +52,7 @@ class TaskSpec:
     name: str
     from_object: Callable[[Mapping[str, Any]], Any]
     canonical: Callable[[Any, int], dict[str, Any]]
+    fields: frozenset[str]
     rank: int = 100
 
 

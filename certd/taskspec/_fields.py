@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["int_field", "str_field"]
+__all__ = ["int_field", "only_fields", "str_field"]
+
+
+def only_fields(obj: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    """Refuse a field the object does not define, never drop it (docs/formats.md §0)."""
+    extra = sorted(str(k) for k in obj if k not in allowed)
+    if extra:
+        raise ValueError(f"{where}: unknown field(s) {extra}; expected only {sorted(allowed)}")
 
 
 def int_field(obj: Mapping[str, Any], key: str) -> int:

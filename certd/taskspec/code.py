@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from certd.taskspec import TaskSpec
-from certd.taskspec._fields import str_field
+from certd.taskspec._fields import only_fields, str_field
 from certd.v1 import tasks_pb2
 
 __all__ = ["SPEC"]
+
+_CASE_FIELDS = frozenset({"stdin", "stdout"})
 
 
 def from_object(obj: Mapping[str, Any]) -> tasks_pb2.CodeTask:
@@ -21,6 +23,7 @@ def from_object(obj: Mapping[str, Any]) -> tasks_pb2.CodeTask:
     for i, case in enumerate(cases):
         if not isinstance(case, Mapping):
             raise ValueError(f"task.cases[{i}]: expected an object, got {case!r}")
+        only_fields(case, _CASE_FIELDS, f"task.cases[{i}]")
         pb_cases.append(
             tasks_pb2.CodeCase(stdin=str_field(case, "stdin"), stdout=str_field(case, "stdout"))
         )
@@ -47,4 +50,10 @@ def canonical(c: tasks_pb2.CodeTask, identity: int) -> dict[str, Any]:
     }
 
 
-SPEC = TaskSpec(name="code", from_object=from_object, canonical=canonical, rank=3)
+SPEC = TaskSpec(
+    name="code",
+    from_object=from_object,
+    canonical=canonical,
+    fields=frozenset({"language", "prompt", "test", "entry_point", "cases", "compare"}),
+    rank=3,
+)

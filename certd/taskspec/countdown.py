@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from certd.taskspec import TaskSpec
-from certd.taskspec._fields import int_field
+from certd.taskspec._fields import int_field, only_fields
 from certd.v1 import tasks_pb2
 
 __all__ = ["SPEC"]
@@ -22,6 +22,7 @@ def from_object(obj: Mapping[str, Any]) -> tasks_pb2.CountdownTask:
     rules = obj.get("rules") or {}
     if not isinstance(rules, Mapping):
         raise ValueError(f"task.rules: expected an object, got {rules!r}")
+    only_fields(rules, frozenset({"at_most_once", "exactly_once"}), "task.rules")
     at_most_once = bool(rules.get("at_most_once", not rules.get("exactly_once", True)))
     return tasks_pb2.CountdownTask(
         numbers=numbers,
@@ -40,4 +41,10 @@ def canonical(cd: tasks_pb2.CountdownTask, identity: int) -> dict[str, Any]:
     }
 
 
-SPEC = TaskSpec(name="countdown", from_object=from_object, canonical=canonical, rank=1)
+SPEC = TaskSpec(
+    name="countdown",
+    from_object=from_object,
+    canonical=canonical,
+    fields=frozenset({"numbers", "target", "rules"}),
+    rank=1,
+)

@@ -46,4 +46,11 @@ def canonical(task: tasks_pb2.MathTask, identity: int) -> dict[str, Any]:
     return out
 
 
-SPEC = TaskSpec(name="math", from_object=from_object, canonical=canonical, rank=2)
+SPEC = TaskSpec(
+    name="math",
+    from_object=from_object,
+    canonical=canonical,
+    # ``task_identity`` is what ``task_json`` writes for a math task with a question.
+    fields=frozenset({"gold", "precision_digits", "question", "task_identity"}),
+    rank=2,
+)

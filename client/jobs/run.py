@@ -48,8 +48,10 @@ from ..metrics import entry_entropy, first_token_entropy, pass_at_k
 from ..progress import Progress
 from ..puzzles import small_countdown_puzzles
 from ..samplers import Sample, Sampler
+from ..signed_counts import SignedCounts, signed_counts
 from ..tasks import as_task
 from .run_summary import Measured, report_data, screen
+from .solutions import canonical_solution
 
 __all__ = [
     "RunOptions",
@@ -128,7 +130,8 @@ def evaluate_tasks(
 
     Returns:
         Per task: ``task``, ``feasible`` (families), ``samples``, ``correct``,
-        ``family_correct`` (feasible family → correct samples), ``ec_at_k`` (unbiased, at ``ec_k``),
+        ``family_correct`` (feasible family → correct samples), ``solution_counts`` (canonical
+        solution → correct samples), ``ec_at_k`` (unbiased, at ``ec_k``),
         ``pass_at_k`` (``{k: value}``), ``entry_counts`` (initiated entry → samples),
         ``entry_entropy``, ``family_completion`` (entry → ``{correct, total}``),
         ``first_token_entropy`` (None when the backend gives no log-probabilities) and
@@ -173,6 +176,7 @@ def _task_row(
     feasible = len(enum.families)
     verdicts = client.verify_batch([(task, s.text) for s in group])
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
+    correct = [v for v, good in zip(verdicts, ok, strict=True) if good]
     entries = [entry_of(v) for v in verdicts]
     completion: dict[str, dict[str, int]] = {}
     for e, good in zip(entries, ok, strict=True):
@@ -193,6 +197,7 @@ def _task_row(
         "correct": sum(ok),
         # Labels of one family are one family (the pseudo-fork rule): count families.
         "family_correct": fam_ok,
+        "solution_counts": dict(Counter(canonical_solution(v.answer) for v in correct)),
         "ec_at_k": ec_at_k_counts(fam_ok, n=len(ok), k=ec_k or len(ok), feasible=feasible),
         "pass_at_k": {str(x): pass_at_k(len(ok), sum(ok), x) for x in ks},
         "entry_counts": dict(Counter(entries)),
@@ -428,9 +433,11 @@ def _measure(
     )
     records = builder.run(tasks, opts.workdir / "forktrees.jsonl")
     groups = group_stats(rows)
-    admitted, refused = _admit(opts, client, trust, records)
+    admitted, refused, signed = _admit(opts, client, trust, records)
     size = client.checkpoint().size
-    return Measured(tasks, rows, records, groups, admitted, refused, size, eval_s)
+    return Measured(
+        tasks, rows, records, admitted, signed, groups, len(admitted), refused, size, eval_s
+    )
 
 
 def _admit(
@@ -438,16 +445,20 @@ def _admit(
     client: CertdClient,
     trust: Sequence[str],
     records: Sequence[Mapping[str, Any]],
-) -> tuple[int, list[dict[str, Any]]]:
-    """The ratchet over the fork-tree records: admitted ones to ``admitted.jsonl``; refusals."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SignedCounts]:
+    """The ratchet over the fork-tree records: admitted ones, re-emitted from their verified
+    values, to ``admitted.jsonl``; the refusals; the family counts the admitted records'
+    certificates sign (verified again through the one verifier: the report's counts)."""
+    from ..cli_io import trust_arg
     from ..ratchet import Ratchet
+    from ..ratchet_records import reemit
 
     ratchet = Ratchet(
         list(trust),
         kappas={KAPPA},
         consistency=lambda a, b: client.consistency_proof(a, b).hashes,
     )
-    admitted = 0
+    admitted: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     shown = opts.progress is not False
     with (
@@ -459,11 +470,11 @@ def _admit(
                 continue
             adm = ratchet.admit(rec)
             if adm.admitted:
-                admitted += 1
-                sink.write(json.dumps(rec, sort_keys=True) + "\n")
+                admitted.append(reemit(rec))
+                sink.write(json.dumps(admitted[-1], sort_keys=True) + "\n")
             else:
                 refused.append({"record": n, "reasons": [[r.value, d] for r, d in adm.reasons]})
-    return admitted, refused
+    return admitted, refused, signed_counts(enumerate(admitted, 1), trust_arg(list(trust)))
 
 
 def _audit(args: list[str]) -> dict[str, Any]:

@@ -8,17 +8,20 @@ Example::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..coverage_metrics import ec_of_rows
+from certd.payloads import task_digest
+
+from ..coverage_metrics import ec_at_k_counts, ec_of_rows, solution_coverage_of_rows
+from ..signed_counts import SignedCounts
+from ..tasks import as_task
 
 if TYPE_CHECKING:
     from .run import RunOptions
 
-__all__ = ["Measured", "report_data", "screen", "summary"]
+__all__ = ["Measured", "report_data", "screen", "signed_rows", "summary"]
 
 
 @dataclass
@@ -28,6 +31,11 @@ class Measured:
     tasks: list[dict[str, Any]]
     rows: list[dict[str, Any]]
     records: list[dict[str, Any]]
+    """Every fork-tree record built (their ``samples``: a run statistic nothing signs)."""
+    admitted_records: list[dict[str, Any]]
+    """The admitted ones, re-emitted from their verified values."""
+    signed: SignedCounts
+    """What their certificates sign: every family count of the report comes from here."""
     groups: dict[str, Any]
     admitted: int
     refused: list[dict[str, Any]]
@@ -38,11 +46,7 @@ class Measured:
 def report_data(opts: RunOptions, m: Measured, audit: Mapping[str, Any]) -> dict[str, Any]:
     """The report's data: the summary, the per-task rows, the pass@k curve, the groups."""
     rows = m.rows
-    by_digest = {json.dumps(r["task"], sort_keys=True): r for r in m.records}
-    for row in rows:
-        rec = by_digest.get(json.dumps(row["task"], sort_keys=True), {})
-        row["certified"] = len(rec.get("families", []))
-        row["certified_forced"] = sum(bool(f.get("forced")) for f in rec.get("families", []))
+    signed_rows(rows, m.admitted_records, m.signed, opts.k)
     curve = (
         {k: sum(r["pass_at_k"][k] for r in rows) / len(rows) for k in rows[0]["pass_at_k"]}
         if rows
@@ -62,6 +66,31 @@ def report_data(opts: RunOptions, m: Measured, audit: Mapping[str, Any]) -> dict
             f"forcing '{opts.prefix_template}' for uncovered families with half the budget.",
         ],
     }
+
+
+def signed_rows(
+    rows: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    signed: SignedCounts,
+    k: int,
+) -> None:
+    """Set each row's ``certified`` (distinct labels the task's certificates sign) and, where
+    a certificate signs it, its ``feasible`` (the signed enumeration; ``feasible_source``
+    says which) and the EC@K that depends on it. Nothing is read from a record's own counts.
+    """
+    by_digest = {str(r["task_digest"]): r for r in records if "task_digest" in r}
+    for row in rows:
+        digest = task_digest(as_task(row["task"]))
+        row["certified"] = len(signed.certified.get(digest, ()))
+        fams = by_digest.get(digest, {}).get("families", [])
+        row["certified_forced"] = sum(bool(f.get("forced")) for f in fams)
+        feasible = signed.feasible_families.get(digest)
+        row["feasible_source"] = "enumeration" if feasible is None else "signed"
+        if feasible is not None and feasible != row["feasible"]:
+            row["feasible"] = feasible
+            row["ec_at_k"] = ec_at_k_counts(
+                row["family_correct"], n=row["samples"], k=min(k, row["samples"]), feasible=feasible
+            )
 
 
 def summary(
@@ -84,6 +113,7 @@ def summary(
         "pass@1": round(correct / samples, 4) if samples else 0.0,
         f"pass@{opts.k}": round(curve.get(str(opts.k), 0.0), 4),
         **ec_of_rows(rows, opts.k),
+        **solution_coverage_of_rows(rows),
         "entry_entropy": round(sum(r["entry_entropy"] for r in rows) / per_task, 4),
         "first_token_entropy": round(sum(fte) / len(fte), 4) if fte else None,
         "families_feasible": sum(r["feasible"] for r in rows),
@@ -115,6 +145,9 @@ def screen(s: Mapping[str, Any], address: str) -> str:
             f"  {f'pass@1 / pass@{k}':21}{s['pass@1']:.3f} / {s[f'pass@{k}']:.3f}",
             f"  {f'EC@{k}':21}{s[f'EC@{k}']:.3f} (mean over tasks; multi-family tasks: "
             f"{_fmt_multi(s.get(f'EC@{k} multi'))} over {s.get('multi_tasks', 0)})",
+            f"  solution coverage    {_fmt_multi(s.get('solution_coverage'))} "
+            f"({s.get('distinct_solutions', 0)} distinct canonical of {s.get('solutions', 0)} "
+            "correct samples)",
             f"  entry entropy        {s['entry_entropy']:.3f} nats"
             + (f"; first-token entropy {fte:.3f} nats" if fte is not None else ""),
             f"  families certified   {s['families_certified']} of {s['families_feasible']} "

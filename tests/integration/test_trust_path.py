@@ -310,6 +310,7 @@ RECORD_TAMPERS = [
     ("feasible count lowered", lambda r: r.update(feasible_labels=2), {"TAMPERED_FEASIBLE"}),
     ("unknown record field", lambda r: r.update(extra=1), {"MALFORMED"}),
     ("unknown family field", lambda r: r["families"][0].update(extra=1), {"MALFORMED"}),
+    ("unknown task field", lambda r: r["task"].update(extra=1), {"MALFORMED"}),
 ]  # fmt: skip
 
 

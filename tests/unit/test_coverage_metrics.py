@@ -14,6 +14,7 @@ from forkgate.coverage_metrics import (
     ec_of_rows,
     family_correct_counts,
     solution_coverage,
+    solution_coverage_of_rows,
 )
 from forkgate.metrics import ec_at_k
 
@@ -84,6 +85,38 @@ def test_rows_report_multi_family_tasks_beside_all() -> None:
 def test_solution_coverage() -> None:
     assert solution_coverage(["a", "a", "b", "c"]) == 0.75
     assert solution_coverage([]) is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_solution_coverage_properties(seed: int) -> None:
+    """Against a brute-force definition over random canonical solutions of random tasks:
+    the pooled figure is Σ distinct ÷ Σ solutions, lies in [1/n, 1], ignores order, is 1
+    exactly when no solution repeats, and a repeated solution never raises it."""
+    rng = random.Random(seed)
+    tasks = [
+        [f"s{rng.randrange(rng.randint(1, 6))}" for _ in range(rng.randint(0, 12))]
+        for _ in range(rng.randint(1, 5))
+    ]
+    rows = [{"solution_counts": family_correct_counts(t)} for t in tasks]
+    got = solution_coverage_of_rows(rows)
+    n = sum(len(t) for t in tasks)
+    distinct = sum(len(set(t)) for t in tasks)  # one solution of two tasks is two solutions
+    assert got["solutions"] == n and got["distinct_solutions"] == distinct
+    if n == 0:
+        assert got["solution_coverage"] is None
+        return
+    cov = got["solution_coverage"]
+    assert cov == round(distinct / n, 4) and 1 / n - 1e-4 <= cov <= 1
+    assert (cov == 1) == all(len(set(t)) == len(t) for t in tasks)
+    shuffled = [{"solution_counts": family_correct_counts(rng.sample(t, len(t)))} for t in tasks]
+    assert solution_coverage_of_rows(shuffled[::-1]) == got
+    for t in tasks:  # per task it is solution_coverage of the task's list
+        assert solution_coverage(t) == (round(len(set(t)) / len(t), 4) if t else None)
+    grown = [*tasks[0], tasks[0][0]] if tasks[0] else ["s0"]
+    more = solution_coverage_of_rows([{"solution_counts": family_correct_counts(grown)}, *rows[1:]])
+    if tasks[0]:
+        assert more["solution_coverage"] is not None and more["solution_coverage"] <= cov + 1e-4
+    assert solution_coverage_of_rows([*rows, {"samples": 3}]) == got  # rows without counts
 
 
 def test_doctests() -> None:

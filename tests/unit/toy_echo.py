@@ -58,7 +58,9 @@ class EchoChecker(CheckerBase):
 
 
 SPEC = DomainSpec(
-    task=TaskSpec(name="echo", from_object=_from_object, canonical=_canonical),
+    task=TaskSpec(
+        name="echo", from_object=_from_object, canonical=_canonical, fields=frozenset({"text"})
+    ),
     convert=_convert,
     checker=lambda section: EchoChecker(),
     first_step=lambda response: response.split(",", 1)[0] or None,

@@ -10,7 +10,7 @@ import torch
 from certd.v1 import tasks_pb2
 
 from ...client import CertdClient
-from ...coverage_metrics import ec_of_rows
+from ...coverage_metrics import ec_of_rows, solution_coverage_of_rows
 from ...entry import feasible_entropy, feasible_mass, reach_at_k
 from ...forktree import countdown_prompt
 from ..embedded import EmbeddedSampler
@@ -90,6 +90,7 @@ def evaluate(
         "pass@16": sum(r["pass_at_k"].get(k, 0.0) for r in rows) / m,
         # "EC@16" whatever n (below 16 draws it is EC@n, as the records always had it)
         **{key.replace(f"EC@{k}", "EC@16"): v for key, v in ec_of_rows(rows, int(k)).items()},
+        "solution_coverage": solution_coverage_of_rows(rows)["solution_coverage"],
         "pass@1 multi": _mean([r["correct"] / r["samples"] for r in rows if r["feasible"] >= 2]),
         "entry_entropy": sum(r["entry_entropy"] for r in rows) / m,
         "reach@16": sum(reach) / max(1, len(reach)),
@@ -101,9 +102,15 @@ def evaluate(
 
 
 def task_counts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per task, what recomputes EC@K for any K <= n offline (``coverage_metrics.ec_of_rows``)."""
+    """Per task, what recomputes EC@K for any K <= n offline (``coverage_metrics.ec_of_rows``)
+    and solution coverage (``solution_coverage_of_rows``)."""
     return [
-        {"samples": r["samples"], "feasible": r["feasible"], "family_correct": r["family_correct"]}
+        {
+            "samples": r["samples"],
+            "feasible": r["feasible"],
+            "family_correct": r["family_correct"],
+            "solution_counts": r.get("solution_counts"),
+        }
         for r in rows
     ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConsistencyError
+from certd.ledger import startup_check
 from certd.ledger.log import Ledger
 from certd.ledger.merkle import CompactRange, leaf_hash
 from certd.ledger.sqlite import SQLiteStore
@@ -76,8 +77,10 @@ def test_a_deleted_verified_row_is_refused_without_reading_it(tmp_path: Path) ->
         lambda m: {**m, "root": "00" * 32},
         lambda m: {**m, "origin": "another/log"},
         lambda m: {**m, "frontier": m["frontier"][:1]},
+        lambda m: {**m, "tail": "00" * 32},
+        lambda m: {**m, "blocks": ["00" * 32]},
     ],
-    ids=["size", "root", "origin", "frontier"],
+    ids=["size", "root", "origin", "frontier", "tail", "blocks"],
 )
 def test_an_edited_mark_is_refused(tmp_path: Path, edit: object) -> None:
     _fill(tmp_path, 6)
@@ -86,6 +89,55 @@ def test_an_edited_mark_is_refused(tmp_path: Path, edit: object) -> None:
     path.write_text(json.dumps(edit(json.loads(path.read_text()))))  # type: ignore[operator]  # a lambda
     with pytest.raises(ConsistencyError, match="refusing to start"):
         _open(tmp_path)
+
+
+@pytest.mark.parametrize("block", [4, 1 << 16])
+@pytest.mark.parametrize("index", [0, 3, 5, 9])
+def test_an_edited_row_before_the_mark_stops_the_start_naming_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int, index: int
+) -> None:
+    monkeypatch.setattr(startup_check, "BLOCK", block)  # 4: complete blocks and a tail
+    _fill(tmp_path, 10)
+    _open(tmp_path).close()  # verified up to 10
+    assert len(json.loads((tmp_path / "ledger.verified").read_text())["blocks"]) == 10 // block
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        db.execute("UPDATE entries SET data = ? WHERE idx = ?", (b"forged", index))
+    with pytest.raises(ConsistencyError, match=rf"refusing to start: entry at {index}: edited"):
+        _open(tmp_path)
+
+
+def test_bytes_moved_between_two_verified_rows_stop_the_start(tmp_path: Path) -> None:
+    _fill(tmp_path, 10)
+    _open(tmp_path).close()
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:  # the rows' concatenation is kept
+        db.execute("UPDATE entries SET data = ? WHERE idx = 3", (b"entry 3e",))
+        db.execute("UPDATE entries SET data = ? WHERE idx = 4", (b"ntry 4",))
+    with pytest.raises(ConsistencyError, match="refusing to start: entry at 3: edited"):
+        _open(tmp_path)
+
+
+def test_an_edited_row_and_leaf_node_before_the_mark_stop_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(startup_check, "BLOCK", 4)
+    _fill(tmp_path, 10)
+    _open(tmp_path).close()
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        db.execute("UPDATE entries SET data = ? WHERE idx = 5", (b"forged",))
+        db.execute("UPDATE nodes SET hash = ? WHERE level = 0 AND idx = 5", (leaf_hash(b"forged"),))
+    with pytest.raises(ConsistencyError, match=r"refusing to start: entry at 4: stored node"):
+        _open(tmp_path)
+
+
+def test_a_version_1_mark_verifies_every_row_and_is_rewritten(tmp_path: Path) -> None:
+    _fill(tmp_path, 6)
+    _open(tmp_path).close()
+    path = tmp_path / "ledger.verified"
+    old = json.loads(path.read_text())
+    v1 = {k: v for k, v in old.items() if k not in ("blocks", "tail")}
+    path.write_text(json.dumps({**v1, "version": 1}))
+    _open(tmp_path).close()
+    assert json.loads(path.read_text()) == old
 
 
 class _BadDisk(SQLiteStore):
