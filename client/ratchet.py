@@ -58,10 +58,10 @@ from pathlib import Path
 from typing import Any
 
 from certd.errors import CertdError
-from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import task_digest
+from certd.tlog import Checkpoint
 
 from ._base import load_keyring
 from .certified import CertifiedDataset

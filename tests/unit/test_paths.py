@@ -72,7 +72,7 @@ PATHS: dict[str, list[list[str]]] = {
             "certd.ledger.audit",  # entry points: load the state, feed the entries
             "certd.ledger.auditor",  # the engine: rebuild the tree, open every entry
             "certd.ledger.auditstate",  # the report, the trusted state written atomically
-            "certd.ledger.merkle",  # compact ranges, consistency proofs
+            "certd.tlog",  # compact ranges, consistency proofs
         ],
         [
             "certd.ledger.auditor",
@@ -90,7 +90,7 @@ PATHS: dict[str, list[list[str]]] = {
         [
             "forkgate.ratchet",
             "forkgate.ratchet_state",  # the trusted checkpoint, consistency
-            "certd.ledger.merkle",
+            "certd.tlog",
         ],
     ],
 }
@@ -125,8 +125,10 @@ def _imports(module: str) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            subs = {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            if len(subs) < len(node.names):  # a name defined in ``base`` itself
+                found.add(base)
+            found |= subs
     return {m for m in found if m.split(".")[0] in ("certd", "forkgate") and _is_module(m)}
 
 

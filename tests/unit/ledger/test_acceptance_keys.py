@@ -19,10 +19,10 @@ from certd.ledger.acceptances import (
     refusal_key,
 )
 from certd.ledger.log import Ledger
-from certd.ledger.merkle import leaf_hash, verify_inclusion
 from certd.ledger.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.keys import SigningKey
+from certd.tlog import leaf_hash, verify_inclusion
 from certd.v1 import tasks_pb2
 from forkgate.puzzles import countdown_puzzles
 
