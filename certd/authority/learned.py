@@ -123,7 +123,7 @@ class LearnedLabeller:
         section = cfg.learned_kappa
         if not section.task_sets:
             return None
-        from certd.authority.embedder import WEIGHTS, model_dir, sha256_file
+        from certd.kappa.embedder import WEIGHTS, model_dir, sha256_file
         from certd.payloads import normalise_question, task_digest
         from certd.task_object import parse_task_object
 
@@ -180,7 +180,7 @@ class LearnedLabeller:
     def _get_embedder(self) -> Embedder:
         with self._embed_lock:
             if self._embedder is None:
-                from certd.authority.embedder import StepEmbedder
+                from certd.kappa.embedder import StepEmbedder
 
                 self._embedder = StepEmbedder.load(threads=self._cfg.embed_threads, screen="off")
             return self._embedder
