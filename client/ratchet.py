@@ -64,7 +64,6 @@ from certd.statements import task_digest
 from certd.tlog import Checkpoint
 
 from ._base import load_keyring
-from .certified import CertifiedDataset
 from .checkpoint_ratchet import CheckpointRatchet, Promotion, log_id
 from .errors import (
     CertdUnavailableError,
@@ -90,7 +89,6 @@ from .witness import load_witness_keys, open_witnessed
 
 __all__ = [
     "Admission",
-    "CertifiedDataset",
     "CheckpointRatchet",
     "Promotion",
     "Ratchet",

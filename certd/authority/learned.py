@@ -40,6 +40,7 @@ from certd.errors import CertificationRefusedError, ConfigError, InvalidInputErr
 from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import DOMAINS, first_step
+from certd.ledger.modelkeys import model_key, parse_model_entry
 
 if TYPE_CHECKING:
     from certd.ledger.log import Ledger
@@ -191,8 +192,6 @@ class LearnedLabeller:
             known = self._models.get(key)
         if known is not None:
             return known
-        from certd.authority.kappa_models import model_key, parse_model_entry
-
         at = ledger.find(model_key(*key))
         if at is None:
             return None

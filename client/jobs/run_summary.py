@@ -11,12 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..coverage_metrics import ec_of_rows
 
-if TYPE_CHECKING:
-    from .run import RunOptions
+
+class RunOptions(Protocol):
+    """What a summary reads of the run's options (``forkgate.jobs.run.RunOptions``)."""
+
+    k: int
+    m: int
+    budget: int
+    temperature: float
+    prefix_template: str
+    sampler_name: str
+
 
 __all__ = ["Measured", "report_data", "screen", "summary"]
 
