@@ -199,7 +199,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     where.add_argument(
         "--ledger",
         help="a ledger store URL: sqlite:///PATH, redis://HOST:PORT/DB or "
-        "postgresql://HOST[,HOST2]/DB (audit a cluster's ledger; docs/configuration.md)",
+        "postgresql://HOST[,HOST2]/DB (docs/operating-a-cluster.md)",
     )
     a.add_argument(
         "--redis-prefix",

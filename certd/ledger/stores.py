@@ -7,7 +7,7 @@ Example:
     (0, ('postgres', 'postgresql', 'redis', 'rediss', 'sqlite', 'unix'))
     >>> store.close()
 
-The URL forms (docs/configuration.md, "The ledger store"):
+The URL forms (docs/operating-a-cluster.md, "The ledger store: one URL"):
 
 - ``sqlite:///abs/path/ledger.sqlite``, ``sqlite://rel/path.sqlite``, ``sqlite://:memory:``, or a
   plain path with no scheme: the embedded SQLite ledger (``certd.ledger.sqlite``).

@@ -10,7 +10,6 @@ from __future__ import annotations
 import grpc
 
 from certd.authority.acceptance import Acceptances
-from certd.authority.checker import Checkers
 from certd.authority.feasibility import (
     Authority,
     CertifyOutcome,
@@ -39,14 +38,12 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def __init__(
         self,
         cfg: CertdConfig,
-        checkers: Checkers,
         authority: Authority,
         acceptances: Acceptances,
         quota: LedgerQuota | None = None,
     ) -> None:
         self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._cfg = cfg
-        self._checkers = checkers
         self._authority = authority
         self._acceptances = acceptances
 

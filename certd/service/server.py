@@ -266,7 +266,7 @@ class CertdServer:
             server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances, quota),
+            AuthorityServicer(cfg, self.authority, self.acceptances, quota),
             server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)

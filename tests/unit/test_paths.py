@@ -214,7 +214,7 @@ def test_the_servicer_reads_through_the_authority() -> None:
     text = _path_of("certd.service.authority").read_text(encoding="utf-8")
     for reach_in in (".index", "catch_up", "label_items", "index_of", "CertificateIndex"):
         assert reach_in not in text, reach_in
-    assert "certd.authority.index" not in _imports("certd.service.authority")
+    assert "certd.ledger.certindex" not in _imports("certd.service.authority")
 
 
 def test_the_verifier_reads_no_ledger() -> None:
