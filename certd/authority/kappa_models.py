@@ -34,7 +34,7 @@ from certd.signing.keys import SigningKey
 from certd.task_object import parse_task_object
 
 if TYPE_CHECKING:
-    from certd.authority.learned import LearnedLabeller, Verify
+    from certd.authority.labeller import LearnedLabeller, Verify
     from certd.authority.results import CheckedTask
     from certd.ledger.log import Ledger
 

@@ -7,7 +7,7 @@ Example:
     True
 
 The operator's ``certd kappa fit`` records at most one model per (task, κ) under
-``model_key``; the learned labeller finds it there (``certd.authority.learned``).
+``model_key``; the learned labeller finds it there (``certd.authority.labeller``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from certd.authority.acceptance import Acceptances
+from certd.authority.acceptances import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
@@ -35,7 +35,7 @@ from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
 from certd.ledger.store import LedgerStore, StoreLimits
 from certd.ledger.stores import StoreOptions, open_store
-from certd.service.acceptance import register_configured
+from certd.service.acceptance_rpcs import register_configured
 from certd.service.access import (
     AccessInterceptor,
     check_listen,
@@ -199,7 +199,7 @@ class CertdServer:
         self.checkers = Checkers(cfg)
         learned = None
         if cfg.learned_kappa.task_sets:  # the learned κ loads numpy/sympy only when chosen
-            from certd.authority.learned import LearnedLabeller
+            from certd.authority.labeller import LearnedLabeller
 
             learned = LearnedLabeller.from_config(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)

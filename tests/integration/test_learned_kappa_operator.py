@@ -27,7 +27,7 @@ from certd.authority.kappa_models import (
     checked_from_object,
     record_models,
 )
-from certd.authority.learned import LearnedLabeller
+from certd.authority.labeller import LearnedLabeller
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError
 from certd.ledger.audit import audit_store

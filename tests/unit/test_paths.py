@@ -57,9 +57,9 @@ PATHS: dict[str, list[list[str]]] = {
     ],
     "accept": [
         [
-            "certd.service.acceptance",  # the servicer: samples in, the proven decision out
-            "certd.authority.acceptance",  # verify the samples, decide, sign, log, prove
-            "certd.ledger.acceptances",  # the decision keys; the decisions read back
+            "certd.service.acceptance_rpcs",  # the servicer: samples in, the proven decision out
+            "certd.authority.acceptances",  # verify the samples, decide, sign, log, prove
+            "certd.ledger.acceptancekeys",  # the decision keys; the decisions read back
             "certd.ledger.log",
             "certd.ledger.groupcommit",
             "certd.ledger.checkpointer",
@@ -202,7 +202,7 @@ def test_the_ledger_key_is_the_ledgers_business() -> None:
         text = _path_of(module).read_text(encoding="utf-8")
         assert "KEY_SEPARATOR" not in text and "certd.ledger.store" not in _imports(module)
         assert "feasibility/" not in text and "canonical_key" not in text
-    for module in ("certd.authority.acceptance", "certd.service.acceptance"):
+    for module in ("certd.authority.acceptances", "certd.service.acceptance_rpcs"):
         text = _path_of(module).read_text(encoding="utf-8")
         assert "acceptance/{" not in text and "acceptance-refusal/{" not in text, module
         assert ".keyed(" not in text, module  # reading the decisions back is the ledger's too
@@ -236,7 +236,7 @@ def _names(module: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("module", ["certd.service.authority", "certd.service.acceptance"])
+@pytest.mark.parametrize("module", ["certd.service.authority", "certd.service.acceptance_rpcs"])
 def test_the_authority_servicers_read_no_ledger(module: str) -> None:
     """Certificates, fork trees and acceptance decisions come back from the authority with
     their inclusion proofs (``Proven``); the servicers encode them and hold no ``Ledger``."""

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from certd.authority.acceptance import Acceptances, TaskSetSpec
+from certd.authority.acceptances import Acceptances, TaskSetSpec
 from certd.authority.checker import Checkers
 from certd.config import AcceptanceConfig, CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
-from certd.ledger.acceptances import (
+from certd.ledger.acceptancekeys import (
     ACCEPTANCE_PREFIX,
     acceptance_key,
     decision_entries,

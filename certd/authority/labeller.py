@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from certd.config import CertdConfig, LearnedKappaConfig
 from certd.domains.verdict import Family, Status
 from certd.errors import CertificationRefusedError, ConfigError, InvalidInputError
-from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
+from certd.kappa.clustering import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import DOMAINS, first_step
 from certd.ledger.modelkeys import model_key, parse_model_entry
