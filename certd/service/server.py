@@ -296,7 +296,7 @@ class CertdServer:
         chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.service.cluster import ClusterInterceptor
-            from certd.service.replay import ReplayCheck
+            from certd.service.replycheck import ReplayCheck
 
             check = ReplayCheck(self.store)
             chain.append(ClusterInterceptor.from_config(self.cfg.cluster, check_reply=check))
