@@ -28,7 +28,7 @@ from pathlib import Path
 
 from _common import median, write
 
-from certd.ledger import merkle
+from certd import tlog
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
 from certd.opening import PREDICATE_FEASIBILITY
@@ -118,8 +118,8 @@ def main() -> None:
             t1 = time.perf_counter()
             proof = ledger.inclusion_proof(index, n)
             times.append(time.perf_counter() - t1)
-            leaf = merkle.leaf_hash(distinct[index % 1000])
-            merkle.verify_inclusion(leaf, index, n, proof, cp.root_hash)
+            leaf = tlog.leaf_hash(distinct[index % 1000])
+            tlog.verify_inclusion(leaf, index, n, proof, cp.root_hash)
         ledger.close()
         tree = _count_descendants()
         load_before = os.getloadavg()

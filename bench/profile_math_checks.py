@@ -92,9 +92,9 @@ def _sentences(cases: list[Any]) -> list[str]:
 def embedding() -> dict[str, Any]:
     import torch
 
-    from certd.authority.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native, model_dir
-    from certd.authority.minilm import MiniLM
     from certd.domains.math.first_step import first_step_text
+    from certd.kappa.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native, model_dir
+    from certd.kappa.minilm import MiniLM
 
     cases = load_cases()
     steps = sorted({s for c in cases if (s := first_step_text(c.pred)) is not None})
@@ -153,8 +153,8 @@ def _reference(steps: list[str], labels: list[str], emb: Any) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from certd.authority.embedder import model_dir
     from certd.domains.math.first_step import MAX_SEQ_TOKENS
+    from certd.kappa.embedder import model_dir
 
     model = SentenceTransformer(str(model_dir()), device="cpu", local_files_only=True)
     model.max_seq_length = MAX_SEQ_TOKENS

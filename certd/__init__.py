@@ -6,7 +6,7 @@ Example:
     'CORRECT'
 
 This package keeps its ``__init__`` free of imports so that the light, pure parts
-(``certd.v1``, ``certd.ledger.merkle``, ``certd.ledger.checkpoint``, ``certd.signing``)
+(``certd.v1``, ``certd.tlog.merkle``, ``certd.tlog.checkpoint``, ``certd.signing``)
 can be used by the ``forkgate`` client without the server's dependencies.
 """
 

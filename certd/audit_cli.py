@@ -26,6 +26,7 @@ from certd.errors import InvalidInputError, LedgerError, SigningError, StoreErro
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
 from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
 from certd.ledger.store import LedgerStore
+from certd.ledger.stores import StoreOptions, open_store
 from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["add_parser"]
@@ -106,8 +107,8 @@ def _remote_audit(
         channel.close()
 
 
-def _open_store(args: argparse.Namespace) -> tuple[LedgerStore, str]:
-    """The store ``--ledger`` (Redis or PostgreSQL) or ``--data-dir`` names, and its name.
+def _open_store(args: argparse.Namespace) -> LedgerStore:
+    """The store ``--ledger`` names (a store URL, ``certd.ledger.stores``) or ``--data-dir`` holds.
 
     Raises:
         InvalidInputError: the data dir holds no ledger.
@@ -115,21 +116,14 @@ def _open_store(args: argparse.Namespace) -> tuple[LedgerStore, str]:
         StoreError: the store cannot be opened.
     """
     prefix = args.redis_prefix or "certd"
-    if args.ledger and args.ledger.startswith("postgres"):
-        from certd.ledger.postgres_store import PostgresStore
-
-        return PostgresStore(args.ledger, schema=prefix), f"postgres:{args.ledger}#{prefix}"
+    # An auditor only reads: any Redis persistence policy will do.
+    options = StoreOptions(redis_prefix=prefix, redis_appendfsync="any", postgres_schema=prefix)
     if args.ledger:
-        from certd.ledger.redis_store import RedisStore
-
-        store = RedisStore(args.ledger, prefix=prefix, appendfsync="any")
-        return store, f"redis:{args.ledger}#{prefix}"
-    from certd.ledger.sqlite import SQLiteStore
-
+        return open_store(args.ledger, options)
     path = args.data_dir / "ledger.sqlite"
     if not path.is_file():
         raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-    return SQLiteStore(path), f"dir:{args.data_dir.resolve()}"
+    return open_store(str(path), options)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -138,7 +132,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         state = _audit_state(args, keys)
         report = _remote_audit(args.server, keys, state, args)
     else:
-        store, _where = _open_store(args)
+        store = _open_store(args)
         try:
             state = _audit_state(args, keys)
             report = audit_store(store, keys, state)
@@ -204,7 +198,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     where.add_argument("--server", help="host:port: audit a running certd over gRPC")
     where.add_argument(
         "--ledger",
-        help="redis://HOST:PORT/DB or postgresql://HOST[,HOST2]/DB: audit a cluster's ledger",
+        help="a ledger store URL: sqlite:///PATH, redis://HOST:PORT/DB or "
+        "postgresql://HOST[,HOST2]/DB (docs/operating-a-cluster.md)",
     )
     a.add_argument(
         "--redis-prefix",

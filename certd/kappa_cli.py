@@ -39,7 +39,7 @@ def _read(path: str) -> list[str]:
 def _cmd_kappa_fit(args: argparse.Namespace) -> int:
     from certd.authority.checker import Checkers
     from certd.authority.kappa_models import checked_from_object, read_rollouts, record_models
-    from certd.authority.learned import LearnedLabeller
+    from certd.authority.labeller import LearnedLabeller
     from certd.config import load_config
     from certd.service.convert import checked_task
     from certd.service.server import ensure_key, open_ledger

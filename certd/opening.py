@@ -29,7 +29,6 @@ from collections.abc import Collection
 from typing import Any
 
 from certd.errors import MalformedStatementError, UnknownKeyError, WrongPredicateError
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint
 from certd.signing.dsse import Envelope, KeyRing, verify_envelope
 from certd.signing.intoto import (
     IN_TOTO_PAYLOAD_TYPE,
@@ -40,6 +39,7 @@ from certd.signing.intoto import (
     sha256_hex,
     statement_from_object,
 )
+from certd.tlog import Checkpoint, open_checkpoint
 
 __all__ = [
     "PREDICATE_ACCEPTANCE",

@@ -12,7 +12,7 @@ Example::
         --listen 127.0.0.1:8480
 
 Every ``--interval`` seconds it fetches the log's checkpoint and, when it grew, the
-consistency proof from the last cosigned size, and cosigns (``certd.ledger.witness``). A fork
+consistency proof from the last cosigned size, and cosigns (``certd.ledger.cosigner``). A fork
 is logged and refused; the witness keeps its state and keeps refusing until the log comes
 back to a consistent tree. ``GET /checkpoint`` returns the last cosigned note (log signature
 plus this witness's cosignature); ``GET /health`` is 200 once a checkpoint is cosigned and
@@ -42,7 +42,7 @@ from certd.errors import (
     StoreError,
 )
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE
-from certd.ledger.witness import Witness
+from certd.ledger.cosigner import Witness
 from certd.netaddr import with_default_port
 from certd.signing.keys import VerifierKey, load_signing_key, read_verifier_key
 

@@ -28,8 +28,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from certd import tlog
 from certd.errors import InvalidInputError
-from certd.ledger import merkle
 from certd.signing.intoto import canonical_json
 from certd.taskspec import task_spec
 from certd.taskspec.math import normalise_question
@@ -182,7 +182,7 @@ def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
 
     Built bottom-up: pairs are hashed left to right and an odd last node is carried up
     unchanged, which yields exactly RFC 6962's tree (split at the largest power of two below
-    n); ``merkle.root_from_inclusion_proof`` verifies the paths.
+    n); ``tlog.root_from_inclusion_proof`` verifies the paths.
 
     Args:
         digests: the verdict digests, in batch order (at least one).
@@ -195,10 +195,10 @@ def batch_tree(digests: Sequence[bytes]) -> tuple[bytes, list[list[bytes]]]:
     """
     if not digests:
         raise ValueError("a receipt covers at least one verdict")
-    levels: list[list[bytes]] = [[merkle.leaf_hash(d) for d in digests]]
+    levels: list[list[bytes]] = [[tlog.leaf_hash(d) for d in digests]]
     while len(levels[-1]) > 1:
         below = levels[-1]
-        above = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+        above = [tlog.node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
         if len(below) % 2:
             above.append(below[-1])
         levels.append(above)

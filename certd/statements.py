@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from certd import tlog
 from certd.errors import (
     InvalidInputError,
     MalformedStatementError,
     ProofError,
     TamperedError,
 )
-from certd.ledger import merkle
 from certd.opening import (
     PREDICATE_ACCEPTANCE,
     PREDICATE_ACCEPTANCE_REFUSAL,
@@ -128,7 +128,7 @@ def verify_inclusion(
     Returns:
         The tree size the proof is tied to.
     """
-    leaf = merkle.leaf_hash(entry)
+    leaf = tlog.leaf_hash(entry)
     if proof.leaf_hash and proof.leaf_hash != leaf:
         raise ProofError(f"leaf hash: expected {leaf.hex()}, got {proof.leaf_hash.hex()}")
     cp = open_log_checkpoint(proof.checkpoint.note, keys, origin)
@@ -137,9 +137,7 @@ def verify_inclusion(
     _same("inclusion.checkpoint.rootHash", cp.root_hash.hex(), proof.checkpoint.root_hash.hex())
     if cp.size != proof.tree_size:
         raise ProofError(f"checkpoint size: expected {proof.tree_size}, got {cp.size}")
-    merkle.verify_inclusion(
-        leaf, proof.leaf_index, proof.tree_size, list(proof.hashes), cp.root_hash
-    )
+    tlog.verify_inclusion(leaf, proof.leaf_index, proof.tree_size, list(proof.hashes), cp.root_hash)
     return cp.size
 
 
@@ -291,8 +289,8 @@ def verify_acceptance(
 
 def receipt_root_from_path(digest: bytes, path: verifier_pb2.ReceiptPath) -> bytes:
     """The batch root implied by one verdict digest and its receipt path."""
-    return merkle.root_from_inclusion_proof(
-        merkle.leaf_hash(digest), path.index, path.batch_size, list(path.hashes)
+    return tlog.root_from_inclusion_proof(
+        tlog.leaf_hash(digest), path.index, path.batch_size, list(path.hashes)
     )
 
 

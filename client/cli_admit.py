@@ -39,7 +39,8 @@ def default_ratchet_state(log: str) -> Path:
 
 
 def _cmd_admit(args: argparse.Namespace) -> int:
-    from .ratchet import CertifiedDataset, Ratchet
+    from .certified import CertifiedDataset
+    from .ratchet import Ratchet
     from .ratchet_records import reemit
 
     if not Path(args.input).is_file():

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from certd.support import pass_at_k
+from certd.effective_support import pass_at_k
 
 __all__ = [
     "ec_at_k_counts",

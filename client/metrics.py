@@ -30,7 +30,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from certd.support import pass_at_k  # the unbiased estimator (Chen et al., 2021), pure stdlib
+from certd.effective_support import (
+    pass_at_k,  # the unbiased estimator (Chen et al., 2021), pure stdlib
+)
 
 from .coverage_metrics import ec_at_k_counts, family_correct_counts
 

@@ -58,13 +58,12 @@ from pathlib import Path
 from typing import Any
 
 from certd.errors import CertdError
-from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import task_digest
+from certd.tlog import Checkpoint
 
 from ._base import load_keyring
-from .certified import CertifiedDataset
 from .checkpoint_ratchet import CheckpointRatchet, Promotion, log_id
 from .errors import (
     CertdUnavailableError,
@@ -90,7 +89,6 @@ from .witness import load_witness_keys, open_witnessed
 
 __all__ = [
     "Admission",
-    "CertifiedDataset",
     "CheckpointRatchet",
     "Promotion",
     "Ratchet",

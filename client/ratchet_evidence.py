@@ -17,7 +17,6 @@ import hashlib
 from dataclasses import dataclass, field
 
 from certd.errors import CertdError
-from certd.ledger.checkpoint import Checkpoint
 from certd.signing.dsse import KeyRing
 from certd.statements import (
     FeasibilityClaim,
@@ -28,6 +27,7 @@ from certd.statements import (
     verify_certificate,
     verify_receipt,
 )
+from certd.tlog import Checkpoint
 from certd.v1 import ledger_pb2, tasks_pb2
 
 from .ratchet_records import Family, Rollout

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from certd import tlog
 from certd.atomicfile import write_atomic
 from certd.errors import (
     BadSignatureError,
@@ -44,8 +45,7 @@ from certd.errors import (
     UnknownKeyError,
     WrongPredicateError,
 )
-from certd.ledger import merkle
-from certd.ledger.checkpoint import Checkpoint
+from certd.tlog import Checkpoint
 
 from .errors import VerificationError
 
@@ -190,7 +190,7 @@ def _prove(proofs: Proofs, size1: int, root1: bytes, size2: int, root2: bytes, n
     if proof is None:
         raise MissingProof(size1, size2, newer=newer)
     try:
-        merkle.verify_consistency(size1, size2, list(proof), root1, root2)
+        tlog.verify_consistency(size1, size2, list(proof), root1, root2)
     except RootMismatchError as e:
         raise PlanRefused(
             f"tree size {size1} is not consistent with size {size2}: expected root "

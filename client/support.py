@@ -12,7 +12,7 @@ Example:
 Pure: it takes samples' correctness, route and family labels (as certd's verdicts carry them;
 ``route_of`` reads a verdict's route under a configured κ)
 and, where the backend reports them, first-token log-probabilities; it does no I/O. The
-figures and their intervals come from ``certd.support`` (the same code certd signs with);
+figures and their intervals come from ``certd.effective_support`` (the same code certd signs with);
 entry entropy and pass@k are ``forkgate.metrics``'. Definitions: docs/support-guard.md.
 
 * **SER** between consecutive checkpoints of a task, with a percentile bootstrap interval over
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from certd.support import (
+from certd.effective_support import (
     Interval,
     PromptOutcome,
     SupportChange,

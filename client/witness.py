@@ -24,10 +24,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from certd.errors import CertdError
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint_note
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import SIG_TYPE_COSIGNATURE_V1, VerifierKey
 from certd.signing.note import add_signature_lines
+from certd.tlog import Checkpoint, open_checkpoint_note
 
 from ._base import load_keyring
 from .errors import ForkgateError, VerificationError

@@ -8,7 +8,7 @@ Example:
     'CAPABILITY_FELL'
 
 Pure: dataclasses, the checks of an evaluation's samples, and their JSON (the predicates a
-decision is signed as); ``certd.authority.regressions`` decides, ``certd.authority.acceptance``
+decision is signed as); ``certd.authority.regressions`` decides, ``certd.authority.acceptances``
 signs and logs.
 """
 
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from certd.authority.results import CheckedTask, Proven
+from certd.effective_support import Interval, PromptOutcome, SupportChange, SupportFigures
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.opening import PREDICATE_ACCEPTANCE, PREDICATE_ACCEPTANCE_REFUSAL
 from certd.payloads import sha256_hex
-from certd.support import Interval, PromptOutcome, SupportChange, SupportFigures
 
 __all__ = [
     "AcceptanceDecision",

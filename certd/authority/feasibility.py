@@ -52,7 +52,7 @@ from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
 
 if TYPE_CHECKING:
-    from certd.authority.learned import LearnedLabeller
+    from certd.authority.labeller import LearnedLabeller
 
 __all__ = [
     "Authority",
@@ -114,7 +114,7 @@ class Authority:
         learned: LearnedLabeller | None = None,
     ) -> None:
         self._checkers = checkers
-        self._learned = learned  # the learned κ (certd.authority.learned), if configured
+        self._learned = learned  # the learned κ (certd.authority.labeller), if configured
         self._signer = signer
         self._clock = clock
         self._ledger = ledger

@@ -18,7 +18,6 @@ The predicate (docs/kappa-math.md, docs/formats.md)::
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from certd.errors import InvalidInputError
+from certd.ledger.modelkeys import model_key, parse_model_entry
 from certd.opening import PREDICATE_KAPPA_MODEL
 from certd.payloads import task_json
 from certd.signing.dsse import sign_envelope
@@ -34,24 +34,15 @@ from certd.signing.keys import SigningKey
 from certd.task_object import parse_task_object
 
 if TYPE_CHECKING:
-    from certd.authority.learned import LearnedLabeller, Verify
+    from certd.authority.labeller import LearnedLabeller, Verify
     from certd.authority.results import CheckedTask
     from certd.ledger.log import Ledger
 
 __all__ = [
     "FitRow",
-    "model_key",
-    "parse_model_entry",
     "read_rollouts",
     "record_models",
 ]
-
-_PREFIX = "kappa-model/"
-
-
-def model_key(task_digest: str, kappa: str) -> str:
-    """The ledger key of the recorded model of (task, κ): at most one per pair."""
-    return f"{_PREFIX}{task_digest}/{kappa}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,20 +100,6 @@ def model_predicate(
         "task": task_json(task.pb),
         "task_digest": task.digest,
     }
-
-
-def parse_model_entry(entry: bytes) -> Mapping[str, Any] | None:
-    """The predicate of a kappa-model ledger entry (certd's own ledger: the signature is
-    ``certd audit``'s to check), or None when the entry is of another kind."""
-    try:
-        env = json.loads(entry)
-        st = json.loads(base64.b64decode(env["payload"]))
-        if st.get("predicateType") != PREDICATE_KAPPA_MODEL:
-            return None
-        predicate = st["predicate"]
-        return predicate if isinstance(predicate, dict) else None
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def record_models(

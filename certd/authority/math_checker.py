@@ -35,7 +35,6 @@ from typing import NoReturn
 
 from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
-from certd.authority.embedder import StepEmbedder, model_dir, sha256_file
 from certd.authority.jobs import current_job
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError, preload_forkserver
 from certd.config import MathConfig
@@ -47,6 +46,7 @@ from certd.domains.math.first_step import (
 )
 from certd.domains.verdict import Status, Verdict
 from certd.errors import ConfigError, UnsupportedError, WarmingUpError
+from certd.kappa.embedder import StepEmbedder, model_dir, sha256_file
 from sandboxes.errors import CheckCancelledError
 
 __all__ = ["MathChecker"]

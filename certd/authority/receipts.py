@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.log import Ledger
 from certd.opening import PREDICATE_VERDICT_RECEIPT
 from certd.payloads import batch_tree, receipt_predicate
 from certd.signing.dsse import sign_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey
+from certd.tlog import SignedCheckpoint
 
 __all__ = ["IssuedReceipt", "ReceiptIssuer"]
 

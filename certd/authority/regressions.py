@@ -2,7 +2,7 @@
 
 Example:
     >>> from certd.config import AcceptanceConfig
-    >>> from certd.support import Interval
+    >>> from certd.effective_support import Interval
     >>> spec = TaskSetSpec("band-4", k=8, tolerance_best_at_k=0.10)
     >>> change = Interval(-0.19, -0.30, -0.09, 0.95)
     >>> counts(change, AcceptanceConfig())   # the interval excludes 0: not sampling noise
@@ -13,7 +13,7 @@ certificate (with a bootstrap interval seeded by the run, the sequence and the t
 the same samples against the same head give the same interval); ``find_drops`` names every
 capability that fell past its tolerance from the previous certificate, or from the run's
 first one (so small falls cannot add up unseen), and a target that did not improve.
-``certd.authority.acceptance`` signs what these decide.
+``certd.authority.acceptances`` signs what these decide.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 from certd.authority.acceptance_records import AcceptanceDecision, Capability, Drop, TaskSetSpec
 from certd.config import AcceptanceConfig
+from certd.effective_support import Interval, SupportChange, support_change
 from certd.payloads import sha256_hex
-from certd.support import Interval, SupportChange, support_change
 
 __all__ = ["compare", "counts", "find_drops"]
 

@@ -15,8 +15,8 @@ from certd.authority.checker import DomainTask
 from certd.domains.verdict import Verdict
 from certd.errors import InvalidInputError
 from certd.ledger.certindex import IndexedCertificate
-from certd.ledger.checkpoint import SignedCheckpoint
 from certd.payloads import normalise_question
+from certd.tlog import SignedCheckpoint
 from certd.v1 import tasks_pb2
 
 if TYPE_CHECKING:

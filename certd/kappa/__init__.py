@@ -14,7 +14,7 @@ embedding model (loaded only by ``LearnedKappa.load``). See docs/kappa-calibrati
 from __future__ import annotations
 
 from .agreement import adjusted_rand_index, purity
-from .cluster import NO_STEP, OUTSIDE, ClusterModel, ClusterParams, assign, fit_clusters
+from .clustering import NO_STEP, OUTSIDE, ClusterModel, ClusterParams, assign, fit_clusters
 from .learned import LearnedKappa, kappa_learned_name
 from .steps import first_step
 

@@ -8,9 +8,9 @@ Example::
     kappa.labels(model, responses)            # ['k1', 'k2', 'k1', 'none', ...]
 
 Each rollout's first step (``certd.kappa.steps``) is embedded with the packaged
-all-MiniLM-L6-v2 model (``certd.authority.embedder.StepEmbedder``, the model that
+all-MiniLM-L6-v2 model (``certd.kappa.embedder.StepEmbedder``, the model that
 ``math.first-step.v1`` uses) and the question's steps are clustered with
-``certd.kappa.cluster`` (average linkage on cosine distance, stopped at a distance
+``certd.kappa.clustering`` (average linkage on cosine distance, stopped at a distance
 threshold: no fixed cluster count). A label is a cluster name of that question's model;
 ``none`` when the rollout has no step, ``outside`` when its step is far from every cluster.
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .cluster import NO_STEP, ClusterModel, ClusterParams, assign, fit_clusters
+from .clustering import NO_STEP, ClusterModel, ClusterParams, assign, fit_clusters
 from .steps import first_step
 
 __all__ = ["EMBED_DIM", "Embedder", "LearnedKappa", "kappa_learned_name"]
@@ -68,7 +68,7 @@ class LearnedKappa:
         Raises:
             ConfigError: the model package or its dependencies are missing.
         """
-        from certd.authority.embedder import StepEmbedder
+        from certd.kappa.embedder import StepEmbedder
 
         return cls(domain, StepEmbedder.load(threads=threads, screen="off"), params)
 

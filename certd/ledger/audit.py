@@ -44,10 +44,10 @@ from pathlib import Path
 from certd.errors import CertdError, LedgerError
 from certd.ledger.auditor import AuditRun
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
-from certd.ledger.merkle import consistency_proof as build_consistency_proof
 from certd.ledger.store import LedgerStore
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
+from certd.tlog import consistency_proof as build_consistency_proof
 
 __all__ = [
     "AuditFault",

@@ -21,16 +21,17 @@ from pathlib import Path
 
 from certd.errors import CertdError, LedgerError, SigningError
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint
-from certd.ledger.merkle import (
-    EMPTY_ROOT,
-    CompactRange,
-    leaf_hash,
-    verify_consistency,
-)
 from certd.opening import PREDICATE_TYPES, open_statement
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
+from certd.tlog import (
+    EMPTY_ROOT,
+    Checkpoint,
+    CompactRange,
+    leaf_hash,
+    open_checkpoint,
+    verify_consistency,
+)
 
 __all__ = ["AuditRun"]
 

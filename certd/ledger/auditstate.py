@@ -17,7 +17,7 @@ from pathlib import Path
 
 from certd.atomicfile import write_atomic
 from certd.errors import LedgerError
-from certd.ledger.merkle import (
+from certd.tlog import (
     HASH_SIZE,
 )
 

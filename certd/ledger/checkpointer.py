@@ -45,11 +45,19 @@ from certd.errors import (
     StoreDamageError,
     StoreError,
 )
-from certd.ledger.checkpoint import Checkpoint, SignedCheckpoint, open_checkpoint, sign_checkpoint
-from certd.ledger.merkle import EMPTY_ROOT, CompactRange, consistency_proof, verify_consistency
 from certd.ledger.startup_check import StoreVerifier, save_mark, verify_store
 from certd.ledger.store import LedgerStore
 from certd.signing.keys import SigningKey, VerifierKey
+from certd.tlog import (
+    EMPTY_ROOT,
+    Checkpoint,
+    CompactRange,
+    SignedCheckpoint,
+    consistency_proof,
+    open_checkpoint,
+    sign_checkpoint,
+    verify_consistency,
+)
 
 __all__ = ["Checkpointer"]
 

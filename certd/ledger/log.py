@@ -35,12 +35,12 @@ from pathlib import Path
 from types import TracebackType
 
 from certd.errors import CertdError, NotFoundError
-from certd.ledger.checkpoint import SignedCheckpoint
 from certd.ledger.checkpointer import Checkpointer
 from certd.ledger.groupcommit import Committer, GroupCommitConfig
 from certd.ledger.proofs import ProofReader
 from certd.ledger.store import Entry, LedgerStore
 from certd.signing.keys import SigningKey, VerifierKey
+from certd.tlog import SignedCheckpoint
 
 __all__ = ["GroupCommitConfig", "Ledger"]
 

@@ -1,7 +1,7 @@
 """Serving proofs: inclusion and consistency proofs within signed tree sizes, nodes cached.
 
 Example:
-    >>> from certd.ledger.merkle import leaf_hash, verify_inclusion
+    >>> from certd.tlog import leaf_hash, verify_inclusion
     >>> from certd.ledger.sqlite import SQLiteStore
     >>> store = SQLiteStore(":memory:")
     >>> store.append([(None, b"a"), (None, b"b"), (None, b"c")])
@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from certd.errors import NotFoundError
-from certd.ledger.merkle import EMPTY_ROOT, NodeFn, consistency_proof, inclusion_proof
 from certd.ledger.store import LedgerStore
+from certd.tlog import EMPTY_ROOT, NodeFn, consistency_proof, inclusion_proof
 
 __all__ = ["ProofReader"]
 

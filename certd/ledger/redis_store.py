@@ -49,7 +49,6 @@ import redis
 from redis.exceptions import RedisError
 
 from certd.errors import ConfigError, StoreError
-from certd.ledger.merkle import HASH_SIZE
 from certd.ledger.store import (
     KEY_SEPARATOR,
     AppendConflictError,
@@ -59,6 +58,7 @@ from certd.ledger.store import (
     Node,
     StoreLimits,
 )
+from certd.tlog import HASH_SIZE
 
 __all__ = ["APPENDFSYNC_POLICIES", "KEY_SEPARATOR", "RedisStore", "SCHEMA_VERSION", "redis_url_ok"]
 

@@ -2,7 +2,7 @@
 
 Example:
     >>> import tempfile, pathlib
-    >>> from certd.ledger.checkpoint import Checkpoint, sign_checkpoint
+    >>> from certd.tlog import Checkpoint, sign_checkpoint
     >>> from certd.ledger.sqlite import SQLiteStore
     >>> from certd.signing.keys import SigningKey
     >>> key = SigningKey.generate("certd.example/log")
@@ -47,10 +47,9 @@ from pathlib import Path
 
 from certd.atomicfile import write_atomic
 from certd.errors import CertdError, NotFoundError, StoreDamageError
-from certd.ledger.checkpoint import open_checkpoint
-from certd.ledger.merkle import CompactRange
 from certd.ledger.store import LedgerStore
 from certd.signing.keys import VerifierKey
+from certd.tlog import CompactRange, open_checkpoint
 
 __all__ = ["StoreVerifier", "extend_levels", "load_mark", "save_mark", "verify_store"]
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from certd.errors import InvalidInputError, LimitExceededError
-from certd.ledger.merkle import CompactRange, leaf_hash
 from certd.ledger.storebase import (
     KEY_SEPARATOR,
     AppendConflictError,
@@ -31,6 +30,7 @@ from certd.ledger.storebase import (
     StoreLimits,
 )
 from certd.ledger.storereads import StoreReads
+from certd.tlog import CompactRange, leaf_hash
 
 __all__ = [
     "AppendConflictError",

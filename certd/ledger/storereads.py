@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from certd.errors import LimitExceededError, NotFoundError, StoreDamageError
-from certd.ledger.merkle import HASH_SIZE, NodeFn, tree_root
 from certd.ledger.storebase import StoreHooks
+from certd.tlog import HASH_SIZE, NodeFn, tree_root
 
 __all__ = ["StoreReads"]
 

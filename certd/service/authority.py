@@ -1,5 +1,5 @@
 """The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies,
-and the acceptance RPCs (``certd.service.acceptance``).
+and the acceptance RPCs (``certd.service.acceptance_rpcs``).
 
 The servicer reads no ledger: every certificate comes back from the authority with its
 inclusion proof (``Proven``), and the servicer only encodes it.
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import grpc
 
-from certd.authority.acceptance import Acceptances
-from certd.authority.checker import Checkers
+from certd.authority.acceptances import Acceptances
 from certd.authority.feasibility import (
     Authority,
     CertifyOutcome,
@@ -23,7 +22,7 @@ from certd.authority.quota import LedgerQuota
 from certd.authority.results import IndexedCertificate, Proven
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
-from certd.service.acceptance import AcceptanceMethods
+from certd.service.acceptance_rpcs import AcceptanceMethods
 from certd.service.access import client_of
 from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
 from certd.service.handlers import rpc_job
@@ -39,14 +38,12 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def __init__(
         self,
         cfg: CertdConfig,
-        checkers: Checkers,
         authority: Authority,
         acceptances: Acceptances,
         quota: LedgerQuota | None = None,
     ) -> None:
         self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._cfg = cfg
-        self._checkers = checkers
         self._authority = authority
         self._acceptances = acceptances
 

@@ -198,7 +198,7 @@ class ClusterInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
             cfg: the cluster settings.
             principal: maps a request to its client identifier.
             check_reply: called with (method, stored reply) before a replay; raises to
-                refuse it (``certd.service.replay.ReplayCheck``); None replays unchecked.
+                refuse it (``certd.service.replycheck.ReplayCheck``); None replays unchecked.
         """
         self._state = state
         self._cfg = cfg

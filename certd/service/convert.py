@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from certd import tlog
 from certd.authority.results import CheckedTask, IndexedCertificate, Proven
 from certd.authority.verify_items import CheckItem, CheckResult
 from certd.config import CertdConfig
 from certd.domains import registry as domains
 from certd.domains.verdict import Family, Verdict
 from certd.errors import InvalidInputError, UnsupportedError
-from certd.ledger import merkle
-from certd.ledger.checkpoint import SignedCheckpoint
 from certd.payloads import task_digest
 from certd.taskspec import domain_names
+from certd.tlog import SignedCheckpoint
 from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 __all__ = [
@@ -152,7 +152,7 @@ def proof_to_pb(
         leaf_index=index,
         tree_size=cp.size,
         hashes=hashes,
-        leaf_hash=merkle.leaf_hash(entry),
+        leaf_hash=tlog.leaf_hash(entry),
         checkpoint=signed_checkpoint_to_pb(signed.note, cp.origin, cp.size, cp.root_hash),
     )
 

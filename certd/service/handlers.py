@@ -30,6 +30,7 @@ from typing import Any
 import grpc
 
 from certd.authority.jobs import Job
+from certd.service.requestid import current_request_id
 
 __all__ = ["Behaviour", "Wrap", "rewrap", "rpc_job"]
 
@@ -66,8 +67,6 @@ def rpc_job(context: grpc.ServicerContext) -> Job:
     The checks it schedules share pools fairly with other RPCs' and stop when the client
     cancels, its deadline passes or the server ends it (see ``certd.authority.jobs``).
     """
-    from certd.service.observability import current_request_id  # observability imports us
-
     job = Job.new(current_request_id())
     if not context.add_callback(job.cancel.cancel):
         job.cancel.cancel()  # the RPC has already ended

@@ -43,7 +43,7 @@ from certd.errors import (
     WarmingUpError,
 )
 from certd.service.handlers import rewrap
-from certd.service.observability import current_request_id
+from certd.service.requestid import current_request_id
 
 __all__ = ["ERROR_DOMAIN", "ErrorInterceptor", "error_details", "status_for"]
 

@@ -52,6 +52,7 @@ from prometheus_client.registry import Collector
 
 from certd.errors import ConfigError
 from certd.service.handlers import Behaviour, rewrap
+from certd.service.requestid import REQUEST_ID
 
 if TYPE_CHECKING:
     from certd.authority.components import ComponentHealth
@@ -64,29 +65,16 @@ __all__ = [
     "JsonFormatter",
     "Metrics",
     "MetricsInterceptor",
-    "current_request_id",
     "domain_of",
     "serve_metrics",
 ]
 
 log = logging.getLogger("certd.observability")
 
-_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "certd_request_id", default=None
-)
 COMPONENT_SERVICE_PREFIX = "certd.component."
 """Health service name of a component: the prefix and its name (``certd.component.math_pool``)."""
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-
-
-def current_request_id() -> str | None:
-    """The id of the RPC this thread is serving, or None.
-
-    Returns:
-        The request id.
-    """
-    return _request_id.get()
 
 
 def _task_domain(task: Any) -> str:
@@ -228,7 +216,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
 
     def _begin(self, context: grpc.ServicerContext) -> contextvars.Token[str | None]:
         rid = dict(context.invocation_metadata()).get("x-request-id")
-        return _request_id.set(str(rid)[:64] if rid else uuid.uuid4().hex[:16])
+        return REQUEST_ID.set(str(rid)[:64] if rid else uuid.uuid4().hex[:16])
 
     @staticmethod
     def _send_request_id(context: grpc.ServicerContext) -> None:
@@ -236,7 +224,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
         # response headers came (gRFC A6), so an error must leave as a trailers-only response
         # (its request id is in the trailers, certd.service.interceptors).
         try:
-            context.send_initial_metadata((("certd-request-id", _request_id.get() or ""),))
+            context.send_initial_metadata((("certd-request-id", REQUEST_ID.get() or ""),))
         except ValueError:  # already sent
             pass
 
@@ -270,7 +258,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # g
                 finally:
                     m.in_flight.labels(method).dec()
                     self._end(method, domain, context, t0)
-                    _request_id.reset(token)
+                    REQUEST_ID.reset(token)
 
             return call
 
@@ -302,7 +290,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        rid = _request_id.get()
+        rid = REQUEST_ID.get()
         if rid is not None:
             obj["request_id"] = rid
         if record.exc_info:

@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from certd.authority.acceptance import Acceptances
+from certd.authority.acceptances import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
@@ -33,9 +33,9 @@ from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore, StoreLimits
-from certd.service.acceptance import register_configured
+from certd.ledger.stores import StoreOptions, open_store
+from certd.service.acceptance_rpcs import register_configured
 from certd.service.access import (
     AccessInterceptor,
     check_listen,
@@ -73,7 +73,6 @@ __all__ = [
     "SERVICE_NAMES",
     "ensure_key",
     "open_ledger",
-    "open_store",
 ]
 
 log = logging.getLogger("certd.server")
@@ -121,35 +120,25 @@ def _vkey(source: str) -> VerifierKey:
     return VerifierKey.from_vkey(text)
 
 
-def open_store(cfg: CertdConfig) -> LedgerStore:
-    """The ledger store the config names: Redis or PostgreSQL (``cluster.ledger_url``), or SQLite.
+def _open_store(cfg: CertdConfig) -> LedgerStore:
+    """The ledger store the config names: ``cluster.ledger_url``, else SQLite in the data dir.
 
     Raises:
-        ConfigError: the Redis policy, the PostgreSQL settings or the URL is not valid.
+        ConfigError: the URL or the backend's settings are not valid.
         StoreError: the store cannot be opened.
     """
-    limits = StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes)
-    if cfg.cluster.ledger_url is not None and cfg.cluster.ledger_url.startswith("postgres"):
-        from certd.ledger.postgres_store import PostgresStore
-
-        return PostgresStore(
-            cfg.cluster.ledger_url,
-            schema=cfg.cluster.postgres_schema,
-            limits=limits,
-            connect_timeout_s=cfg.cluster.postgres_connect_timeout_s,
-            require_sync_standby=cfg.cluster.postgres_require_sync_standby,
-        )
-    if cfg.cluster.ledger_url is not None:
-        from certd.ledger.redis_store import RedisStore
-
-        return RedisStore(
-            cfg.cluster.ledger_url,
-            prefix=cfg.cluster.redis_prefix,
-            appendfsync=cfg.cluster.redis_appendfsync,
-            limits=limits,
-            socket_timeout_s=cfg.cluster.redis_timeout_s,
-        )
-    return SQLiteStore(cfg.ledger_path, synchronous=cfg.ledger.sqlite_synchronous, limits=limits)
+    c = cfg.cluster
+    options = StoreOptions(
+        limits=StoreLimits(max_entry_bytes=cfg.ledger.max_entry_bytes),
+        sqlite_synchronous=cfg.ledger.sqlite_synchronous,
+        redis_prefix=c.redis_prefix,
+        redis_appendfsync=c.redis_appendfsync,
+        redis_timeout_s=c.redis_timeout_s,
+        postgres_schema=c.postgres_schema,
+        postgres_connect_timeout_s=c.postgres_connect_timeout_s,
+        postgres_require_sync_standby=c.postgres_require_sync_standby,
+    )
+    return open_store(c.ledger_url or str(cfg.ledger_path), options)
 
 
 def _open_ledger(
@@ -194,7 +183,7 @@ def open_ledger(cfg: CertdConfig, key: SigningKey) -> Ledger:
     """
     previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
-    return _open_ledger(cfg, open_store(cfg), key, previous_keys)
+    return _open_ledger(cfg, _open_store(cfg), key, previous_keys)
 
 
 class CertdServer:
@@ -205,12 +194,12 @@ class CertdServer:
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         self.key = ensure_key(cfg.key_path, cfg.key_name)
         previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
-        self.store = open_store(cfg)
+        self.store = _open_store(cfg)
         self.ledger = _open_ledger(cfg, self.store, self.key, previous_keys)
         self.checkers = Checkers(cfg)
         learned = None
         if cfg.learned_kappa.task_sets:  # the learned κ loads numpy/sympy only when chosen
-            from certd.authority.learned import LearnedLabeller
+            from certd.authority.labeller import LearnedLabeller
 
             learned = LearnedLabeller.from_config(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)
@@ -277,7 +266,7 @@ class CertdServer:
             server,
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.checkers, self.authority, self.acceptances, quota),
+            AuthorityServicer(cfg, self.authority, self.acceptances, quota),
             server,
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)
@@ -307,7 +296,7 @@ class CertdServer:
         chain.append(AdmissionInterceptor(self.admission))  # after auth: knows the principal
         if self.store.shared:
             from certd.service.cluster import ClusterInterceptor
-            from certd.service.replay import ReplayCheck
+            from certd.service.replycheck import ReplayCheck
 
             check = ReplayCheck(self.store)
             chain.append(ClusterInterceptor.from_config(self.cfg.cluster, check_reply=check))

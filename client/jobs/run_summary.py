@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from certd.payloads import task_digest
 
@@ -18,8 +18,17 @@ from ..coverage_metrics import ec_at_k_counts, ec_of_rows, solution_coverage_of_
 from ..signed_counts import SignedCounts
 from ..tasks import as_task
 
-if TYPE_CHECKING:
-    from .run import RunOptions
+
+class RunOptions(Protocol):
+    """What a summary reads of the run's options (``forkgate.jobs.run.RunOptions``)."""
+
+    k: int
+    m: int
+    budget: int
+    temperature: float
+    prefix_template: str
+    sampler_name: str
+
 
 __all__ = ["Measured", "report_data", "screen", "signed_rows", "summary"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from certd.atomicfile import write_atomic
-from certd.support import Interval, SupportChange, SupportFigures
+from certd.effective_support import Interval, SupportChange, SupportFigures
 from certd.v1 import authority_pb2
 
 from ..support import SupportRow

@@ -16,8 +16,9 @@ import torch
 from certd.domains import countdown as cd
 from forkgate import CertdClient
 from forkgate.advantages import StratifiedAdvantages
+from forkgate.certified import CertifiedDataset
 from forkgate.forktree import ForkTreeBuilder
-from forkgate.ratchet import CertifiedDataset, Ratchet
+from forkgate.ratchet import Ratchet
 from forkgate.samplers import CallableSampler
 
 TASKS = [

@@ -25,15 +25,14 @@ from certd.authority.feasibility import Authority
 from certd.authority.kappa_models import (
     FitRow,
     checked_from_object,
-    model_key,
-    parse_model_entry,
     record_models,
 )
-from certd.authority.learned import LearnedLabeller
+from certd.authority.labeller import LearnedLabeller
 from certd.config import CertdConfig
 from certd.errors import InvalidInputError
 from certd.ledger.audit import audit_store
 from certd.ledger.log import Ledger
+from certd.ledger.modelkeys import model_key, parse_model_entry
 from certd.ledger.sqlite import SQLiteStore
 from certd.opening import PREDICATE_KAPPA_MODEL, open_statement
 from certd.service.convert import checked_task

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from server_helpers import LAZY_MATH
 
+from certd import tlog
 from certd.config import CertdConfig
-from certd.ledger import merkle
-from certd.ledger.checkpoint import open_checkpoint
 from certd.service.server import CertdServer
 from certd.signing.keys import VerifierKey
+from certd.tlog import open_checkpoint
 from forkgate import CertdClient, InvalidRequestError, NotFoundError
 from forkgate.puzzles import countdown_puzzles
 
@@ -34,17 +34,15 @@ def test_entries_and_proofs_verify(address: str, vkey: str) -> None:
         assert cp2.size > cp1.size
         entries = c.entries(0, cp2.size)
         assert len(entries) == cp2.size
-        assert merkle.root_from_leaf_hashes([merkle.leaf_hash(e) for e in entries]) == cp2.root_hash
+        assert tlog.root_from_leaf_hashes([tlog.leaf_hash(e) for e in entries]) == cp2.root_hash
         for i in range(cp2.size):
             proof = c.inclusion_proof(i)
             assert proof.tree_size == cp2.size
-            merkle.verify_inclusion(
-                merkle.leaf_hash(entries[i]), i, cp2.size, list(proof.hashes), cp2.root_hash
+            tlog.verify_inclusion(
+                tlog.leaf_hash(entries[i]), i, cp2.size, list(proof.hashes), cp2.root_hash
             )
         cons = c.consistency_proof(cp1.size, cp2.size)
-        merkle.verify_consistency(
-            cp1.size, cp2.size, list(cons.hashes), cp1.root_hash, cp2.root_hash
-        )
+        tlog.verify_consistency(cp1.size, cp2.size, list(cons.hashes), cp1.root_hash, cp2.root_hash)
         with pytest.raises(InvalidRequestError):
             c.consistency_proof(cp2.size, cp1.size)
         with pytest.raises(NotFoundError):
@@ -74,7 +72,7 @@ def test_restart_keeps_the_log_and_stays_consistent(tmp_path: Path) -> None:
             _certify_some(c, 4, seed=6)
             after = open_checkpoint(c.checkpoint().note, [vkey])
             cons = c.consistency_proof(before.size, after.size)
-        merkle.verify_consistency(
+        tlog.verify_consistency(
             before.size, after.size, list(cons.hashes), before.root_hash, after.root_hash
         )
     finally:

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from certd.authority.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native, model_dir
 from certd.domains.math.first_step import MOVES, nearest_move
+from certd.kappa.embedder import SCREEN_MARGIN, StepEmbedder, bf16_native, model_dir
 
 
 @pytest.fixture(scope="module")

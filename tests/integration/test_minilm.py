@@ -12,10 +12,10 @@ import sys
 import numpy as np
 import pytest
 
-from certd.authority.embedder import BATCH, StepEmbedder, model_dir
-from certd.authority.minilm import MiniLM
 from certd.domains.math.first_step import MAX_SEQ_TOKENS, MOVES, first_step_text
+from certd.kappa.embedder import BATCH, StepEmbedder, model_dir
 from certd.kappa.math_corpus import math_corpus
+from certd.kappa.minilm import MiniLM
 
 st = pytest.importorskip(
     "sentence_transformers", reason="the reference encoder (forkgate[dev]) is not installed"
@@ -49,8 +49,8 @@ def both() -> tuple[MiniLM, object]:
 def test_the_reference_is_not_what_certd_imports() -> None:
     StepEmbedder.load(screen="off")
     # The test module imported sentence-transformers itself; certd's code never does.
-    import certd.authority.embedder as embedder
-    import certd.authority.minilm as minilm
+    import certd.kappa.embedder as embedder
+    import certd.kappa.minilm as minilm
 
     for module in (embedder, minilm):
         assert "sentence_transformers" not in module.__dict__

@@ -10,13 +10,12 @@ import pytest
 from pg_helpers import PgServer, remove_root
 
 from certd.errors import ConfigError, StoreError
-from certd.ledger.checkpoint import Checkpoint, sign_checkpoint
 from certd.ledger.log import Ledger
-from certd.ledger.merkle import leaf_hash, root_from_leaf_hashes
 from certd.ledger.postgres_store import PostgresStore
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import KEY_SEPARATOR, AppendConflictError, DuplicateKeyError
 from certd.signing.keys import SigningKey
+from certd.tlog import Checkpoint, leaf_hash, root_from_leaf_hashes, sign_checkpoint
 
 pytest.importorskip("psycopg")
 

@@ -17,7 +17,8 @@ from server_helpers import LAZY_MATH
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
 from forkgate import CertdClient
-from forkgate.ratchet import CertifiedDataset, Ratchet, Reason
+from forkgate.certified import CertifiedDataset
+from forkgate.ratchet import Ratchet, Reason
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 OTHER = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 93}

@@ -18,8 +18,9 @@ from test_ratchet import KAPPA, OTHER, TASK, ratchet_for, reasons
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
 from forkgate import CertdClient
+from forkgate.certified import CertifiedDataset
 from forkgate.groups import group_records
-from forkgate.ratchet import CertifiedDataset, Ratchet, Reason
+from forkgate.ratchet import Ratchet, Reason
 
 RESPONSES = [
     "<answer>(25-5)*4+3</answer>",  # 25,- correct

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from certd.authority.learned import _correct
+from certd.authority.labeller import _correct
 from certd.domains.verdict import Status
 from certd.errors import CertificationRefusedError
 

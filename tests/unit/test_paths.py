@@ -57,9 +57,9 @@ PATHS: dict[str, list[list[str]]] = {
     ],
     "accept": [
         [
-            "certd.service.acceptance",  # the servicer: samples in, the proven decision out
-            "certd.authority.acceptance",  # verify the samples, decide, sign, log, prove
-            "certd.ledger.acceptances",  # the decision keys; the decisions read back
+            "certd.service.acceptance_rpcs",  # the servicer: samples in, the proven decision out
+            "certd.authority.acceptances",  # verify the samples, decide, sign, log, prove
+            "certd.ledger.acceptancekeys",  # the decision keys; the decisions read back
             "certd.ledger.log",
             "certd.ledger.groupcommit",
             "certd.ledger.checkpointer",
@@ -72,7 +72,7 @@ PATHS: dict[str, list[list[str]]] = {
             "certd.ledger.audit",  # entry points: load the state, feed the entries
             "certd.ledger.auditor",  # the engine: rebuild the tree, open every entry
             "certd.ledger.auditstate",  # the report, the trusted state written atomically
-            "certd.ledger.merkle",  # compact ranges, consistency proofs
+            "certd.tlog",  # compact ranges, consistency proofs
         ],
         [
             "certd.ledger.auditor",
@@ -90,7 +90,7 @@ PATHS: dict[str, list[list[str]]] = {
         [
             "forkgate.ratchet",
             "forkgate.ratchet_state",  # the trusted checkpoint, consistency
-            "certd.ledger.merkle",
+            "certd.tlog",
         ],
     ],
 }
@@ -125,8 +125,10 @@ def _imports(module: str) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            subs = {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            if len(subs) < len(node.names):  # a name defined in ``base`` itself
+                found.add(base)
+            found |= subs
     return {m for m in found if m.split(".")[0] in ("certd", "forkgate") and _is_module(m)}
 
 
@@ -200,7 +202,7 @@ def test_the_ledger_key_is_the_ledgers_business() -> None:
         text = _path_of(module).read_text(encoding="utf-8")
         assert "KEY_SEPARATOR" not in text and "certd.ledger.store" not in _imports(module)
         assert "feasibility/" not in text and "canonical_key" not in text
-    for module in ("certd.authority.acceptance", "certd.service.acceptance"):
+    for module in ("certd.authority.acceptances", "certd.service.acceptance_rpcs"):
         text = _path_of(module).read_text(encoding="utf-8")
         assert "acceptance/{" not in text and "acceptance-refusal/{" not in text, module
         assert ".keyed(" not in text, module  # reading the decisions back is the ledger's too
@@ -212,7 +214,7 @@ def test_the_servicer_reads_through_the_authority() -> None:
     text = _path_of("certd.service.authority").read_text(encoding="utf-8")
     for reach_in in (".index", "catch_up", "label_items", "index_of", "CertificateIndex"):
         assert reach_in not in text, reach_in
-    assert "certd.authority.index" not in _imports("certd.service.authority")
+    assert "certd.ledger.certindex" not in _imports("certd.service.authority")
 
 
 def test_the_verifier_reads_no_ledger() -> None:
@@ -234,7 +236,7 @@ def _names(module: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("module", ["certd.service.authority", "certd.service.acceptance"])
+@pytest.mark.parametrize("module", ["certd.service.authority", "certd.service.acceptance_rpcs"])
 def test_the_authority_servicers_read_no_ledger(module: str) -> None:
     """Certificates, fork trees and acceptance decisions come back from the authority with
     their inclusion proofs (``Proven``); the servicers encode them and hold no ``Ledger``."""

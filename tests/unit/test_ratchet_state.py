@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from certd import tlog
 from certd.atomicfile import write_atomic
-from certd.ledger import merkle
-from certd.ledger.checkpoint import Checkpoint
+from certd.tlog import Checkpoint
 from forkgate.errors import VerificationError
 from forkgate.ratchet_state import (
     MissingProof,
@@ -21,19 +21,19 @@ from forkgate.ratchet_state import (
 )
 
 ORIGIN = "certd.example/log"
-LEAVES = [merkle.leaf_hash(b"entry %d" % i) for i in range(12)]
+LEAVES = [tlog.leaf_hash(b"entry %d" % i) for i in range(12)]
 
 
 def cp(size: int, leaves: list[bytes] = LEAVES) -> Checkpoint:
-    return Checkpoint(ORIGIN, size, merkle.root_from_leaf_hashes(leaves[:size]))
+    return Checkpoint(ORIGIN, size, tlog.root_from_leaf_hashes(leaves[:size]))
 
 
 def proof(a: int, b: int) -> list[bytes]:
-    return merkle.consistency_proof(a, b, lambda level, i: _node(level, i))
+    return tlog.consistency_proof(a, b, lambda level, i: _node(level, i))
 
 
 def _node(level: int, index: int) -> bytes:
-    return merkle.root_from_leaf_hashes(LEAVES[index << level : (index + 1) << level])
+    return tlog.root_from_leaf_hashes(LEAVES[index << level : (index + 1) << level])
 
 
 def trusted(c: Checkpoint) -> TrustedCheckpoint:
@@ -59,7 +59,7 @@ def test_missing_proofs_name_the_pair_and_direction() -> None:
 
 
 def test_forks_and_bad_proofs_are_told_apart() -> None:
-    forked = [merkle.leaf_hash(b"other %d" % i) for i in range(12)]
+    forked = [tlog.leaf_hash(b"other %d" % i) for i in range(12)]
     with pytest.raises(PlanRefused) as fork:  # same size, another root
         plan(trusted(cp(9)), {}, [cp(9, forked)], {})
     assert fork.value.inconsistent

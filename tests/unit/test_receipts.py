@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from certd.ledger import merkle
+from certd import tlog
 from certd.statements import batch_tree
 
 
@@ -14,11 +14,11 @@ from certd.statements import batch_tree
 def test_batch_tree_matches_the_reference(n: int) -> None:
     digests = [hashlib.sha256(str(i).encode()).digest() for i in range(n)]
     root, paths = batch_tree(digests)
-    leaves = [merkle.leaf_hash(d) for d in digests]
-    assert root == merkle.root_from_leaf_hashes(leaves)
+    leaves = [tlog.leaf_hash(d) for d in digests]
+    assert root == tlog.root_from_leaf_hashes(leaves)
     for i, path in enumerate(paths):
-        assert path == merkle.reference_inclusion_proof(leaves, i)
-        merkle.verify_inclusion(leaves[i], i, n, path, root)
+        assert path == tlog.reference_inclusion_proof(leaves, i)
+        tlog.verify_inclusion(leaves[i], i, n, path, root)
 
 
 def test_empty_batch_is_refused() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from certd.ledger.sqlite import SQLiteStore
-from certd.service.replay import ReplayCheck, ReplayRefusedError
+from certd.service.replycheck import ReplayCheck, ReplayRefusedError
 from certd.v1 import authority_pb2, ledger_pb2, verifier_pb2
 
 CERTIFY_BATCH = "/certd.v1.Authority/CertifyBatch"

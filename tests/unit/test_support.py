@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from certd.support import (
+from certd.effective_support import (
     Interval,
     PromptOutcome,
     jensen_shannon,

@@ -22,20 +22,6 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 from certd.errors import ProofError, SigningError
-from certd.ledger.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-from certd.ledger.merkle import (
-    EMPTY_ROOT,
-    CompactRange,
-    consistency_proof,
-    inclusion_proof,
-    leaf_hash,
-    reference_consistency_proof,
-    reference_inclusion_proof,
-    root_from_leaf_hashes,
-    tree_root,
-    verify_consistency,
-    verify_inclusion,
-)
 from certd.signing.dsse import Envelope, pae
 from certd.signing.keys import SIG_TYPE_COSIGNATURE_V1, SigningKey, VerifierKey, compute_key_id
 from certd.signing.note import (
@@ -45,6 +31,22 @@ from certd.signing.note import (
     open_note,
     sign_note,
     signature_line,
+)
+from certd.tlog import (
+    EMPTY_ROOT,
+    Checkpoint,
+    CompactRange,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    open_checkpoint,
+    reference_consistency_proof,
+    reference_inclusion_proof,
+    root_from_leaf_hashes,
+    sign_checkpoint,
+    tree_root,
+    verify_consistency,
+    verify_inclusion,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ theorem, formula, …) is kept. The first remaining sentence that writes math (a
 response with none (a bare answer) has no first step: its label is ``none``.
 
 **Clusters.** The step is embedded with the packaged all-MiniLM-L6-v2 model
-(``certd.authority.embedder``) and assigned to the nearest of ``MOVES``, a fixed, ordered list
+(``certd.kappa.embedder``) and assigned to the nearest of ``MOVES``, a fixed, ordered list
 of 32 solution moves (the theorem used, the decomposition chosen, the substitution made), each
 given by a few exemplar sentences: the move whose closest exemplar has the highest cosine
 similarity wins; ties go to the earlier move. The assignment is a pure function of the

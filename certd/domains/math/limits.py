@@ -25,7 +25,6 @@ class MathLimits:
         max_tree_nodes: more nodes in the parsed (unevaluated) tree is UNPARSED.
         max_integer_digits: a longer integer literal is UNPARSED.
         max_power_digits: a power whose value would have more digits is UNPARSED.
-        max_answers: more comma-separated answers is UNPARSED.
     """
 
     max_response_chars: int = 1_048_576
@@ -36,4 +35,3 @@ class MathLimits:
     max_tree_nodes: int = 2_000
     max_integer_digits: int = 2_000
     max_power_digits: int = 10_000
-    max_answers: int = 32

@@ -17,8 +17,8 @@ ratchet, replay pools), ``evaluate`` (sampled and exact metrics, the interventio
 
 from __future__ import annotations
 
-from .arms import ARMS, KEY_ARMS, ArmSpec, parse_arm
-from .options import ExperimentOptions
+from .arms import ARMS, ArmSpec, parse_arm
+from .options import KEY_ARMS, ExperimentOptions
 from .protocol import run_experiment
 
 __all__ = [

@@ -24,12 +24,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from .options import ExperimentOptions  # options imports KEY_ARMS from here
+    from .options import ExperimentOptions
 
 __all__ = [
     "ARMS",
     "ArmSpec",
-    "KEY_ARMS",
     "cov_knobs",
     "parse_arm",
 ]
@@ -100,7 +99,6 @@ _BASE: dict[str, ArmSpec] = {
     )
 }
 ARMS = tuple(_BASE)
-KEY_ARMS = ("grpo", "grpo-unscored", "grpo+replay", "strat-v2")
 
 
 def _number(spec: str, text: str, what: str) -> float:

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arms import KEY_ARMS
+__all__ = ["ExperimentOptions", "KEY_ARMS"]
 
-__all__ = ["ExperimentOptions"]
+KEY_ARMS = ("grpo", "grpo-unscored", "grpo+replay", "strat-v2")
+"""The arms a default experiment runs (specs of ``forkgate.jobs.experiment.arms``)."""
 
 
 @dataclass

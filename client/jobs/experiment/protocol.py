@@ -16,11 +16,11 @@ from ...client import CertdClient
 from ...local import LocalCertd
 from ...puzzles import small_countdown_puzzles
 from . import seeds
+from .arm_run import Context, run_one, run_start
 from .arms import cov_knobs, parse_arm
 from .evaluate import feasible_families
 from .frontier import multi_family
 from .options import ExperimentOptions
-from .train import Context, run_one, run_start
 
 __all__ = ["EC_K", "LEGACY", "config_key", "done_runs", "run_experiment"]
 

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from certd.authority.acceptance import Acceptances, TaskSetSpec
+from certd.authority.acceptances import Acceptances, TaskSetSpec
 from certd.authority.checker import Checkers
 from certd.config import AcceptanceConfig, CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
-from certd.ledger.acceptances import (
+from certd.ledger.acceptancekeys import (
     ACCEPTANCE_PREFIX,
     acceptance_key,
     decision_entries,
     refusal_key,
 )
 from certd.ledger.log import Ledger
-from certd.ledger.merkle import leaf_hash, verify_inclusion
 from certd.ledger.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.keys import SigningKey
+from certd.tlog import leaf_hash, verify_inclusion
 from certd.v1 import tasks_pb2
 from forkgate.puzzles import countdown_puzzles
 

@@ -16,11 +16,11 @@ from certd.authority.feasibility import RECORD_CHUNK, Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
-from certd.ledger.merkle import leaf_hash, verify_inclusion
 from certd.ledger.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.dsse import Envelope
 from certd.signing.keys import SigningKey
+from certd.tlog import leaf_hash, verify_inclusion
 from forkgate._base import certify_request
 from forkgate.puzzles import countdown_puzzles
 

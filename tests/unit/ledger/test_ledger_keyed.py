@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from certd.authority.index import CertificateIndex
+from certd.ledger.certindex import CertificateIndex
 from certd.ledger.log import Ledger
 from certd.ledger.redis_store import RedisStore
 from certd.ledger.sqlite import SQLiteStore

@@ -17,17 +17,17 @@ from certd.errors import (
     NotFoundError,
     SigningError,
 )
-from certd.ledger.checkpoint import open_checkpoint
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.merkle import (
-    EMPTY_ROOT,
-    leaf_hash,
-    verify_consistency,
-    verify_inclusion,
-)
 from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import DuplicateKeyError
 from certd.signing.keys import SigningKey
+from certd.tlog import (
+    EMPTY_ROOT,
+    leaf_hash,
+    open_checkpoint,
+    verify_consistency,
+    verify_inclusion,
+)
 
 ORIGIN = "certd.example/log"
 KEY = SigningKey(ORIGIN, bytes(range(32)))

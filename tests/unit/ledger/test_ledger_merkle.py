@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from certd.errors import ProofError
-from certd.ledger.merkle import (
+from certd.tlog import (
     EMPTY_ROOT,
     CompactRange,
     consistency_proof,

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["certd.ledger.checkpointer", "certd.ledger.proofs"]
+MODULES = ["certd.ledger.checkpointer", "certd.ledger.proofs", "certd.ledger.stores"]
 
 
 @pytest.mark.parametrize("name", MODULES)

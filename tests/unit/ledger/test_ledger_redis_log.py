@@ -11,13 +11,13 @@ import pytest
 from certd.errors import ConsistencyError
 from certd.ledger.audit import audit_store
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
 from certd.ledger.redis_store import RedisStore
 from certd.ledger.store import DuplicateKeyError
 from certd.signing.dsse import KeyRing, sign_envelope
 from certd.signing.intoto import make_statement
 from certd.signing.keys import SigningKey
 from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
+from certd.tlog import leaf_hash, verify_consistency, verify_inclusion
 
 pytest.importorskip("redis")
 

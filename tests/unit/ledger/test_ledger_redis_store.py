@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConfigError, NotFoundError, StoreDamageError, StoreError
-from certd.ledger.merkle import (
+from certd.ledger.redis_store import RedisStore
+from certd.ledger.store import AppendConflictError, DuplicateKeyError
+from certd.tlog import (
     inclusion_proof,
     leaf_hash,
     root_from_leaf_hashes,
     verify_inclusion,
 )
-from certd.ledger.redis_store import RedisStore
-from certd.ledger.store import AppendConflictError, DuplicateKeyError
 
 redis = pytest.importorskip("redis")
 

@@ -17,14 +17,14 @@ from certd.errors import (
     StoreDamageError,
     StoreError,
 )
-from certd.ledger.merkle import (
+from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store import DuplicateKeyError, StoreLimits
+from certd.tlog import (
     inclusion_proof,
     leaf_hash,
     root_from_leaf_hashes,
     verify_inclusion,
 )
-from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.store import DuplicateKeyError, StoreLimits
 
 
 def entries(n: int, start: int = 0) -> list[tuple[str | None, bytes]]:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConsistencyError, LedgerError, SigningError
-from certd.ledger.checkpoint import open_checkpoint_note
+from certd.ledger.cosigner import Witness
 from certd.ledger.log import Ledger
 from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.witness import Witness
 from certd.signing.keys import SIG_TYPE_COSIGNATURE_V1, SigningKey
 from certd.signing.note import cosignature_message
+from certd.tlog import open_checkpoint_note
 
 ORIGIN = "certd.example/log"
 LOG_KEY = SigningKey(ORIGIN, bytes(range(32)))

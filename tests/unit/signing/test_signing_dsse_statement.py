@@ -207,8 +207,8 @@ def test_verify_statement_envelope() -> None:
 
 def test_pure_parts_import_light() -> None:
     code = (
-        "import sys, certd.signing, certd.ledger, certd.ledger.merkle, "
-        "certd.ledger.checkpoint\n"
+        "import sys, certd.signing, certd.ledger, certd.tlog.merkle, "
+        "certd.tlog.checkpoint\n"
         "bad = [m for m in sys.modules if m in ('sqlite3', 'pydantic', 'grpc') or "
         "m.startswith(('certd.ledger.store', 'certd.ledger.sqlite', 'certd.ledger.log', "
         "'certd.ledger.audit'))]\n"

@@ -2,8 +2,8 @@
 
 Example:
     >>> from certd.signing.keys import SigningKey
-    >>> from certd.ledger.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
-    >>> from certd.ledger.merkle import EMPTY_ROOT
+    >>> from certd.tlog.checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
+    >>> from certd.tlog.merkle import EMPTY_ROOT
     >>> key = SigningKey.generate("certd.example/log")
     >>> signed = sign_checkpoint(Checkpoint("certd.example/log", 0, EMPTY_ROOT), key)
     >>> open_checkpoint(signed, [key.verifier()], origin="certd.example/log").size
@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from certd.errors import LedgerError, SigningError
-from certd.ledger.merkle import HASH_SIZE
 from certd.signing.keys import SIG_TYPE_ED25519, SigningKey, VerifierKey
 from certd.signing.note import SignedNote, open_note, sign_note
+from certd.tlog.merkle import HASH_SIZE
 
 __all__ = [
     "Checkpoint",

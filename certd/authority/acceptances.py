@@ -10,20 +10,20 @@ Example (see tests/integration/test_acceptance_service.py for a running server):
     decision.accepted, decision.reason  # and, on the Proven, .checkpoint and .proof
 
 certd draws the evaluation prompts itself (a seed from the OS's CSPRNG, recorded in the
-certificate), verifies every sample through the domain checkers, computes the support figures
-of every registered task set (``certd.support``) and signs an acceptance certificate only when
-the target's pass@1 rose by more than its ``min_improvement`` and no other task set's best@k or
-pass@1 fell by more than its tolerance from the run's previous accepted certificate, nor from
-the run's first (baseline) certificate, so small falls cannot add up unseen. The point
-estimate decides; each drop carries its bootstrap interval, and with ``refuse_within_noise``
-off a fall whose interval still contains 0 passes as sampling noise. The first
-certificate of a run is its baseline (nothing to compare). Certificates chain: each names its
-predecessor's certificate id, and the ledger key ``acceptance/<run>/<sequence>`` makes a second
-certificate for the same place in the chain impossible. A refusal names every capability that
-fell, by how much, with the bootstrap interval of the change; it is signed and logged too
-(predicate type ``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``),
-so the ledger holds every decision, but a refusal record never verifies as a certificate. The
-keys are the ledger's (``certd.ledger.acceptances`` builds them and reads the decisions back).
+certificate), verifies every sample through the domain checkers, computes the support figures of
+every registered task set (``certd.effective_support``) and signs an acceptance certificate only
+when the target's pass@1 rose by more than its ``min_improvement`` and no other task set's
+best@k or pass@1 fell by more than its tolerance from the run's previous accepted certificate,
+nor from the run's first (baseline) certificate, so small falls cannot add up unseen. The point
+estimate decides; each drop carries its bootstrap interval, and with ``refuse_within_noise`` off
+a fall whose interval still contains 0 passes as sampling noise. The first certificate of a run
+is its baseline (nothing to compare). Certificates chain: each names its predecessor's
+certificate id, and the ledger key ``acceptance/<run>/<sequence>`` makes a second certificate
+for the same place in the chain impossible. A refusal names every capability that fell, by how
+much, with the bootstrap interval of the change; it is signed and logged too (predicate type
+``…/acceptance-refusal/v1``, key ``acceptance-refusal/<run>/<evaluation>``), so the ledger holds
+every decision, but a refusal record never verifies as a certificate. The keys are the ledger's
+(``certd.ledger.acceptancekeys`` builds them and reads the decisions back).
 
 The rules (which falls count) are ``certd.authority.regressions``; what a decision is, the
 checks of the samples and the predicates it is signed as, ``certd.authority.acceptance_records``.
@@ -60,17 +60,17 @@ from certd.authority.regressions import compare, find_drops
 from certd.authority.results import CheckedTask, Proven, proven
 from certd.config import AcceptanceConfig
 from certd.domains.verdict import Status, Verdict
+from certd.effective_support import (
+    PromptOutcome,
+    support_figures,
+)
 from certd.errors import InvalidInputError, LimitExceededError, NotFoundError
-from certd.ledger.acceptances import acceptance_key, decision_entries, refusal_key
+from certd.ledger.acceptancekeys import acceptance_key, decision_entries, refusal_key
 from certd.ledger.log import Ledger
 from certd.payloads import sha256_hex
 from certd.signing.dsse import sign_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, canonical_json, make_statement
 from certd.signing.keys import SigningKey
-from certd.support import (
-    PromptOutcome,
-    support_figures,
-)
 
 __all__ = [
     "AcceptanceDecision",

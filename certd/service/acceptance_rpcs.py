@@ -1,5 +1,5 @@
 """The acceptance RPCs of the Authority service: RegisterTaskSet, BeginAcceptance, Accept,
-ListAcceptances (the decisions are ``certd.authority.acceptance``, which returns each with its
+ListAcceptances (the decisions are ``certd.authority.acceptances``, which returns each with its
 inclusion proof: the servicer reads no ledger).
 
 Example::
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from certd.authority.acceptance import (
+from certd.authority.acceptances import (
     AcceptanceDecision,
     Acceptances,
     Capability,
@@ -23,10 +23,10 @@ from certd.authority.acceptance import (
 )
 from certd.authority.results import CheckedTask, Proven
 from certd.config import CertdConfig, TaskSetConfig
+from certd.effective_support import Interval
 from certd.errors import ConfigError, InvalidInputError, LimitExceededError
 from certd.service.convert import checked_task, proof_to_pb
 from certd.service.paging import make_token, page_size, read_token
-from certd.support import Interval
 from certd.task_object import parse_task_object
 from certd.v1 import authority_pb2
 

@@ -2,8 +2,8 @@
 
 Example:
     >>> import pathlib, tempfile
-    >>> from certd.ledger.checkpoint import Checkpoint, sign_checkpoint
-    >>> from certd.ledger.merkle import EMPTY_ROOT
+    >>> from certd.tlog import Checkpoint, sign_checkpoint
+    >>> from certd.tlog import EMPTY_ROOT
     >>> from certd.signing.keys import SigningKey
     >>> log_key = SigningKey.generate("log.example/log")
     >>> w = Witness(SigningKey.generate("witness.example/w1"), [log_key.verifier()],
@@ -33,12 +33,11 @@ from pathlib import Path
 
 from certd.atomicfile import write_atomic
 from certd.errors import ConsistencyError, LedgerError, ProofError
-from certd.ledger.checkpoint import Checkpoint
-from certd.ledger.merkle import verify_consistency
 from certd.opening import open_log_checkpoint
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, VerifierKey
 from certd.signing.note import add_signature_lines, cosign
+from certd.tlog import Checkpoint, verify_consistency
 
 __all__ = ["Witness", "WitnessState"]
 
