@@ -10,13 +10,10 @@ from __future__ import annotations
 import grpc
 
 from certd.authority.acceptance import Acceptances
-from certd.authority.checker import Checkers
 from certd.authority.feasibility import (
     Authority,
     CertifyOutcome,
     CertifyRequest,
-    CheckedTask,
-    refuse,
 )
 from certd.authority.jobs import running
 from certd.authority.quota import LedgerQuota
@@ -25,9 +22,10 @@ from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.acceptance import AcceptanceMethods
 from certd.service.access import client_of
-from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.service.convert import certificate_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
 from certd.service.paging import make_token, page_size, read_token
+from certd.service.tasks import TaskCache
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]
@@ -39,25 +37,19 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def __init__(
         self,
         cfg: CertdConfig,
-        checkers: Checkers,
         authority: Authority,
         acceptances: Acceptances,
         quota: LedgerQuota | None = None,
+        tasks: TaskCache | None = None,
     ) -> None:
         self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._cfg = cfg
-        self._checkers = checkers
+        self._tasks = tasks or TaskCache(cfg)
         self._authority = authority
         self._acceptances = acceptances
 
-    def _request(
-        self,
-        request: authority_pb2.CertifyRequest,
-        field: str,
-        tasks: dict[bytes, CheckedTask],
-    ) -> CertifyRequest:
-        """Validate one Certify request (``tasks``: the batch's tasks checked so far, by their
-        wire bytes; a batch certifies many labels of one task)."""
+    def _request(self, request: authority_pb2.CertifyRequest, field: str) -> CertifyRequest:
+        """Validate one Certify request (its κ as asked: the authority resolves an empty one)."""
         if not request.label.value:
             raise InvalidInputError(
                 f"{field}.label.value: expected a label, got none", field=f"{field}.label.value"
@@ -66,13 +58,9 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise InvalidInputError(
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
-        wire = request.task.SerializeToString(deterministic=True)
-        task = tasks.get(wire)
-        if task is None:  # the same bytes are the same task: checked once per batch
-            task = tasks[wire] = checked_task(request.task, self._cfg, f"{field}.task")
         return CertifyRequest(
-            task=task,
-            kappa=self._authority.kappa_for(task, request.label.kappa),
+            task=self._tasks.get(request.task, f"{field}.task"),
+            kappa=request.label.kappa,
             label=request.label.value,
             witness=request.witness,
             fields=dict(request.label.fields),
@@ -86,13 +74,12 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def Certify(
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
-        r = self._request(request, "request", {})
+        r = self._request(request, "request")
         principal = client_of(context)
         self._quota.admit(principal)
         with running(rpc_job(context)):  # the witness check stops if the RPC does
-            outcome = self._authority.certify(r.task, r.kappa, r.label, r.witness, r.fields)
+            outcome = self._authority.certify_one(r)  # a refusal raises: nothing to charge
         self._charge(principal, [outcome])
-        refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
         )
@@ -105,10 +92,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise LimitExceededError(
                 f"items: at most {limit} per batch, got {len(request.items)}", field="items"
             )
-        tasks: dict[bytes, CheckedTask] = {}
-        requests = [
-            self._request(item, f"items[{i}]", tasks) for i, item in enumerate(request.items)
-        ]
+        requests = [self._request(item, f"items[{i}]") for i, item in enumerate(request.items)]
         principal = client_of(context)
         self._quota.admit(principal)
         with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
@@ -151,7 +135,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def GetForkTree(
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
-        task = checked_task(request.task, self._cfg, "task")
+        task = self._tasks.get(request.task, "task")
         kappa = self._authority.kappa_for(task, request.kappa)
         size = page_size(request.page_size, self._cfg.limits)
         query = f"forktree\n{task.digest}\n{kappa}"
@@ -168,7 +152,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def EnumerateFamilies(
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
     ) -> authority_pb2.EnumerateFamiliesResponse:
-        task = checked_task(request.task, self._cfg, "task")
+        task = self._tasks.get(request.task, "task")
         found = self._authority.enumerate(task)
         return authority_pb2.EnumerateFamiliesResponse(
             kappa=found.kappa,
