@@ -403,14 +403,16 @@ class Authority:
 
         Args:
             task: the task.
-            kappa: the κ (``kappa_for`` resolves an empty one).
+            kappa: the κ (an empty one: ``kappa_for``'s; the page says which).
             after: the last label of the previous page, or None.
             limit: the page size, or None for every label.
 
         Raises:
             StoreError: the store failed.
             InvalidInputError: a math task without a question.
+            UnsupportedError: the task's domain is not served here.
         """
+        kappa = self.kappa_for(task, kappa)
         task.require_identity("a fork tree")
         more = None if limit is None else limit + 1
         found = self._certificates.labels(task.digest, kappa, after=after, limit=more)

@@ -24,7 +24,7 @@ from certd.service.acceptance import AcceptanceMethods
 from certd.service.access import client_of
 from certd.service.convert import certificate_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
-from certd.service.paging import make_token, page_size, read_token
+from certd.service.paging import check_token, make_token, open_token, page_size
 from certd.service.tasks import TaskCache
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
@@ -136,11 +136,12 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
         task = self._tasks.get(request.task, "task")
-        kappa = self._authority.kappa_for(task, request.kappa)
         size = page_size(request.page_size, self._cfg.limits)
-        query = f"forktree\n{task.digest}\n{kappa}"
-        after = read_token(request.page_token, query)
-        page = self._authority.fork_tree(task, kappa, after=after, limit=size)
+        token = open_token(request.page_token)
+        after = token.after if token is not None else None
+        page = self._authority.fork_tree(task, request.kappa, after=after, limit=size)
+        query = f"forktree\n{task.digest}\n{page.kappa}"  # the κ the authority resolved
+        check_token(token, query)
         more = page.next_after is not None
         return authority_pb2.ForkTree(
             task_digest=page.task_digest,

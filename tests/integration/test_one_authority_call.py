@@ -103,6 +103,7 @@ def test_each_rpc_enters_the_authority_once(counted: tuple[str, _Entries]) -> No
             (TASK, "25,-", "(25-5)*4+3"),  # existing
             (TASK, "3,+", "3+4*(25-5)"),  # a pseudo-fork of the first
             (TASK, "25,-", "25-5*4+3"),  # a wrong witness
+            (TASK, "4,*", "4*(25-3)-5"),  # a new family
         ]
         results = c.certify_batch(batch)
         assert entries.take() == ["certify_batch"]
@@ -110,3 +111,10 @@ def test_each_rpc_enters_the_authority_once(counted: tuple[str, _Entries]) -> No
         assert refused == ["PSEUDO_FORK", "WITNESS_NOT_CORRECT"]
         c.enumerate_families(TASK)
         assert entries.take() == ["enumerate"]
+        tree = c.get_fork_tree(TASK, page_size=1)  # κ resolved by the authority, and the
+        assert tree.kappa == "countdown.first-op.v1"  # second page's token checked against it
+        assert [x.label.value for x in tree.certificates] == ["25,-", "4,*"]
+        assert entries.take() == ["fork_tree", "fork_tree"]  # two pages: two RPCs
+        cert = tree.certificates[0]
+        c.get_certificate(certificate_id=cert.certificate_id)
+        assert entries.take() == ["certificate"]
