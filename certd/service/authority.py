@@ -1,8 +1,11 @@
 """The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies,
 and the acceptance RPCs (``certd.service.acceptance``).
 
-The servicer reads no ledger: every certificate comes back from the authority with its
-inclusion proof (``Proven``), and the servicer only encodes it.
+Each RPC validates, calls the authority once and encodes: Certify is ``Authority.certify_one``
+(κ resolved, a refusal raised inside), CertifyBatch one ``certify_batch``, GetForkTree one
+``fork_tree`` (its page token checked against the κ the page carries). Tasks convert through
+the ``TaskCache`` the Verifier service shares. The servicer reads no ledger: every certificate
+comes back from the authority with its inclusion proof (``Proven``), and it only encodes it.
 """
 
 from __future__ import annotations
