@@ -165,8 +165,26 @@ class Authority:
         request = CertifyRequest(task, kappa, label, witness, dict(fields or {}))
         return self._prove([self._wait(self._submit(request))])[0]
 
+    def certify_one(self, request: CertifyRequest) -> CertifyOutcome:
+        """One Certify RPC: the κ resolved (``kappa_for``: an empty one is the task set's or
+        the domain's), the certificate issued, a refusal raised.
+
+        Raises:
+            CertificationRefusedError: the request is refused (its reason and detail).
+            UnsupportedError: the task's domain is not served here.
+            LedgerError, InvalidInputError: as ``certify``.
+
+        Returns:
+            The certificate with its inclusion proof (``existing`` when certified before).
+        """
+        kappa = self.kappa_for(request.task, request.kappa)
+        r = request
+        outcome = self.certify(r.task, kappa, r.label, r.witness, r.fields)
+        refuse(outcome)
+        return outcome
+
     def certify_batch(self, requests: Sequence[CertifyRequest]) -> list[CertifyOutcome]:
-        """Certify each request, in order.
+        """Certify each request, in order (a request's empty κ resolved by ``kappa_for``).
 
         Decided certificates go to the ledger ``RECORD_CHUNK`` at a time (one group-commit
         request each), so the ledger commits while later items are checked; a request under
@@ -177,10 +195,12 @@ class Authority:
         Raises:
             LedgerError: a ledger write failed.
             InvalidInputError: a math task has no question (``CheckedTask.require_identity``).
+            UnsupportedError: a task's domain is not served here.
 
         Returns:
             One outcome per request (a certificate with its inclusion proof, or a refusal).
         """
+        requests = [self._resolved(r) for r in requests]
         for request in requests:
             request.task.require_identity("certify")
         submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
@@ -200,6 +220,11 @@ class Authority:
         self._record(drafts, submitted)
         assert all(s is not None for s in submitted)  # every draft was recorded
         return self._prove([self._wait(s) for s in submitted if s is not None])
+
+    def _resolved(self, request: CertifyRequest) -> CertifyRequest:
+        """The request with its κ resolved (``kappa_for``)."""
+        kappa = self.kappa_for(request.task, request.kappa)
+        return request if kappa == request.kappa else replace(request, kappa=kappa)
 
     def _record(
         self,
@@ -378,14 +403,16 @@ class Authority:
 
         Args:
             task: the task.
-            kappa: the κ (``kappa_for`` resolves an empty one).
+            kappa: the κ (an empty one: ``kappa_for``'s; the page says which).
             after: the last label of the previous page, or None.
             limit: the page size, or None for every label.
 
         Raises:
             StoreError: the store failed.
             InvalidInputError: a math task without a question.
+            UnsupportedError: the task's domain is not served here.
         """
+        kappa = self.kappa_for(task, kappa)
         task.require_identity("a fork tree")
         more = None if limit is None else limit + 1
         found = self._certificates.labels(task.digest, kappa, after=after, limit=more)

@@ -1,8 +1,11 @@
 """The Authority service: Certify, CertifyBatch, GetCertificate, GetForkTree, EnumerateFamilies,
 and the acceptance RPCs (``certd.service.acceptance_rpcs``).
 
-The servicer reads no ledger: every certificate comes back from the authority with its
-inclusion proof (``Proven``), and the servicer only encodes it.
+Each RPC validates, calls the authority once and encodes: Certify is ``Authority.certify_one``
+(κ resolved, a refusal raised inside), CertifyBatch one ``certify_batch``, GetForkTree one
+``fork_tree`` (its page token checked against the κ the page carries). Tasks convert through
+the ``TaskCache`` the Verifier service shares. The servicer reads no ledger: every certificate
+comes back from the authority with its inclusion proof (``Proven``), and it only encodes it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ from certd.authority.feasibility import (
     Authority,
     CertifyOutcome,
     CertifyRequest,
-    CheckedTask,
-    refuse,
 )
 from certd.authority.jobs import running
 from certd.authority.quota import LedgerQuota
@@ -24,9 +25,10 @@ from certd.config import CertdConfig
 from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.acceptance_rpcs import AcceptanceMethods
 from certd.service.access import client_of
-from certd.service.convert import certificate_to_pb, checked_task, verdict_to_pb
+from certd.service.convert import certificate_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
-from certd.service.paging import make_token, page_size, read_token
+from certd.service.paging import check_token, make_token, open_token, page_size
+from certd.service.tasks import TaskCache
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]
@@ -41,20 +43,16 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
         authority: Authority,
         acceptances: Acceptances,
         quota: LedgerQuota | None = None,
+        tasks: TaskCache | None = None,
     ) -> None:
         self._quota = quota or LedgerQuota.from_config(cfg.limits)
         self._cfg = cfg
+        self._tasks = tasks or TaskCache(cfg)
         self._authority = authority
         self._acceptances = acceptances
 
-    def _request(
-        self,
-        request: authority_pb2.CertifyRequest,
-        field: str,
-        tasks: dict[bytes, CheckedTask],
-    ) -> CertifyRequest:
-        """Validate one Certify request (``tasks``: the batch's tasks checked so far, by their
-        wire bytes; a batch certifies many labels of one task)."""
+    def _request(self, request: authority_pb2.CertifyRequest, field: str) -> CertifyRequest:
+        """Validate one Certify request (its κ as asked: the authority resolves an empty one)."""
         if not request.label.value:
             raise InvalidInputError(
                 f"{field}.label.value: expected a label, got none", field=f"{field}.label.value"
@@ -63,13 +61,9 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise InvalidInputError(
                 f"{field}.witness: expected a witness, got none", field=f"{field}.witness"
             )
-        wire = request.task.SerializeToString(deterministic=True)
-        task = tasks.get(wire)
-        if task is None:  # the same bytes are the same task: checked once per batch
-            task = tasks[wire] = checked_task(request.task, self._cfg, f"{field}.task")
         return CertifyRequest(
-            task=task,
-            kappa=self._authority.kappa_for(task, request.label.kappa),
+            task=self._tasks.get(request.task, f"{field}.task"),
+            kappa=request.label.kappa,
             label=request.label.value,
             witness=request.witness,
             fields=dict(request.label.fields),
@@ -83,13 +77,12 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def Certify(
         self, request: authority_pb2.CertifyRequest, context: grpc.ServicerContext
     ) -> authority_pb2.CertifyResponse:
-        r = self._request(request, "request", {})
+        r = self._request(request, "request")
         principal = client_of(context)
         self._quota.admit(principal)
         with running(rpc_job(context)):  # the witness check stops if the RPC does
-            outcome = self._authority.certify(r.task, r.kappa, r.label, r.witness, r.fields)
+            outcome = self._authority.certify_one(r)  # a refusal raises: nothing to charge
         self._charge(principal, [outcome])
-        refuse(outcome)
         return authority_pb2.CertifyResponse(
             certificate=self._cert(outcome.certificate), existing=outcome.existing
         )
@@ -102,10 +95,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
             raise LimitExceededError(
                 f"items: at most {limit} per batch, got {len(request.items)}", field="items"
             )
-        tasks: dict[bytes, CheckedTask] = {}
-        requests = [
-            self._request(item, f"items[{i}]", tasks) for i, item in enumerate(request.items)
-        ]
+        requests = [self._request(item, f"items[{i}]") for i, item in enumerate(request.items)]
         principal = client_of(context)
         self._quota.admit(principal)
         with running(rpc_job(context)):  # a cancelled batch's remaining checks stop at once
@@ -148,12 +138,13 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def GetForkTree(
         self, request: authority_pb2.GetForkTreeRequest, context: grpc.ServicerContext
     ) -> authority_pb2.ForkTree:
-        task = checked_task(request.task, self._cfg, "task")
-        kappa = self._authority.kappa_for(task, request.kappa)
+        task = self._tasks.get(request.task, "task")
         size = page_size(request.page_size, self._cfg.limits)
-        query = f"forktree\n{task.digest}\n{kappa}"
-        after = read_token(request.page_token, query)
-        page = self._authority.fork_tree(task, kappa, after=after, limit=size)
+        token = open_token(request.page_token)
+        after = token.after if token is not None else None
+        page = self._authority.fork_tree(task, request.kappa, after=after, limit=size)
+        query = f"forktree\n{task.digest}\n{page.kappa}"  # the κ the authority resolved
+        check_token(token, query)
         more = page.next_after is not None
         return authority_pb2.ForkTree(
             task_digest=page.task_digest,
@@ -165,7 +156,7 @@ class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer)
     def EnumerateFamilies(
         self, request: authority_pb2.EnumerateFamiliesRequest, context: grpc.ServicerContext
     ) -> authority_pb2.EnumerateFamiliesResponse:
-        task = checked_task(request.task, self._cfg, "task")
+        task = self._tasks.get(request.task, "task")
         found = self._authority.enumerate(task)
         return authority_pb2.EnumerateFamiliesResponse(
             kappa=found.kappa,

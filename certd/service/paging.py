@@ -20,11 +20,12 @@ import base64
 import binascii
 import hashlib
 import json
+from dataclasses import dataclass
 
 from certd.config import ServiceLimits
 from certd.errors import InvalidInputError
 
-__all__ = ["make_token", "page_size", "read_token"]
+__all__ = ["PageToken", "check_token", "make_token", "open_token", "page_size", "read_token"]
 
 _MAX_TOKEN_CHARS = 4096
 
@@ -74,6 +75,29 @@ def read_token(token: str, query: str) -> str | None:
     Returns:
         The last key of the previous page, or None.
     """
+    opened = open_token(token)
+    check_token(opened, query)
+    return opened.after if opened is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class PageToken:
+    """A token's parts: the query it is bound to (a digest) and the key it continues after."""
+
+    bound: object  # as the token carries it: a query digest, or anything a forger wrote
+    after: str
+
+
+def open_token(token: str) -> PageToken | None:
+    """A token read without its query (for a list whose query the authority resolves, such as
+    a fork tree's κ): ``check_token`` it against the query once that is known.
+
+    Raises:
+        InvalidInputError: a malformed token.
+
+    Returns:
+        The token's parts, or None for the first page.
+    """
     if not token:
         return None
     if len(token) > _MAX_TOKEN_CHARS:
@@ -86,10 +110,23 @@ def read_token(token: str, query: str) -> str | None:
         raise InvalidInputError(
             "page_token: expected a next_page_token from this RPC", field="page_token"
         ) from e
-    if not isinstance(after, str) or bound != _bind(query):
-        raise InvalidInputError(
-            "page_token: it belongs to another query (the other fields must match the "
-            "first call's)",
-            field="page_token",
-        )
-    return after
+    if not isinstance(after, str):
+        raise _another_query()
+    return PageToken(bound, after)
+
+
+def check_token(token: PageToken | None, query: str) -> None:
+    """Refuse a token from another query (None, the first page, belongs to any).
+
+    Raises:
+        InvalidInputError: the token belongs to another query.
+    """
+    if token is not None and token.bound != _bind(query):
+        raise _another_query()
+
+
+def _another_query() -> InvalidInputError:
+    return InvalidInputError(
+        "page_token: it belongs to another query (the other fields must match the first call's)",
+        field="page_token",
+    )

@@ -29,6 +29,7 @@ from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
 from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
+from certd.authority.verification import Verification
 from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.errors import ConfigError
@@ -54,6 +55,7 @@ from certd.service.observability import (
     MetricsInterceptor,
     serve_metrics,
 )
+from certd.service.tasks import TaskCache
 from certd.service.verifier import VerifierServicer
 from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
 from certd.v1 import (
@@ -205,11 +207,14 @@ class CertdServer:
         self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)
         self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
         register_configured(self.acceptances, cfg)
-        receipts = ReceiptIssuer(self.ledger, self.key, time.time)
         self.pool = VerifyPool(
             self.checkers.countdown,
             workers=cfg.countdown.verify_workers,
             min_batch=cfg.countdown.verify_pool_min_batch,
+        )
+        self.verification = Verification(
+            VerifyDispatch(self.checkers, self.pool),
+            ReceiptIssuer(self.ledger, self.key, time.time),
         )
         self.admission = Admission(cfg.limits)
         self._access = AccessInterceptor(cfg.access) if cfg.access.enabled else None
@@ -235,7 +240,7 @@ class CertdServer:
         self._stop_metrics: Callable[[], None] | None = None
         self._server = self._grpc_server()
         learned_names = learned.names if learned is not None else ()
-        self._add_servicers(receipts, previous_keys, learned_names)
+        self._add_servicers(previous_keys, learned_names)
         self.port = 0
         self._stopped = threading.Event()
 
@@ -253,21 +258,17 @@ class CertdServer:
         )
 
     def _add_servicers(
-        self,
-        receipts: ReceiptIssuer,
-        previous_keys: Sequence[VerifierKey],
-        learned_names: Sequence[str],
+        self, previous_keys: Sequence[VerifierKey], learned_names: Sequence[str]
     ) -> None:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
         quota = LedgerQuota.from_config(cfg.limits)  # one count per principal for both services
+        tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
         verifier_pb2_grpc.add_VerifierServicer_to_server(
-            VerifierServicer(cfg, VerifyDispatch(self.checkers, self.pool), receipts, quota),
-            server,
+            VerifierServicer(cfg, self.verification, quota, tasks), server
         )
         authority_pb2_grpc.add_AuthorityServicer_to_server(
-            AuthorityServicer(cfg, self.authority, self.acceptances, quota),
-            server,
+            AuthorityServicer(cfg, self.authority, self.acceptances, quota, tasks), server
         )
         ledger_pb2_grpc.add_LedgerServicer_to_server(LedgerServicer(cfg, self.ledger), server)
         info = InfoServicer(

@@ -2,8 +2,8 @@
 (docs/architecture.md).
 
 Each path is drawn as legs: a leg is the modules a request passes, in order, going down the
-layers; a path with two legs (verify: the check, then the receipt) returns to its first module
-between them. Read from the source (AST), not by importing: a module's imports are every
+layers; a path with two legs (verify: the check, then the receipt) returns to the module where
+they meet between them. Read from the source (AST), not by importing: a module's imports are every
 ``import`` and ``from … import`` in it, also under ``TYPE_CHECKING`` and inside functions (a
 lazy or typing-only import back up the path is still a cycle a reader has to walk).
 
@@ -30,6 +30,7 @@ PATHS: dict[str, list[list[str]]] = {
     "verify": [
         [
             "certd.service.verifier",  # validate the tasks; encode verdicts and receipt once
+            "certd.authority.verification",  # the one call: check, then issue the receipt
             "certd.authority.dispatch",  # route each item to its domain, keep the order
             "certd.authority.verifypool",  # Countdown's worker processes (large batches)
             "certd.authority.checker",  # the Checker protocol, the checkers by domain
@@ -37,6 +38,7 @@ PATHS: dict[str, list[list[str]]] = {
         ],
         [
             "certd.service.verifier",
+            "certd.authority.verification",
             "certd.authority.receipts",  # the batch tree, the signed receipt, its proof
             "certd.ledger.log",  # submit, then prove against the latest checkpoint
             "certd.ledger.groupcommit",  # the committer: one store transaction per batch
@@ -166,11 +168,13 @@ def test_each_step_leads_to_the_next(name: str, index: int, leg: list[str]) -> N
         )
 
 
-def test_the_verify_legs_meet_only_in_the_service() -> None:
-    """The check does not lead into the receipt, nor the receipt into the check."""
+def test_the_verify_legs_meet_only_in_the_one_authority_call() -> None:
+    """The check does not lead into the receipt, nor the receipt into the check: they meet in
+    ``Verification`` (the servicer's one call), below the service."""
     check, receipt = PATHS["verify"]
-    assert not _within("certd.authority.receipts", _reach(check[1]) | {check[1]})
-    assert not (set(check[1:]) & (_reach(receipt[1]) | {receipt[1]}))
+    assert check[1] == receipt[1] == "certd.authority.verification"
+    assert not _within("certd.authority.receipts", _reach(check[2]) | {check[2]})
+    assert not (set(check[2:]) & (_reach(receipt[2]) | {receipt[2]}))
 
 
 def _callables_in(func: object) -> list[str]:
@@ -188,9 +192,10 @@ def test_the_authority_takes_values_from_the_service_never_its_functions() -> No
     from certd.authority.dispatch import VerifyDispatch
     from certd.authority.feasibility import Authority
     from certd.authority.receipts import ReceiptIssuer
+    from certd.authority.verification import Verification
     from certd.authority.verifypool import VerifyPool
 
-    for cls in (VerifyDispatch, VerifyPool, ReceiptIssuer, Authority):
+    for cls in (VerifyDispatch, VerifyPool, ReceiptIssuer, Authority, Verification):
         for name, method in inspect.getmembers(cls, inspect.isfunction):
             if not name.startswith("_"):
                 assert not _callables_in(method), f"{cls.__name__}.{name} takes a function"
