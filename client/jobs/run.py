@@ -171,7 +171,7 @@ def _task_row(
         for i in fam.label_indexes
     }
     feasible = len(enum.families)
-    verdicts = client.verify_batch([(task, s.text) for s in group])
+    verdicts = client.verify_batch_pb([(task, s.text) for s in group])
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
     entries = [entry_of(v) for v in verdicts]
     completion: dict[str, dict[str, int]] = {}

@@ -85,7 +85,7 @@ def test_single_image_serves_a_verdict_and_its_info(
             verdict = client.verify(task, "<answer>(25-5)*4+3</answer>")
             info = client.server_info()
         assert tasks_pb2.VerdictStatus.Name(verdict.status) == "CORRECT"
-        assert verdict.reward == 1.0 and verdict.family.value == "25,-"
+        assert verdict.reward == 1.0 and verdict.family == "25,-"
         assert info.log.vkey == vkey and info.log.size >= 1
         assert [d.name for d in info.domains] == ["countdown", "code"]  # no math extra inside
         capsys.readouterr()
