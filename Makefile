@@ -15,7 +15,7 @@ SINGLE_IMAGE ?= forkgate/certd-single:dev
 SRC_KEY := $(shell cat $$(git ls-files certd client sandboxes proto pyproject.toml setup.py deploy 2>/dev/null) /dev/null | sha256sum | cut -c1-16)
 image_is_current = [ "$$(docker image inspect -f '{{index .Config.Labels "forkgate.src"}}' $(1) 2>/dev/null)" = "$(SRC_KEY)" ]
 
-.PHONY: all setup sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image single-image math-verify-cases
+.PHONY: all setup setup-run sysdeps test lint typecheck unit run bench protos docs-check clean docker-engine sandbox-image cluster-image single-image math-verify-cases
 
 all: test
 
@@ -26,11 +26,19 @@ sysdeps:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
-$(STAMP): pyproject.toml
+# Two installs into one venv: `make run` needs only the run extra (RUN_STAMP); `make test`
+# installs the dev extra (everything the suite imports), which includes the run extra.
+RUN_STAMP := $(VENV)/.run-stamp
+
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The pinned CPU build of torch first (from local disk); any other pin pulls a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[run]'
+	touch $@
+
+$(STAMP): pyproject.toml $(RUN_STAMP)
 	$(BIN)/pip install -q -e '.[dev,train]'
 	# verl without its own pins (they would replace transformers and pull ray[default], wandb…);
 	# the verl extra (in dev) installs what its trainer modules import. See docs/adapters.md.
@@ -38,6 +46,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 setup: sysdeps $(STAMP)
+
+setup-run: sysdeps $(RUN_STAMP)
 
 lint: setup
 	$(BIN)/ruff check .
@@ -85,7 +95,7 @@ test: lint typecheck sandbox-image cluster-image single-image unit
 
 # `forkgate run` refuses a workdir holding an earlier run; `make run` replaces its own (out/run).
 RUN_FLAGS ?= --force
-run: setup
+run: setup-run
 	$(BIN)/forkgate run $(RUN_FLAGS)
 
 bench: setup

@@ -17,6 +17,8 @@ Rounds are interleaved (reasoning-gym, CLI, CLI with ``--trust``, start-up), so 
 machine's load hits both sides alike.
 
 Run: ``.venv/bin/python bench/bench_verify_batch.py`` → ``bench/results/verify_batch.json``.
+With ``--default-config`` the server runs certd's default config (math on, its pool warming in
+the background: what a user starts) → ``bench/results/verify_batch_default.json``.
 """
 
 from __future__ import annotations
@@ -72,8 +74,11 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
-def main() -> None:
+def main(*, default_config: bool = False) -> None:
+    """Run the comparison; ``default_config``: certd's default config instead of Countdown only."""
     import reasoning_gym
+
+    load = round(os.getloadavg()[0], 2)
 
     pairs = answers() * COPIES
     rg = reasoning_gym.create_dataset("countdown", size=1, seed=0)
@@ -95,8 +100,11 @@ def main() -> None:
                     "response": f"<answer>{a}</answer>",
                 }
                 f.write(json.dumps(line) + "\n")
-        config = Path(tmp) / "config.json"
-        config.write_text(json.dumps(SERVER_CONFIG))
+        config: Path | None = Path(tmp) / "config.json"
+        if default_config:
+            config = None  # certd's embedded default: math on
+        else:
+            Path(tmp, "config.json").write_text(json.dumps(SERVER_CONFIG))
         with LocalCertd(Path(tmp) / "d", config=config) as certd:
             base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
             _cli(*base)  # warm-up (the server's pools, the page cache)
@@ -125,11 +133,12 @@ def main() -> None:
     ratio = median(rg_s) / median(cli_s)
     ratio_trust = median(rg_s) / median(cli_trust_s)
     write(
-        "verify_batch",
+        "verify_batch_default" if default_config else "verify_batch",
         {
             "lines": n,
             "repeats": REPEATS,
-            "server_config": SERVER_CONFIG,
+            "server_config": "certd default (math on)" if default_config else SERVER_CONFIG,
+            "load_average_at_start": load,
             "statuses": statuses,
             "median_seconds": {
                 "reasoning_gym_in_process": median(rg_s),
@@ -165,4 +174,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(default_config="--default-config" in sys.argv[1:])

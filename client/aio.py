@@ -110,21 +110,29 @@ class AsyncCertdClient:
         except grpc.RpcError as e:
             raise map_rpc_error(e) from e
 
-    async def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
-        """Check one response; see ``CertdClient.verify``."""
+    async def verify(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
+        """Check one response, typed; see ``CertdClient.verify``."""
         return (await self.verify_batch([VerifyItem(task, response, id)]))[0]
 
+    async def verify_batch(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
+        """Check many responses, typed; see ``CertdClient.verify_batch``."""
+        return [TypedVerdict.of(v) for v in await self.verify_batch_pb(items)]
+
+    async def verify_pb(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
+        """Check one response, as a protobuf; see ``CertdClient.verify_pb``."""
+        return (await self.verify_batch_pb([VerifyItem(task, response, id)]))[0]
+
+    async def verify_batch_pb(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
+        """Check many responses, as protobufs; see ``CertdClient.verify_batch_pb``."""
+        return [verdict for verdict, _ in await self.verify_batch_receipted(items)]
+
     async def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
-        """Check one response, typed; see ``CertdClient.verify_typed``."""
-        return TypedVerdict.of(await self.verify(task, response, id))
+        """The same as ``verify``; see ``CertdClient.verify_typed``."""
+        return await self.verify(task, response, id)
 
     async def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
-        """Check many responses, typed; see ``CertdClient.verify_batch_typed``."""
-        return [TypedVerdict.of(v) for v in await self.verify_batch(items)]
-
-    async def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
-        """Check many responses; see ``CertdClient.verify_batch``."""
-        return [verdict for verdict, _ in await self.verify_batch_receipted(items)]
+        """The same as ``verify_batch``; see ``CertdClient.verify_batch_typed``."""
+        return await self.verify_batch(items)
 
     async def verify_batch_receipted(
         self, items: Iterable[VerifyLike]

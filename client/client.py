@@ -130,40 +130,60 @@ class CertdClient:
 
     # Verifier
 
-    def verify(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
+    def verify(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
         """Check one response.
 
         Raises:
             ForkgateError: a typed error for each failure (see ``forkgate.errors``).
 
         Returns:
-            The verdict (checked against its receipt when trusted keys are set).
+            The verdict, typed (``v.status is Status.CORRECT``, ``v.family``; the protobuf is
+            ``v.pb``), checked against its receipt when trusted keys are set.
         """
         return self.verify_batch([VerifyItem(task, response, id)])[0]
 
-    def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
-        """``verify`` with an enum status and plain fields (``forkgate.verdicts``).
-
-        Raises:
-            ForkgateError: as ``verify``.
-        """
-        return TypedVerdict.of(self.verify(task, response, id))
-
-    def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
-        """``verify_batch`` with enum statuses and plain fields, in order.
-
-        Raises:
-            ForkgateError: as ``verify_batch``.
-        """
-        return [TypedVerdict.of(v) for v in self.verify_batch(items)]
-
-    def verify_batch(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
+    def verify_batch(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
         """Check many responses, ``settings.batch_size`` per VerifyBatch call, in order.
 
         Raises:
             ForkgateError: a typed error for each failure.
+
+        Returns:
+            The verdicts, typed (``forkgate.verdicts``), in request order.
+        """
+        return [TypedVerdict.of(v) for v in self.verify_batch_pb(items)]
+
+    def verify_pb(self, task: TaskLike, response: str, id: str = "") -> verifier_pb2.Verdict:
+        """``verify`` returning certd's protobuf ``Verdict`` (for JSON output, receipts).
+
+        Raises:
+            ForkgateError: as ``verify``.
+        """
+        return self.verify_batch_pb([VerifyItem(task, response, id)])[0]
+
+    def verify_batch_pb(self, items: Iterable[VerifyLike]) -> list[verifier_pb2.Verdict]:
+        """``verify_batch`` returning certd's protobuf ``Verdict`` messages, in order.
+
+        Raises:
+            ForkgateError: as ``verify_batch``.
         """
         return [verdict for verdict, _ in self.verify_batch_receipted(items)]
+
+    def verify_typed(self, task: TaskLike, response: str, id: str = "") -> TypedVerdict:
+        """The same as ``verify`` (kept for callers written before it was typed).
+
+        Raises:
+            ForkgateError: as ``verify``.
+        """
+        return self.verify(task, response, id)
+
+    def verify_batch_typed(self, items: Iterable[VerifyLike]) -> list[TypedVerdict]:
+        """The same as ``verify_batch`` (kept for callers written before it was typed).
+
+        Raises:
+            ForkgateError: as ``verify_batch``.
+        """
+        return self.verify_batch(items)
 
     def verify_batch_receipted(
         self, items: Iterable[VerifyLike]

@@ -244,7 +244,7 @@ class ForkTreeBuilder:
     def _absorb(self, state: _TaskState, group: Sequence[Sample], *, forced: bool) -> None:
         state.samples += len(group)
         state.tokens += sum(len(s.token_ids) for s in group)
-        verdicts = self.client.verify_batch([(state.pb, s.text) for s in group])
+        verdicts = self.client.verify_batch_pb([(state.pb, s.text) for s in group])
         for sample, verdict in zip(group, verdicts, strict=True):
             label = verdict.family.value
             if verdict.status != tasks_pb2.CORRECT:

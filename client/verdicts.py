@@ -4,7 +4,7 @@ Example::
 
     from forkgate import CertdClient, Status
     with CertdClient("127.0.0.1:50051") as c:
-        v = c.verify_typed(task, "<answer>(25-5)*4+3</answer>")
+        v = c.verify(task, "<answer>(25-5)*4+3</answer>")
     v.status is Status.CORRECT, v.reward, v.family      # (True, 1.0, "25,-")
     v.pb                                                 # the protobuf, for receipts and JSON
 

@@ -174,7 +174,7 @@ def _verify_chunk(client: CertdClient, items: list[_Item]) -> list[_Outcome]:
     results: dict[int, _Outcome] = {}
     while pending:
         try:
-            verdicts = client.verify_batch([it.request for it in pending])  # type: ignore[misc]
+            verdicts = client.verify_batch_pb([it.request for it in pending])  # type: ignore[misc]
         except InvalidRequestError as e:
             bad = _bad_index(e)
             if bad is None or bad >= len(pending):

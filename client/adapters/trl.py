@@ -54,36 +54,39 @@ from ..ratchet import Admission, Ratchet
 from ._guard import LeftOutCounts, LeftOutGuard
 from ._scoring import Scored, Scorer, admit_groups, completion_text
 
-# The TRL internals the trainer overrides (TRL has no public advantage hook): checked when
-# the module is imported, so another TRL fails at once and by name, never silently.
+# The default trainer (plain GRPO, the ratchet, the guard, the counts and the entropy monitor)
+# uses TRL's public API only: the reward function (its ``trainer_state`` and ``log_metric``
+# arguments) and ``compute_loss`` (transformers' documented override point). TRL has no public
+# advantage or completion-mask hook, so the opt-in estimators (``stratified=``, ``informed=``,
+# ``entry_unscored=``, ``entry_kl=``) wrap these two internals on the instance, and only then:
+# their parameters are checked when such a trainer is built, so another TRL fails at once and by
+# name, never silently.
 TESTED_TRL = "1.16.0"
-_OVERRIDDEN = {
+_OPT_IN_INTERNALS = {
     "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
     "_generate_and_score_completions": ("self", "inputs"),
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
 }
 
 
 def check_trl(trainer_cls: type = GRPOTrainer) -> None:
-    """Raise when TRL's GRPOTrainer lacks the methods this adapter overrides, as tested.
+    """Raise when TRL's GRPOTrainer lacks the internals the opt-in estimators wrap, as tested.
 
     Raises:
         SetupError: a method is missing or its parameters changed (another TRL version).
     """
     import trl
 
-    for name, params in _OVERRIDDEN.items():
+    for name, params in _OPT_IN_INTERNALS.items():
         fn = getattr(trainer_cls, name, None)
         got = tuple(inspect.signature(fn).parameters) if fn is not None else None
         if got != params:
             raise SetupError(
-                f"forkgate.adapters.trl is tested with trl=={TESTED_TRL}; trl {trl.__version__}'s "
-                f"GRPOTrainer.{name} is {got} (expected {params}): install trl=={TESTED_TRL} "
-                "(pip install 'forkgate[trl]')"
+                f"forkgate.adapters.trl's opt-in estimators are tested with trl=={TESTED_TRL}; "
+                f"trl {trl.__version__}'s GRPOTrainer.{name} is {got} (expected {params}): "
+                f"install trl=={TESTED_TRL} (pip install 'forkgate[trl]'), or use the default "
+                "(plain GRPO), which needs TRL's public API only"
             )
 
-
-check_trl()
 
 __all__ = [
     "CertdReward",
@@ -108,8 +111,14 @@ class CertdReward:
         name: the name TRL logs the reward under.
 
     Attributes:
-        last: the Scored rollouts of the latest call, in order (the trainer reads the
-            families from it).
+        last: the Scored rollouts of the latest call, in order (a refused group's rows with
+            ``reward=None`` and status ``"REFUSED"``).
+        refused: the ratchet's refusals of the latest call.
+        ratchet: when set (``StratifiedGRPOTrainer(ratchet=...)`` sets it), each call's
+            rollouts are admitted as stratified groups (task, family) and a refused group's
+            rows get ``None`` (left out of TRL's baseline, advantage 0).
+        on_batch: when set, called with each call's rows (gathered across processes), its
+            refusals and TRL's ``log_metric`` (or None); the trainer counts and guards there.
     """
 
     def __init__(
@@ -125,16 +134,21 @@ class CertdReward:
         self.task_column = task_column
         self.__name__ = name
         self.last: list[Scored] = []
+        self.refused: list[Admission] = []
+        self.ratchet: Ratchet | None = None
+        self.on_batch: BatchHook | None = None
 
     async def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
     ) -> list[float | None]:
-        """Rewards for one batch of completions; None where certd could not answer.
+        """Rewards for one batch of completions; None where certd could not answer or the
+        ratchet refused the rollout's group.
 
         Raises:
             KeyError: the dataset has no ``task_column``.
             InvalidRequestError: a task is malformed.
             VerificationError: a receipt does not verify against the trusted keys.
+            TrainingStalledError: from ``on_batch`` (the trainer's guard).
         """
         if self.task_column not in kwargs:
             raise KeyError(
@@ -142,17 +156,29 @@ class CertdReward:
             )
         tasks = kwargs[self.task_column]
         scored = await self.scorer.score(tasks, [completion_text(c) for c in completions])
+        self.refused = []
+        if self.ratchet is not None:
+            scored, self.refused = admit_groups(scored, self.ratchet)
         self.last = scored
+        if self.on_batch is not None:  # TRL gathers rewards; gather the verdicts' keys alike
+            self.on_batch(list(gather_object(scored)), self.refused, kwargs.get("log_metric"))
         return [s.reward for s in scored]
+
+
+# (rows of one batch, gathered; the ratchet's refusals; TRL's log_metric or None)
+BatchHook = Callable[[list[Scored], list[Admission], Callable[[str, float], None] | None], None]
 
 
 class StratifiedGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages are stratified by (question, entry family).
 
-    TRL scores the completions as usual (the ``CertdReward`` among ``reward_funcs`` gives each
-    completion its verdict); the advantages TRL computed per question are then replaced by
-    ``StratifiedAdvantages`` over (task digest, κ label), with the combined reward (TRL's
-    reward weights, ``None`` rows left out). Rows every reward function left out get
+    By default TRL scores the completions (the ``CertdReward`` among ``reward_funcs`` gives
+    each completion its verdict, ``None`` for a refused or unscored one) and computes its own
+    GRPO advantages: this trainer then uses TRL's public API only (the reward function and
+    ``compute_loss``). Opted in (``stratified=``, ``informed=``, ``entry_unscored=``,
+    ``entry_kl=``), the advantages TRL computed are replaced by ``StratifiedAdvantages`` over
+    (task digest, κ label), with the combined reward (TRL's reward weights, ``None`` rows left
+    out): this wraps two TRL internals (``check_trl``). Rows every reward function left out get
     advantage 0 and stay out of the family prior. Evaluation batches keep TRL's advantages and
     never enter the prior.
 
@@ -172,8 +198,8 @@ class StratifiedGRPOTrainer(GRPOTrainer):
     Args:
         *args: passed to ``GRPOTrainer``.
         stratified: opt in to the stratified estimator (its prior window persists across
-            steps), e.g. ``StratifiedAdvantages(scale=TRAINER_SCALE)``; default None: plain
-            GRPO advantages per question (``forkgate.advantages.grpo_advantages``).
+            steps), e.g. ``StratifiedAdvantages(scale=TRAINER_SCALE)``; default None: TRL's
+            own GRPO advantages per prompt group.
         certd_reward: the reward function that knows the families; default the one
             ``CertdReward`` among ``reward_funcs``.
         ratchet: when given, only rollouts in groups it admits are trained on.
@@ -206,6 +232,7 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         ValueError: no ``CertdReward`` is among the reward functions, or ``entry_kl > 0``
             without ``entry_candidates``.
         TypeError: an unknown keyword (``GRPOTrainer`` rejects it).
+        SetupError: an opt-in estimator on a TRL whose internals changed (``check_trl``).
         TrainingStalledError: from ``train()``, when ``guard`` finds a batch left out.
     """
 
@@ -238,55 +265,72 @@ class StratifiedGRPOTrainer(GRPOTrainer):
         self.entry_unscored = entry_unscored
         self.entropy_monitor = default_monitor(entropy_monitor)
         self._batches = 0
-        found: list[CertdReward] = []
-        for func in self.reward_funcs:
-            if isinstance(func, CertdReward):
-                found.append(func)
+        found = [f for f in self.reward_funcs if isinstance(f, CertdReward)]
         if certd_reward is None and len(found) != 1:
             raise ValueError(
                 f"expected exactly one CertdReward among reward_funcs, got {len(found)}"
             )
-        self.certd_reward: CertdReward = certd_reward or found[0]
+        self.certd_reward: CertdReward = certd_reward or found[0]  # type: ignore[assignment]
         self.stratified = stratified
         self.ratchet = None if ratchet is None else self.certd_reward.scorer.bind(ratchet)
+        self.certd_reward.ratchet = self.ratchet
+        self.certd_reward.on_batch = self._count_batch
         self.guard = guard if guard is not None else LeftOutGuard()
         self.left_out: LeftOutCounts | None = None
         self.refused: list[Admission] = []
         self._scored: list[Scored] = []
         self._rewards_per_func: torch.Tensor | None = None
+        opted_in = stratified is not None or informed or entry_unscored is not None
+        if opted_in or entry_kl > 0:
+            check_trl(type(self))
+            # TRL has no public advantage hook: wrap the internals on this instance only.
+            self._calculate_rewards = self._rewards_then_left_out  # type: ignore[method-assign]
+            self._generate_and_score_completions = (  # type: ignore[method-assign]
+                self._replace_advantages
+            )
 
-    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, ids: Any) -> Any:
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, ids)
-        local = list(self.certd_reward.last)
-        self.refused = []
-        if self.ratchet is not None:
-            local, self.refused = admit_groups(local, self.ratchet)
-        # TRL gathers the rewards of every process; gather the verdicts' keys the same way.
-        self._scored = list(gather_object(local))
+    def _count_batch(
+        self,
+        scored: list[Scored],
+        refused: list[Admission],
+        log_metric: Callable[[str, float], None] | None,
+    ) -> None:
+        """The ``CertdReward``'s hook: count, log and guard one batch (gathered rows)."""
+        self._scored = scored
+        self.refused = refused
+        n_refused = sum(1 for s in scored if s.status == "REFUSED")
+        unscored = sum(1 for s in scored if s.status == "INFRA_ERROR")
+        if log_metric is not None:  # TRL averages over processes: each logs the gathered count
+            log_metric("forkgate/refused_rollouts", float(n_refused))
+            log_metric("forkgate/unscored_rollouts", float(unscored))
+        if self.model is not None and self.model.training:
+            # raises TrainingStalledError rather than train on nothing
+            self.left_out = self.guard.check([s.status for s in scored], refused)
+            self.observe_entries(scored)
+
+    def _rewards_then_left_out(self, inputs: Any, prompts: Any, completions: Any, ids: Any) -> Any:
+        """Opt-in only: TRL's rewards, refused rows NaN for every function, kept for later."""
+        rewards_per_func = GRPOTrainer._calculate_rewards(self, inputs, prompts, completions, ids)
         refused = [i for i, s in enumerate(self._scored) if s.status == "REFUSED"]
-        if refused:  # left out of TRL's statistics too, like a None reward
+        if refused:  # left out of every reward function, like a None reward
             rewards_per_func[refused] = torch.nan
-        unscored = sum(1 for s in self._scored if s.status == "INFRA_ERROR")
-        training = self.model is not None and self.model.training
-        mode = "train" if training else "eval"
-        self._metrics[mode]["forkgate/refused_rollouts"].append(float(len(refused)))
-        self._metrics[mode]["forkgate/unscored_rollouts"].append(float(unscored))
-        if training:  # raises TrainingStalledError rather than train on nothing
-            self.left_out = self.guard.check([s.status for s in self._scored], self.refused)
         self._rewards_per_func = rewards_per_func
         return rewards_per_func
 
-    def _generate_and_score_completions(self, inputs: Any) -> Any:
-        output = super()._generate_and_score_completions(inputs)
+    def _replace_advantages(self, inputs: Any) -> Any:
+        """Opt-in only: TRL's batch with this trainer's advantages (and masks)."""
+        self._rewards_per_func = None
+        output = GRPOTrainer._generate_and_score_completions(self, inputs)
         training = self.model is not None and self.model.training
         if not training or self._rewards_per_func is None:
             return output
         advantages = self.stratified_advantages(self._rewards_per_func, self._scored)
-        self.observe_entries(self._scored)
         if self.entry_unscored is not None:
             unscore_completion_entries(output, self.entry_unscored)
         if self.entry_kl > 0:
             self._remember_entries(inputs, output)
+        if self.stratified is None and not self.informed:
+            return output  # entry_unscored / entry_kl only: TRL's own advantages
         n_local = len(output["advantages"])
         start = self.accelerator.process_index * n_local
         output["advantages"] = advantages[start : start + n_local].to(output["advantages"])

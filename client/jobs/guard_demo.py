@@ -113,7 +113,7 @@ def measure(
             for s in samples:
                 items.append(VerifyItem(task, s.text))
                 logprobs.append(s.first_token_logprobs or {})
-        verdicts = client.verify_batch(items)
+        verdicts = client.verify_batch_pb(items)
         correct, at = [], 0
         for n in shape:
             correct.append([v.status == tasks_pb2.CORRECT for v in verdicts[at : at + n]])

@@ -174,7 +174,7 @@ def _task_row(
         for i in fam.label_indexes
     }
     feasible = len(enum.families)
-    verdicts = client.verify_batch([(task, s.text) for s in group])
+    verdicts = client.verify_batch_pb([(task, s.text) for s in group])
     ok = [v.status == tasks_pb2.CORRECT for v in verdicts]
     correct = [v for v, good in zip(verdicts, ok, strict=True) if good]
     entries = [entry_of(v) for v in verdicts]

@@ -176,7 +176,23 @@ def test_unknown_trainer_keywords_are_a_type_error(tmp_path: Path) -> None:
         )  # fmt: skip
 
 
-def test_another_trl_fails_at_import_by_name() -> None:
+def test_the_default_trainer_overrides_no_private_trl_method(tmp_path: Path) -> None:
+    """The documented setup uses TRL's public API only: no GRPOTrainer internal is replaced,
+    on the class or on the instance; the opt-in estimators wrap two, checked by name."""
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    private = {n for n in dir(GRPOTrainer) if n.startswith("_") and not n.startswith("__")}
+    assert private.isdisjoint(vars(StratifiedGRPOTrainer))
+    model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
+    trainer = StratifiedGRPOTrainer(
+        model=model, processing_class=tokenizer,
+        reward_funcs=[CertdReward(f"127.0.0.1:{_free_port()}")],
+        args=_tiny_args(tmp_path, steps=1), train_dataset=_dataset(),
+    )  # fmt: skip
+    assert private.isdisjoint(vars(trainer))
+
+
+def test_another_trl_fails_the_opt_in_estimators_by_name() -> None:
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     from forkgate.adapters.trl import TESTED_TRL, check_trl

@@ -67,10 +67,10 @@ def test_verify_batch_mixes_layouts_and_languages(address: str, vkey: str) -> No
     got = [v.status for v in verdicts]
     assert got == [s for _, _, s in items], [(v.status, v.detail) for v in verdicts]
     assert verdicts[0].verifier.startswith("code@") and verdicts[0].reward == 1.0
-    assert verdicts[0].family.kappa == "code.first-call.v1"
-    assert [lab.kappa for lab in verdicts[0].labels] == ["code.first-tool.v1"]
+    assert verdicts[0].kappa == "code.first-call.v1"
+    assert [lab.kappa for lab in verdicts[0].pb.labels] == ["code.first-tool.v1"]
     assert "case 1:" in verdicts[6].detail and "pass fraction 0.500" in verdicts[6].detail
-    assert verdicts[8].family.value == "scanf"
+    assert verdicts[8].family == "scanf"
 
 
 def test_bad_code_tasks_are_typed_errors(address: str, vkey: str) -> None:

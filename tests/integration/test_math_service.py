@@ -49,9 +49,10 @@ def test_verify_labels_both_kappas(addr: str, key: str) -> None:
         v = c.verify(TASK, FACTOR_STEP)
     assert v.verifier == "math@2.0.0"
     assert v.status == 1  # CORRECT
-    assert v.family.kappa.startswith("math.first-step.v1+minilm.")
-    assert v.family.value == "factor" and v.family.fields["move"] == "factor"
-    assert [(label.kappa, label.value) for label in v.labels] == [("math.route.v1", "step-by-step")]
+    assert v.kappa is not None and v.kappa.startswith("math.first-step.v1+minilm.")
+    assert v.family == "factor" and v.pb.family.fields["move"] == "factor"
+    labels = [(label.kappa, label.value) for label in v.pb.labels]
+    assert labels == [("math.route.v1", "step-by-step")]
     assert "gold" in v.detail and "pred" in v.detail
 
 
@@ -79,9 +80,9 @@ def test_certify_under_each_kappa_and_the_gate(addr: str, key: str) -> None:
     )
     with CertdClient(addr, trusted_keys=[key]) as c:
         a, b = c.verify(task, FACTOR_STEP), c.verify(task, other)
-        assert a.family.value == b.family.value == "factor"  # one first-step cluster
-        assert (a.labels[0].value, b.labels[0].value) == ("step-by-step", "other")
-        kappa = a.family.kappa
+        assert a.family == b.family == "factor"  # one first-step cluster
+        assert (a.pb.labels[0].value, b.pb.labels[0].value) == ("step-by-step", "other")
+        kappa = a.kappa
         cert = c.certify(task, "factor", FACTOR_STEP, kappa=kappa)
         again = c.certify(task, "factor", other, kappa=kappa)
         assert again.certificate_id == cert.certificate_id

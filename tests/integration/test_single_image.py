@@ -24,7 +24,7 @@ from redis_helpers import free_port
 
 from certd.cli import main as certd_main
 from certd.v1 import tasks_pb2
-from forkgate import CertdClient
+from forkgate import CertdClient, Status
 
 pytestmark = pytest.mark.slow
 
@@ -83,9 +83,15 @@ def test_single_image_serves_a_verdict_and_its_info(
         task = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
         with CertdClient(address, trusted_keys=[vkey]) as client:  # receipts checked offline
             verdict = client.verify(task, "<answer>(25-5)*4+3</answer>")
+            # a batch with one math line: per-item verdicts, never INTERNAL for the batch
+            half = {"domain": "math", "task": {"gold": "1/2"}}
+            ok, math = client.verify_batch([(task, "<answer>(25-5)*4+3</answer>"), (half, "1/2")])
             info = client.server_info()
+        assert ok.status is Status.CORRECT and ok.family == "25,-"
+        assert math.status is Status.INFRA_ERROR and math.reward == 0.0
+        assert math.detail.startswith("domain 'math' not served here (served: countdown"), math
         assert tasks_pb2.VerdictStatus.Name(verdict.status) == "CORRECT"
-        assert verdict.reward == 1.0 and verdict.family.value == "25,-"
+        assert verdict.reward == 1.0 and verdict.family == "25,-"
         assert info.log.vkey == vkey and info.log.size >= 1
         assert [d.name for d in info.domains] == ["countdown", "code"]  # no math extra inside
         capsys.readouterr()

@@ -41,8 +41,8 @@ def test_verify_one_correct_with_receipt(address: str, vkey: str) -> None:
         )
     assert v.status == tasks_pb2.CORRECT
     assert v.reward == 1.0
-    assert v.family.value == "25,-"
-    assert v.family.kappa == "countdown.first-op.v1"
+    assert v.family == "25,-"
+    assert v.kappa == "countdown.first-op.v1"
     assert v.id == "r1"
     assert v.verifier.startswith("countdown@")
 

@@ -192,7 +192,7 @@ def _update(
 def _step(run: _Run, step: int) -> tuple[float, float]:
     """One GRPO step: rollouts, verdicts, advantages, updates; (mean reward, entry entropy)."""
     chosen, b = _rollouts(run, step)
-    verdicts = run.ctx.client.verify_batch(b.items)
+    verdicts = run.ctx.client.verify_batch_pb(b.items)
     rewards = [float(v.reward) for v in verdicts]
     families = [entry_of(v) for v in verdicts]
     credit = None

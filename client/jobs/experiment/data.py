@@ -102,7 +102,7 @@ def natural_pool(
             [countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=pool_sample_seed(seed, i)
         )
         drawn += len(group)
-        verdicts = client.verify_batch([(task, s.text) for s in group])
+        verdicts = client.verify_batch_pb([(task, s.text) for s in group])
         fams = []
         for s, v in zip(group, verdicts, strict=True):
             m = _ANSWER.search(s.text)

@@ -150,7 +150,7 @@ def _free_counts(
 ) -> list[tuple[int, int]]:
     """(entries in the family, correct among them) per family, from ``n`` free samples."""
     [group] = policy.sample([countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=seed)
-    verdicts = client.verify_batch([(task, s.text) for s in group])
+    verdicts = client.verify_batch_pb([(task, s.text) for s in group])
     out = []
     for fam in fams:
         hit = [v for v in verdicts if entry_of(v) in fam]
@@ -173,7 +173,7 @@ def _forced_correct(
         [countdown_prompt(task)], n=n, max_tokens=max_tokens, seed=seed,
         prefix=THINK + entry_prefix(fam[0]),
     )  # fmt: skip
-    verdicts = client.verify_batch([(task, s.text) for s in group])
+    verdicts = client.verify_batch_pb([(task, s.text) for s in group])
     return sum(v.status == tasks_pb2.CORRECT and v.family.value in fam for v in verdicts)
 
 
@@ -266,7 +266,7 @@ def legacy_intervention(
                 seed=forced_pair_seed(seed, i, pairs),
                 prefix=THINK + entry_prefix(label),
             )
-            verdicts = client.verify_batch([(task, s.text) for s in group])
+            verdicts = client.verify_batch_pb([(task, s.text) for s in group])
             forced_total += len(verdicts)
             forced_ok += sum(
                 v.status == tasks_pb2.CORRECT and v.family.value in fam for v in verdicts
