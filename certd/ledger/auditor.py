@@ -34,7 +34,7 @@ from certd.signing.keys import VerifierKey
 
 __all__ = ["AuditRun"]
 
-_SIG_TASK_ENTRIES = 512
+_SIG_TASK_ENTRIES = 2048
 
 
 def _verify_signatures(
