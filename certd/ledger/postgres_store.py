@@ -16,8 +16,9 @@ Tables (in the schema ``S``, created when missing)::
     S.checkpoints(size bigint PRIMARY KEY, note text)   signed checkpoint notes
 
 Sequencing: an append is one statement, so one round trip and one transaction (the
-function ``S.append_batch``, created with the tables). It locks the ``tree_size`` row (``FOR UPDATE``),
-compares it with the size the replica built its Merkle nodes on (compare-and-set: a replica
+function ``S.append_batch``, created with the tables). It locks the ``tree_size`` row
+(``FOR UPDATE``), compares it with the size the replica built its Merkle nodes on
+(compare-and-set: a replica
 that lost the race gets ``AppendConflictError`` and nothing is written), refuses a key part
 that is stored already (an entry may claim several keys joined by ``KEY_SEPARATOR``, as in
 the Redis store), then writes the entries, their keys, every complete node they create and
