@@ -264,3 +264,37 @@ def test_log_key_rotation_keeps_old_certificates_verifiable(tmp_path: Path) -> N
         assert report.ok, report.summary()
     finally:
         store.close()
+
+
+def _write_tokens(path: Path, tokens: dict[str, list[str]]) -> None:
+    rows = [
+        {"sha256": hashlib.sha256(t.encode()).hexdigest(), "principal": t, "roles": roles}
+        for t, roles in tokens.items()
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"tokens": rows}))
+    tmp.replace(path)  # how an operator (or a mounted secret) swaps the file
+
+
+def test_tokens_file_reloads_without_restart(tmp_path: Path, pki: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    _write_tokens(tokens, {"old-token": ["verify"]})
+    access = AccessConfig(
+        tls_cert_file=pki / "server.crt", tls_key_file=pki / "server.key", tokens_file=tokens
+    )
+    server = _server(tmp_path, access)
+    address, ca = f"127.0.0.1:{server.port}", pki / "ca.crt"
+    answer = "<answer>(25-5)*4+3</answer>"
+    try:
+        with CertdClient(address, tls_ca=ca, token="old-token") as c:
+            assert c.verify(TASK, answer).status
+        _write_tokens(tokens, {"new-token": ["verify"]})  # revoke old, add new
+        with CertdClient(address, tls_ca=ca, token="old-token") as c:
+            with pytest.raises(ForkgateError, match="unknown bearer token"):
+                c.verify(TASK, answer)
+        with CertdClient(address, tls_ca=ca, token="new-token") as c:
+            assert c.verify(TASK, answer).status
+            tokens.write_text("{not json")  # a broken edit keeps the last good tokens
+            assert c.verify(TASK, answer).status
+    finally:
+        server.stop(grace_s=1.0)
