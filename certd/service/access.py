@@ -14,8 +14,9 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
     Authority/EnumerateFamilies                verify
     Authority/GetCertificate, GetForkTree,     certify or audit (read-only: auditors and
       ListAcceptances                            witnesses read certificates and decisions)
+    Authority/RegisterTaskSet                  operator (acceptance task sets)
     Authority/* (Certify, CertifyBatch,        certify
-      RegisterTaskSet, BeginAcceptance, Accept)
+      BeginAcceptance, Accept)
     Ledger/*                                   audit
     Info/ServerInfo                            any role (what the server serves)
 
@@ -67,7 +68,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-ROLES = ("audit", "certify", "verify")
+ROLES = ("audit", "certify", "operator", "verify")
 """The roles a principal can hold."""
 
 _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -76,6 +77,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/certd.v1.Authority/GetCertificate", ("certify", "audit")),
     ("/certd.v1.Authority/GetForkTree", ("certify", "audit")),
     ("/certd.v1.Authority/ListAcceptances", ("certify", "audit")),
+    # Which task sets an acceptance is judged on is the operator's call, not any trainer's.
+    ("/certd.v1.Authority/RegisterTaskSet", ("operator",)),
     ("/certd.v1.Authority/", ("certify",)),
     ("/certd.v1.Ledger/", ("audit",)),
 )

@@ -35,7 +35,12 @@ from certd.statements import verify_certificate
 from forkgate import CertdClient, ForkgateError
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
-TOKENS = {"v-token": ["verify"], "c-token": ["certify", "verify"], "a-token": ["audit"]}
+TOKENS = {
+    "v-token": ["verify"],
+    "c-token": ["certify", "verify"],
+    "a-token": ["audit"],
+    "o-token": ["operator"],
+}
 
 
 def _name(cn: str) -> x509.Name:
@@ -298,3 +303,19 @@ def test_tokens_file_reloads_without_restart(tmp_path: Path, pki: Path) -> None:
             assert c.verify(TASK, answer).status
     finally:
         server.stop(grace_s=1.0)
+
+
+def test_only_an_operator_registers_acceptance_task_sets(
+    tls_server: CertdServer, pki: Path
+) -> None:
+    from forkgate.acceptance import register_task_set
+
+    address, ca = f"127.0.0.1:{tls_server.port}", pki / "ca.crt"
+    with CertdClient(address, tls_ca=ca, token="c-token") as c:
+        with pytest.raises(ForkgateError, match="lacks role 'operator'"):
+            register_task_set(c, "band-1", [TASK], k=8)
+    with CertdClient(address, tls_ca=ca, token="o-token") as o:
+        try:  # the access layer lets it through; the set itself may still be refused
+            register_task_set(o, "band-1", [TASK], k=8)
+        except ForkgateError as e:
+            assert "lacks role" not in str(e)
