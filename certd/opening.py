@@ -125,6 +125,10 @@ def _issued_at(obj: Any) -> int:
 
 
 _TYPES = {_STR: str, _INT: int, _OBJ: dict}
+_FIELDS = {
+    kind: tuple((name, what, _TYPES[what]) for name, what in fields.items())
+    for kind, fields in _SHAPES.items()
+}
 
 
 def _check_feasible(value: Any) -> None:
@@ -143,9 +147,11 @@ def _check_feasible(value: Any) -> None:
 def _check_shape(st: Statement) -> None:
     """Every field the predicate type needs, of its type, and subjects that agree with it."""
     p = st.predicate
-    for name, kind in _SHAPES[st.predicate_type].items():
+    for name, kind, want_type in _FIELDS[st.predicate_type]:
         value = p.get(name)
-        if not isinstance(value, _TYPES[kind]) or (kind == _INT and isinstance(value, bool)):
+        if value.__class__ is not want_type and (
+            not isinstance(value, want_type) or (kind == _INT and isinstance(value, bool))
+        ):
             raise MalformedStatementError(
                 f"expected predicate.{name} to be {kind}, got {p.get(name)!r:.60}"
             )
@@ -202,7 +208,7 @@ def open_statement(
     Returns:
         The verified statement.
     """
-    wanted = {predicate_types} if isinstance(predicate_types, str) else set(predicate_types)
+    wanted = {predicate_types} if isinstance(predicate_types, str) else predicate_types
     env = Envelope.from_json(envelope)
     if env.payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise MalformedStatementError(

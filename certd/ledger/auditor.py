@@ -35,7 +35,7 @@ from certd.tlog import (
 
 __all__ = ["AuditRun"]
 
-_SIG_TASK_ENTRIES = 512
+_SIG_TASK_ENTRIES = 2048
 
 
 def _verify_signatures(

@@ -15,8 +15,10 @@ Tables (in the schema ``S``, created when missing)::
     S.nodes(level int, idx bigint, hash bytea, PRIMARY KEY(level, idx))   complete subtrees
     S.checkpoints(size bigint PRIMARY KEY, note text)   signed checkpoint notes
 
-Sequencing: an append is one transaction. It locks the ``tree_size`` row (``FOR UPDATE``),
-compares it with the size the replica built its Merkle nodes on (compare-and-set: a replica
+Sequencing: an append is one statement, so one round trip and one transaction (the
+function ``S.append_batch``, created with the tables). It locks the ``tree_size`` row
+(``FOR UPDATE``), compares it with the size the replica built its Merkle nodes on
+(compare-and-set: a replica
 that lost the race gets ``AppendConflictError`` and nothing is written), refuses a key part
 that is stored already (an entry may claim several keys joined by ``KEY_SEPARATOR``, as in
 the Redis store), then writes the entries, their keys, every complete node they create and
@@ -35,8 +37,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-
-import psycopg
 
 from certd.errors import ConfigError, StoreError
 from certd.ledger.postgres_conn import PgConnections, postgres_url_ok
@@ -65,6 +65,39 @@ CREATE TABLE IF NOT EXISTS {s}.nodes (
 CREATE TABLE IF NOT EXISTS {s}.checkpoints (size bigint PRIMARY KEY, note text NOT NULL);
 INSERT INTO {s}.meta VALUES ('schema_version', {v}) ON CONFLICT DO NOTHING;
 INSERT INTO {s}.meta VALUES ('tree_size', 0) ON CONFLICT DO NOTHING;
+"""
+
+# The whole append as one statement (one round trip, committed by autocommit): the
+# compare-and-set on tree_size under FOR UPDATE, the stored-key refusal, then the rows.
+# It returns (true, new size, NULL, NULL) on success, (false, stored size, NULL, NULL) on a
+# size mismatch and (false, size, key, index) per key part taken; then nothing is written.
+_APPEND_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.append_batch(
+    p_first bigint, p_keys text[], p_key_idx bigint[], p_data bytea[],
+    p_levels integer[], p_nidx bigint[], p_hashes bytea[])
+RETURNS TABLE (ok boolean, stored bigint, taken_key text, taken_idx bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    current_size bigint;
+BEGIN
+    SELECT m.value INTO current_size FROM {s}.meta m WHERE m.name = 'tree_size' FOR UPDATE;
+    IF current_size IS DISTINCT FROM p_first THEN
+        RETURN QUERY SELECT false, coalesce(current_size, -1), NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT false, current_size, k.key::text, k.idx FROM {s}.keys k
+        WHERE k.key = ANY(p_keys);
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO {s}.keys (key, idx) SELECT * FROM unnest(p_keys, p_key_idx);
+    INSERT INTO {s}.entries (idx, data)
+        SELECT p_first + t.o - 1, t.d FROM unnest(p_data) WITH ORDINALITY AS t(d, o);
+    INSERT INTO {s}.nodes (level, idx, hash) SELECT * FROM unnest(p_levels, p_nidx, p_hashes);
+    UPDATE {s}.meta SET value = p_first + cardinality(p_data) WHERE name = 'tree_size';
+    RETURN QUERY SELECT true, p_first + cardinality(p_data), NULL::text, NULL::bigint;
+END
+$fn$
 """
 
 _BINARY = "(FORMAT BINARY)"  # no hex escaping of the entry bytes
@@ -112,6 +145,7 @@ class PostgresStore(LedgerStore):
             for statement in _SCHEMA.format(s=schema, v=SCHEMA_VERSION).split(";"):
                 if statement.strip():
                     cur.execute(statement.encode())
+            cur.execute(_APPEND_FUNCTION.format(s=schema).encode())
             cur.execute(f"SELECT value FROM {schema}.meta WHERE name = 'schema_version'".encode())
             row = cur.fetchone()
             cur.execute(b"SHOW synchronous_standby_names")
@@ -124,6 +158,13 @@ class PostgresStore(LedgerStore):
                 f"expected the PostgreSQL primary at {url} to name a synchronous standby "
                 "(synchronous_standby_names), got none"
             )
+
+    @property
+    def _append_sql(self) -> bytes:
+        return self._sql(
+            "SELECT * FROM S.append_batch(%b::bigint, %b::text[], %b::bigint[], %b::bytea[],"
+            " %b::integer[], %b::bigint[], %b::bytea[])"
+        )
 
     def _sql(self, text: str) -> bytes:
         return text.replace("S.", f"{self.schema}.").encode()
@@ -231,45 +272,26 @@ class PostgresStore(LedgerStore):
 
     def _write_batch(self, first: int, entries: Sequence[Entry], nodes: Sequence[Node]) -> None:
         key_rows = _key_rows(first, entries)
-        with self._conns.transaction(f"append {len(entries)} entries at {first}") as cur:
-            cur.execute(self._sql("SELECT value FROM S.meta WHERE name = 'tree_size' FOR UPDATE"))
-            row = cur.fetchone()
-            stored = -1 if row is None else _int(row[0])
-            if stored != first:
-                raise AppendConflictError(first, stored)
-            if key_rows:
-                self._refuse_stored_keys(cur, entries, [k for k, _ in key_rows])
-                with cur.copy(self._sql(f"COPY S.keys (key, idx) FROM STDIN {_BINARY}")) as copy:
-                    copy.set_types(["text", "int8"])
-                    for key_row in key_rows:
-                        copy.write_row(key_row)
-            with cur.copy(self._sql(f"COPY S.entries (idx, data) FROM STDIN {_BINARY}")) as copy:
-                copy.set_types(["int8", "bytea"])
-                for i, (_, data) in enumerate(entries):
-                    copy.write_row((first + i, data))
-            with cur.copy(
-                self._sql(f"COPY S.nodes (level, idx, hash) FROM STDIN {_BINARY}")
-            ) as copy:
-                copy.set_types(["int4", "int8", "bytea"])
-                for node in nodes:
-                    copy.write_row(node)
-            cur.execute(
-                self._sql("UPDATE S.meta SET value = %s WHERE name = 'tree_size'"),
-                (first + len(entries),),
-            )
-
-    def _refuse_stored_keys(
-        self, cur: psycopg.Cursor[tuple[object, ...]], entries: Sequence[Entry], parts: list[str]
-    ) -> None:
-        """Raise ``DuplicateKeyError`` for the first entry whose key (part) is stored."""
-        cur.execute(self._sql("SELECT key, idx FROM S.keys WHERE key = ANY(%s)"), (parts,))
-        at = {str(k): _int(i) for k, i in cur.fetchall()}
-        if not at:
-            return
-        for key, _ in entries:
-            for part in (key or "").split(KEY_SEPARATOR):
-                if part in at:
-                    raise DuplicateKeyError(key or part, at[part])
+        params = (
+            first,
+            [k for k, _ in key_rows],
+            [i for _, i in key_rows],
+            [data for _, data in entries],
+            [n[0] for n in nodes],
+            [n[1] for n in nodes],
+            [n[2] for n in nodes],
+        )
+        with self._conns.cursor(f"append {len(entries)} entries at {first}") as cur:
+            cur.execute(self._append_sql, params)
+            rows = cur.fetchall()
+        taken = {str(k): _int(i) for _, _, k, i in rows if k is not None}
+        if taken:
+            for key, _ in entries:
+                for part in (key or "").split(KEY_SEPARATOR):
+                    if part in taken:
+                        raise DuplicateKeyError(key or part, taken[part])
+        if len(rows) != 1 or rows[0][0] is not True:
+            raise AppendConflictError(first, _int(rows[0][1]) if rows else -1)
 
     def _write_checkpoint(self, size: int, signed_note: str) -> None:
         with self._conns.transaction(f"store the checkpoint at size {size}") as cur:

@@ -14,13 +14,18 @@ client certificate (``client_roles``). The interceptor then requires the RPC's r
     Authority/EnumerateFamilies                verify
     Authority/GetCertificate, GetForkTree,     certify or audit (read-only: auditors and
       ListAcceptances                            witnesses read certificates and decisions)
+    Authority/RegisterTaskSet                  operator (acceptance task sets)
     Authority/* (Certify, CertifyBatch,        certify
-      RegisterTaskSet, BeginAcceptance, Accept)
+      BeginAcceptance, Accept)
     Ledger/*                                   audit
     Info/ServerInfo                            any role (what the server serves)
 
 (``docs/operating-a-cluster.md`` has the same matrix; ``tests/integration/test_access.py``
 checks every cell.)
+
+The tokens file is read again on the first token-authenticated call after it changes (its
+inode, size or mtime): adding or revoking a token needs no restart. A file that no longer
+parses is logged and the last good tokens stay in force.
 
 ``Health/Check`` needs nothing. ``Health/Watch`` and reflection hold a stream open, so they need
 an authenticated caller (any role): no unauthenticated call can hold a resource.
@@ -36,6 +41,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +66,9 @@ __all__ = [
     "server_credentials",
 ]
 
-ROLES = ("audit", "certify", "verify")
+_log = logging.getLogger(__name__)
+
+ROLES = ("audit", "certify", "operator", "verify")
 """The roles a principal can hold."""
 
 _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -69,6 +77,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/certd.v1.Authority/GetCertificate", ("certify", "audit")),
     ("/certd.v1.Authority/GetForkTree", ("certify", "audit")),
     ("/certd.v1.Authority/ListAcceptances", ("certify", "audit")),
+    # Which task sets an acceptance is judged on is the operator's call, not any trainer's.
+    ("/certd.v1.Authority/RegisterTaskSet", ("operator",)),
     ("/certd.v1.Authority/", ("certify",)),
     ("/certd.v1.Ledger/", ("audit",)),
 )
@@ -191,6 +201,12 @@ def load_tokens(path: Path) -> dict[bytes, Principal]:
     return out
 
 
+def _file_version(path: Path) -> tuple[int, int, int]:
+    """What tells a changed file: (inode, size, mtime in ns); an atomic rename changes it."""
+    st = path.stat()
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def server_credentials(cfg: AccessConfig) -> grpc.ServerCredentials | None:
     """TLS (and mTLS) server credentials, or None for plaintext.
 
@@ -285,7 +301,12 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
         Raises:
             ConfigError: the tokens file or a role in ``client_roles`` is invalid.
         """
-        self._tokens = load_tokens(cfg.tokens_file) if cfg.tokens_file is not None else {}
+        self._tokens_file = cfg.tokens_file
+        self._tokens_seen: tuple[int, int, int] | None = None
+        self._tokens: dict[bytes, Principal] = {}
+        if cfg.tokens_file is not None:
+            self._tokens_seen = _file_version(cfg.tokens_file)
+            self._tokens = load_tokens(cfg.tokens_file)
         self._mtls: dict[str, Principal] = {}
         for name, roles in cfg.client_roles.items():
             if not set(roles) <= set(ROLES):
@@ -310,6 +331,7 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
                 if scheme.lower() != "bearer" or not token:
                     raise AuthenticationError("authorization: expected 'Bearer <token>'")
                 digest = hashlib.sha256(token.encode()).digest()
+                self._reload_tokens()
                 for known, principal in self._tokens.items():
                     if hmac.compare_digest(known, digest):
                         return principal
@@ -321,6 +343,29 @@ class AccessInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]  # ge
                 return self._mtls[name]
             raise AuthenticationError(f"client certificate {name!r} has no roles")
         raise AuthenticationError("expected a bearer token or a client certificate, got none")
+
+    def _reload_tokens(self) -> None:
+        """Read the tokens file again when it changed (a revocation takes effect at once).
+
+        A file that no longer parses leaves the last good tokens in force and is logged.
+        """
+        path = self._tokens_file
+        if path is None:
+            return
+        try:
+            seen = _file_version(path)
+        except OSError as e:
+            _log.error("tokens file %s: %s; keeping the last good tokens", path, e)
+            return
+        if seen == self._tokens_seen:
+            return
+        try:
+            tokens = load_tokens(path)
+        except ConfigError as e:
+            _log.error("%s; keeping the last good tokens", e)
+            return
+        self._tokens, self._tokens_seen = tokens, seen
+        _log.info("tokens file %s reloaded: %d tokens", path, len(tokens))
 
     def _check(self, method: str, context: grpc.ServicerContext) -> Principal | None:
         roles = allowed_roles(method)

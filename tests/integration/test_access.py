@@ -35,7 +35,12 @@ from certd.statements import verify_certificate
 from forkgate import CertdClient, ForkgateError
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
-TOKENS = {"v-token": ["verify"], "c-token": ["certify", "verify"], "a-token": ["audit"]}
+TOKENS = {
+    "v-token": ["verify"],
+    "c-token": ["certify", "verify"],
+    "a-token": ["audit"],
+    "o-token": ["operator"],
+}
 
 
 def _name(cn: str) -> x509.Name:
@@ -264,3 +269,53 @@ def test_log_key_rotation_keeps_old_certificates_verifiable(tmp_path: Path) -> N
         assert report.ok, report.summary()
     finally:
         store.close()
+
+
+def _write_tokens(path: Path, tokens: dict[str, list[str]]) -> None:
+    rows = [
+        {"sha256": hashlib.sha256(t.encode()).hexdigest(), "principal": t, "roles": roles}
+        for t, roles in tokens.items()
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"tokens": rows}))
+    tmp.replace(path)  # how an operator (or a mounted secret) swaps the file
+
+
+def test_tokens_file_reloads_without_restart(tmp_path: Path, pki: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    _write_tokens(tokens, {"old-token": ["verify"]})
+    access = AccessConfig(
+        tls_cert_file=pki / "server.crt", tls_key_file=pki / "server.key", tokens_file=tokens
+    )
+    server = _server(tmp_path, access)
+    address, ca = f"127.0.0.1:{server.port}", pki / "ca.crt"
+    answer = "<answer>(25-5)*4+3</answer>"
+    try:
+        with CertdClient(address, tls_ca=ca, token="old-token") as c:
+            assert c.verify(TASK, answer).status
+        _write_tokens(tokens, {"new-token": ["verify"]})  # revoke old, add new
+        with CertdClient(address, tls_ca=ca, token="old-token") as c:
+            with pytest.raises(ForkgateError, match="unknown bearer token"):
+                c.verify(TASK, answer)
+        with CertdClient(address, tls_ca=ca, token="new-token") as c:
+            assert c.verify(TASK, answer).status
+            tokens.write_text("{not json")  # a broken edit keeps the last good tokens
+            assert c.verify(TASK, answer).status
+    finally:
+        server.stop(grace_s=1.0)
+
+
+def test_only_an_operator_registers_acceptance_task_sets(
+    tls_server: CertdServer, pki: Path
+) -> None:
+    from forkgate.acceptance import register_task_set
+
+    address, ca = f"127.0.0.1:{tls_server.port}", pki / "ca.crt"
+    with CertdClient(address, tls_ca=ca, token="c-token") as c:
+        with pytest.raises(ForkgateError, match="lacks role 'operator'"):
+            register_task_set(c, "band-1", [TASK], k=8)
+    with CertdClient(address, tls_ca=ca, token="o-token") as o:
+        try:  # the access layer lets it through; the set itself may still be refused
+            register_task_set(o, "band-1", [TASK], k=8)
+        except ForkgateError as e:
+            assert "lacks role" not in str(e)

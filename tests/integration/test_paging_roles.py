@@ -32,6 +32,7 @@ MATRIX = {
         "GetCertificate": {"certify", "audit"},
         "GetForkTree": {"certify", "audit"},
         "ListAcceptances": {"certify", "audit"},
+        "RegisterTaskSet": {"operator"},
         "*": {"certify"},
     },
     "Ledger": {"*": {"audit"}},
