@@ -22,6 +22,10 @@ from certd.service.server import CertdServer
 from forkgate import CertdClient
 from forkgate.cli import main as forkgate_main
 
+# One server for the module (tests/conftest.py): the tests verify, or certify a family no
+# other test's assertions depend on; the exceptions are marked fresh_certd.
+pytestmark = pytest.mark.shared_certd
+
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 GOOD = "<answer>(25-5)*4+3</answer>"
 
@@ -102,6 +106,7 @@ def test_missing_input_and_metrics_on_a_verdict_file(
     assert f"{verdicts}:2: not a fork-tree record" in line and "verify-batch" in line
 
 
+@pytest.mark.fresh_certd  # reads the fixture server's own data dir
 def test_trust_that_is_missing_or_private_is_usage(
     certd_server: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +224,7 @@ def test_a_bad_model_path_is_one_line(
     assert "not a model directory" in line and "huggingface.co" not in line
 
 
+@pytest.mark.fresh_certd  # a first certify: 'certified', not an existing certificate
 def test_certify_to_stdout_piped_into_check_cert(address: str, vkey: str) -> None:
     task = json.dumps({"domain": "countdown", "task": TASK})
     made = _run("forkgate.cli", "certify", "--server", address, "--task", task, "--label",

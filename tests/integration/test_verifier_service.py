@@ -31,6 +31,10 @@ from forkgate import (
     make_task,
 )
 
+# Every test here only verifies (receipts append to the ledger, but no test counts entries):
+# they share one server per module (tests/conftest.py).
+pytestmark = pytest.mark.shared_certd
+
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
 
