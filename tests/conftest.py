@@ -87,6 +87,19 @@ def vkey(certd_server: object) -> str:
     return str(certd_server.key.verifier().to_vkey())  # type: ignore[attr-defined]
 
 
+@pytest.fixture()
+def dead_address() -> Iterator[str]:
+    """A loopback address nothing listens on for the whole test: connections are refused.
+
+    The port stays bound (never listening) until the test ends, so no other process can
+    take it meanwhile (tests/port_helpers.py).
+    """
+    from port_helpers import closed_port
+
+    with closed_port() as port:
+        yield f"127.0.0.1:{port}"
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One real redis-server for the session (AOF, appendfsync always, a free loopback port).
