@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
@@ -161,7 +161,9 @@ def test_config_key_at_the_wrong_level(tmp_path: Path) -> None:
 
 
 def _ledger_with(data: Path, verifies: int) -> None:
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from port_helpers import closed_port, reserved_port
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -90,7 +90,12 @@ def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
         def start_later() -> None:
             time.sleep(0.8)  # the thing tested: the client's calls find nothing listening
             server = CertdServer(
-                CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
+                CertdConfig(
+                    data_dir=tmp_path / "d",
+                    listen=f"127.0.0.1:{port}",
+                    math=LAZY_MATH,
+                    countdown=NO_POOL,
+                )
             )
             port.release()
             server.start()
@@ -111,9 +116,15 @@ def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
 
 
 def test_rides_out_a_restart_of_certd(tmp_path: Path) -> None:
-    first = CertdServer(CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH))
+    first = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     port = first.start()  # the restart binds the port the first server was given
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH, countdown=NO_POOL
+    )
     holder = [first]
 
     def restart() -> None:
