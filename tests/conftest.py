@@ -20,7 +20,8 @@ def _test_config(data_dir: Path, *, verify_pool: bool) -> object:
             "listen": "127.0.0.1:0",  # the OS picks the port; the server reports it
             # no background math warm-up for each test's server: math starts on first use
             # (tests/integration/test_math_exactness_service.py tests the warm-up)
-            "math": {"warm_start": False},
+            # and no grammar priming in idle time (tests/server_helpers.py says why)
+            "math": {"warm_start": False, "prime_grammar": False},
             # the Countdown pool starts its worker processes with the server (about 2 s of
             # CPU on this machine); a per-test server checks in process instead
             # (``verify_workers: 0``), the shared one keeps the product's pool

@@ -16,7 +16,10 @@ embedding model in the background as soon as it starts: two worker processes tha
 warm-up set and then prime the LaTeX grammar for about 10 CPU-seconds each, and the model in
 the serving process. A test server that never checks a math answer would spend that CPU beside
 the test on a shared machine, and stop it half done. With these settings math starts on the
-first math request instead, as it does with ``warm_start: false`` in production.
+first math request instead, as it does with ``warm_start: false`` in production; and once
+started, its workers do not prime the grammar in idle time (``prime_grammar: false``: about
+10 CPU-seconds per worker spent beside the tests, warming only, never a different parse;
+``test_math_pool`` and ``tests/unit/math/test_math_prime.py`` test the priming).
 
 The warm start itself keeps its tests, on the default config: ``test_math_exactness_service``
 (health ``certd.v1.Verifier/math`` NOT_SERVING until ready, then SERVING; a request during the
@@ -39,7 +42,7 @@ from certd.config import CountdownConfig, MathConfig
 
 __all__ = ["LAZY_MATH", "LAZY_MATH_SECTION", "NO_POOL", "NO_POOL_SECTION"]
 
-LAZY_MATH = MathConfig(warm_start=False)
-LAZY_MATH_SECTION: dict[str, Any] = {"warm_start": False}
+LAZY_MATH = MathConfig(warm_start=False, prime_grammar=False)
+LAZY_MATH_SECTION: dict[str, Any] = {"warm_start": False, "prime_grammar": False}
 NO_POOL = CountdownConfig(verify_workers=0)
 NO_POOL_SECTION: dict[str, Any] = {"verify_workers": 0}
