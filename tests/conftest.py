@@ -21,7 +21,9 @@ def _test_config(data_dir: Path, *, verify_pool: bool) -> object:
             # no background math warm-up for each test's server: math starts on first use
             # (tests/integration/test_math_exactness_service.py tests the warm-up)
             # and no grammar priming in idle time (tests/server_helpers.py says why)
-            "math": {"warm_start": False, "prime_grammar": False},
+            # a check's deadline for a machine that may run 8 suites at once: these servers
+            # check honest answers (2 s, the default, is tested by test_math_service)
+            "math": {"warm_start": False, "prime_grammar": False, "deadline_s": 20.0},
             # the Countdown pool starts its worker processes with the server (about 2 s of
             # CPU on this machine); a per-test server checks in process instead
             # (``verify_workers: 0``), the shared one keeps the product's pool
