@@ -18,11 +18,10 @@ def _test_config(data_dir: Path, *, verify_pool: bool) -> object:
         {
             "data_dir": data_dir,
             "listen": "127.0.0.1:0",  # the OS picks the port; the server reports it
-            # no background math warm-up for each test's server: math starts on first use
-            # (tests/integration/test_math_exactness_service.py tests the warm-up)
-            # and no grammar priming in idle time (tests/server_helpers.py says why)
-            # a check's deadline for a machine that may run 8 suites at once: these servers
-            # check honest answers (2 s, the default, is tested by test_math_service)
+            # math starts on first use (no background warm-up: test_math_exactness_service
+            # tests it), its workers do not prime the grammar when idle (server_helpers.py
+            # says why), and a check may take 20 s on a machine running 8 suites at once
+            # (these servers check honest answers; test_math_service tests the 2 s default)
             "math": {"warm_start": False, "prime_grammar": False, "deadline_s": 20.0},
             # the Countdown pool starts its worker processes with the server (about 2 s of
             # CPU on this machine); a per-test server checks in process instead
