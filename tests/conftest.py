@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -10,27 +11,72 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture()
-def certd_server(tmp_path: Path) -> Iterator[object]:
-    """A CertdServer serving on a free loopback port (real gRPC, real SQLite, real keys)."""
+def _test_config(data_dir: Path, *, verify_pool: bool) -> object:
     from certd.config import CertdConfig
-    from certd.service.server import CertdServer
 
-    cfg = CertdConfig.model_validate(
+    return CertdConfig.model_validate(
         {
-            "data_dir": tmp_path / "certd-data",
-            "listen": "127.0.0.1:0",
-            # no background math warm-up for each test's server: math starts on first use
-            # (tests/integration/test_math_exactness_service.py tests the warm-up)
-            "math": {"warm_start": False},
+            "data_dir": data_dir,
+            "listen": "127.0.0.1:0",  # the OS picks the port; the server reports it
+            # math starts on first use (no background warm-up: test_math_exactness_service
+            # tests it), its workers do not prime the grammar when idle (server_helpers.py
+            # says why), and a check may take 20 s on a machine running 8 suites at once
+            # (these servers check honest answers; test_math_service tests the 2 s default)
+            "math": {"warm_start": False, "prime_grammar": False, "deadline_s": 20.0},
+            # the Countdown pool starts its worker processes with the server (about 2 s of
+            # CPU on this machine); a per-test server checks in process instead
+            # (``verify_workers: 0``), the shared one keeps the product's pool
+            "countdown": {} if verify_pool else {"verify_workers": 0},
         }
     )
-    server = CertdServer(cfg)
+
+
+@contextmanager
+def _serving(data_dir: Path, *, verify_pool: bool) -> Iterator[object]:
+    from certd.service.server import CertdServer
+
+    server = CertdServer(_test_config(data_dir, verify_pool=verify_pool))  # type: ignore[arg-type]
     server.start()
     try:
         yield server
     finally:
         server.stop(grace_s=1.0)
+
+
+@pytest.fixture(scope="module")
+def shared_certd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One certd for every ``shared_certd`` test of a module (see ``certd_server``).
+
+    It runs the product's Countdown worker pool (batches of ``verify_pool_min_batch`` items
+    or more are checked there), started once per module.
+    """
+    data_dir = tmp_path_factory.mktemp("certd-shared") / "certd-data"
+    with _serving(data_dir, verify_pool=True) as server:
+        yield server
+
+
+@pytest.fixture()
+def certd_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """A CertdServer serving on a loopback port (real gRPC, real SQLite, real keys).
+
+    By default each test gets its own server with a fresh data dir: a test that stops the
+    server, enters graceful shutdown, counts ledger entries or checkpoint sizes, certifies a
+    family another test certifies too (a second certify is an existing certificate or a
+    PSEUDO_FORK), or spends a quota sees only its own effects. Such a server checks every
+    batch in process (no Countdown worker pool: none of these tests sends a batch of
+    ``verify_pool_min_batch`` items).
+
+    A test (or a module, through ``pytestmark``) marked ``@pytest.mark.shared_certd`` only
+    reads, or verifies and certifies what no other test's assertions depend on; it gets its
+    module's one ``shared_certd_server`` and skips a server start and stop. In such a module,
+    ``@pytest.mark.fresh_certd`` gives one test its own server again (say why beside it).
+    """
+    node = request.node
+    if node.get_closest_marker("shared_certd") and not node.get_closest_marker("fresh_certd"):
+        yield request.getfixturevalue("shared_certd_server")
+        return
+    with _serving(tmp_path / "certd-data", verify_pool=False) as server:
+        yield server
 
 
 @pytest.fixture()
@@ -41,6 +87,19 @@ def address(certd_server: object) -> str:
 @pytest.fixture()
 def vkey(certd_server: object) -> str:
     return str(certd_server.key.verifier().to_vkey())  # type: ignore[attr-defined]
+
+
+@pytest.fixture()
+def dead_address() -> Iterator[str]:
+    """A loopback address nothing listens on for the whole test: connections are refused.
+
+    The port stays bound (never listening) until the test ends, so no other process can
+    take it meanwhile (tests/port_helpers.py).
+    """
+    from port_helpers import closed_port
+
+    with closed_port() as port:
+        yield f"127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="session")

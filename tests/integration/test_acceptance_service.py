@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import AcceptanceConfig, CertdConfig, TaskSetConfig
 from certd.errors import SigningError
@@ -308,6 +308,7 @@ def test_a_fall_within_noise_refuses_only_when_configured(
         listen="127.0.0.1:0",
         acceptance=AcceptanceConfig(refuse_within_noise=refuse_within_noise),
         math=LAZY_MATH,
+        countdown=NO_POOL,
     )
     server = CertdServer(cfg)
     server.start()

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import AccessConfig, CertdConfig
 from certd.errors import ConfigError
@@ -102,7 +102,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _server(tmp_path: Path, access: AccessConfig) -> CertdServer:
     cfg = CertdConfig(
-        data_dir=tmp_path / "data", listen="127.0.0.1:0", access=access, math=LAZY_MATH
+        data_dir=tmp_path / "data",
+        listen="127.0.0.1:0",
+        access=access,
+        math=LAZY_MATH,
+        countdown=NO_POOL,
     )
     server = CertdServer(cfg)
     server.start()
@@ -218,7 +222,9 @@ def test_mutual_tls(tmp_path: Path, pki: Path) -> None:
 
 
 def test_plaintext_beyond_loopback_is_refused(tmp_path: Path) -> None:
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen="0.0.0.0:0", math=LAZY_MATH)
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d", listen="0.0.0.0:0", math=LAZY_MATH, countdown=NO_POOL
+    )
     server = CertdServer(cfg)
     try:
         with pytest.raises(ConfigError, match="beyond loopback needs TLS"):
@@ -229,7 +235,7 @@ def test_plaintext_beyond_loopback_is_refused(tmp_path: Path) -> None:
 
 def test_log_key_rotation_keeps_old_certificates_verifiable(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    cfg = CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH)
+    cfg = CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
     server = CertdServer(cfg)
     server.start()
     old_key = server.key.verifier()

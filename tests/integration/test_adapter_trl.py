@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,9 @@ OTHER = {"domain": "countdown", "numbers": [6, 7, 2], "target": 44}
 KAPPA = "countdown.first-op.v1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_certd_reward_scores_families_and_sets_none_on_outage(address: str, vkey: str) -> None:
+def test_certd_reward_scores_families_and_sets_none_on_outage(
+    dead_address: str, address: str, vkey: str
+) -> None:
     reward = CertdReward(address, trusted_keys=[vkey])
     completions = [
         "<answer>(25-5)*4+3</answer>",  # correct, family 25,-
@@ -71,7 +66,7 @@ def test_certd_reward_scores_families_and_sets_none_on_outage(address: str, vkey
     assert conv == [1.0]
 
     down = CertdReward(
-        f"127.0.0.1:{_free_port()}",
+        dead_address,
         trusted_keys=[vkey],
         settings=ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05),
     )
@@ -219,11 +214,11 @@ def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
 
 @pytest.mark.slow
 def test_with_the_guard_off_a_step_during_a_certd_outage_learns_nothing(
-    vkey: str, tmp_path: Path
+    dead_address: str, vkey: str, tmp_path: Path
 ) -> None:
     quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
     off = LeftOutGuard(max_left_out_fraction=None)  # the default raises: test_adapter_trl_docs
-    down = f"127.0.0.1:{_free_port()}"
+    down = dead_address
     trainer = _trainer(down, vkey, tmp_path, None, settings=quick, guard=off)
     seen, moved = _train_one_step(trainer)
     assert {s.status for s in trainer._scored} == {"INFRA_ERROR"}

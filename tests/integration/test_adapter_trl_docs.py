@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
 pytest.importorskip("trl", reason="the trl extra is installed by make (dev)")
 
-from test_adapter_trl import OTHER, TASK, _free_port, _tiny_model_and_tokenizer  # noqa: E402
+from test_adapter_trl import OTHER, TASK, _tiny_model_and_tokenizer  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from forkgate import ClientSettings  # noqa: E402
@@ -165,12 +165,12 @@ def test_the_guard_counts_and_raises_on_fraction_and_streak() -> None:
         LeftOutGuard(max_left_out_fraction=0.0)
 
 
-def test_unknown_trainer_keywords_are_a_type_error(tmp_path: Path) -> None:
+def test_unknown_trainer_keywords_are_a_type_error(dead_address: str, tmp_path: Path) -> None:
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
     with pytest.raises(TypeError):
         StratifiedGRPOTrainer(
             model=model, processing_class=tokenizer,
-            reward_funcs=[CertdReward(f"127.0.0.1:{_free_port()}")],
+            reward_funcs=[CertdReward(dead_address)],
             args=_tiny_args(tmp_path, steps=1), train_dataset=_dataset(),
             ratchett=None,
         )  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,6 @@ from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _char_tokenizer(tmp_path: Path) -> Any:
@@ -114,7 +107,7 @@ def _score_with_verl(
 
 
 def test_compute_score_through_verls_reward_manager(
-    address: str, vkey: str, tmp_path: Path
+    dead_address: str, address: str, vkey: str, tmp_path: Path
 ) -> None:
     results = _score_with_verl(
         address,
@@ -141,7 +134,7 @@ def test_compute_score_through_verls_reward_manager(
         _score_with_verl(address, [vkey], tmp_path, ["<answer>1</answer>"] * 2)
         assert c.checkpoint().size == size + 3  # one by one: one receipt each
 
-    down = _score_with_verl(f"127.0.0.1:{_free_port()}", [vkey], tmp_path, ["<answer>1</answer>"])
+    down = _score_with_verl(dead_address, [vkey], tmp_path, ["<answer>1</answer>"])
     assert down[0]["reward_score"] == 0.0
     assert down[0]["reward_extra_info"][fg.STATUS_KEY] == "INFRA_ERROR"
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import build_parser
 from certd.cli import main as certd_main
@@ -126,7 +127,9 @@ def test_keygen_to_stdout_and_into_a_new_directory(tmp_path: Path) -> None:
 
 def test_audit_trusts_a_vkey_from_stdin(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0"))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH_SECTION
+from server_helpers import LAZY_MATH_SECTION, NO_POOL_SECTION
 
 from forkgate import CertdClient
 from forkgate.local import LocalCertd
@@ -28,7 +28,9 @@ def _run(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
 def served(tmp_path: Path) -> Iterator[LocalCertd]:
     """`certd serve` in its own process."""
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"math": LAZY_MATH_SECTION}), encoding="utf-8")
+    config.write_text(
+        json.dumps({"math": LAZY_MATH_SECTION, "countdown": NO_POOL_SECTION}), encoding="utf-8"
+    )
     certd = LocalCertd(tmp_path / "data", stderr=subprocess.PIPE, config=config)
     try:
         yield certd

@@ -6,10 +6,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from wait_helpers import wait_until
 
 # A real CLI process, blocked reading stdin inside main() when it prints "ready".
 _BLOCKED = {
@@ -19,6 +19,18 @@ _BLOCKED = {
     ),
     "certd": ("certd.cli", ["kappa-report", "--in", "-"]),
 }
+
+
+def _reading_stdin(pid: int) -> bool:
+    """A thread of ``pid`` is in read(0, …) (x86-64 syscall 0 on fd 0; /proc/PID/syscall)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            call = (task / "syscall").read_text().split()
+        except OSError:  # the thread ended
+            continue
+        if call[:2] == ["0", "0x0"]:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("name", sorted(_BLOCKED))
@@ -31,7 +43,7 @@ def test_ctrl_c_is_one_line_and_exit_130(name: str, tmp_path: Path) -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-    time.sleep(1.0)  # into main(), blocked on stdin
+    wait_until(lambda: _reading_stdin(proc.pid), timeout=60, what="main() blocked on stdin")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -14,13 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
 from forkgate import CertdClient
 from forkgate.cli import main as forkgate_main
+
+# One server for the module (tests/conftest.py): the tests verify, or certify a family no
+# other test's assertions depend on; the exceptions are marked fresh_certd.
+pytestmark = pytest.mark.shared_certd
 
 TASK = {"numbers": [25, 5, 4, 3], "target": 83}
 GOOD = "<answer>(25-5)*4+3</answer>"
@@ -102,6 +106,7 @@ def test_missing_input_and_metrics_on_a_verdict_file(
     assert f"{verdicts}:2: not a fork-tree record" in line and "verify-batch" in line
 
 
+@pytest.mark.fresh_certd  # reads the fixture server's own data dir
 def test_trust_that_is_missing_or_private_is_usage(
     certd_server: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,7 +161,9 @@ def test_config_key_at_the_wrong_level(tmp_path: Path) -> None:
 
 
 def _ledger_with(data: Path, verifies: int) -> None:
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     try:
         with CertdClient(f"127.0.0.1:{server.port}") as c:
@@ -219,6 +226,7 @@ def test_a_bad_model_path_is_one_line(
     assert "not a model directory" in line and "huggingface.co" not in line
 
 
+@pytest.mark.fresh_certd  # a first certify: 'certified', not an existing certificate
 def test_certify_to_stdout_piped_into_check_cert(address: str, vkey: str) -> None:
     task = json.dumps({"domain": "countdown", "task": TASK})
     made = _run("forkgate.cli", "certify", "--server", address, "--task", task, "--label",

@@ -6,13 +6,13 @@ Which calls are retried, and on what, is in ``test_client_retries.py``.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from port_helpers import closed_port, reserved_port
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -30,7 +30,12 @@ from forkgate import (
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
+# One server for the module's fixture users (tests/conftest.py): they verify, or certify a
+# family whose certificate no assertion counts; the exception is marked fresh_certd.
+pytestmark = pytest.mark.shared_certd
 
+
+@pytest.mark.fresh_certd  # counts the fork tree's certificates and the log's entries
 def test_async_client_mirrors_sync(address: str, vkey: str) -> None:
     async def run() -> tuple[list[int], str, int, int]:
         async with AsyncCertdClient(address, trusted_keys=[vkey]) as c:
@@ -77,48 +82,54 @@ def test_wrong_trusted_key_fails_verification(address: str) -> None:
             c.certify(TASK, "25,-", "(25-5)*4+3")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_retries_until_the_server_comes_up(tmp_path: Path) -> None:
-    port = _free_port()
     holder: list[CertdServer] = []
 
-    def start_later() -> None:
-        time.sleep(0.8)
-        server = CertdServer(
-            CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
-        )
-        server.start()
-        holder.append(server)
+    with reserved_port() as port:  # refused until certd takes it; nobody else can
 
-    t = threading.Thread(target=start_later)
-    t.start()
-    try:
-        settings = ClientSettings(
-            wait_for_ready=True, backoff_s=0.1, backoff_max_s=0.3, timeout_s=60
-        )
-        with CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
-            assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
-    finally:
-        t.join()
-        for s in holder:
-            s.stop(grace_s=1)
+        def start_later() -> None:
+            time.sleep(0.8)  # the thing tested: the client's calls find nothing listening
+            server = CertdServer(
+                CertdConfig(
+                    data_dir=tmp_path / "d",
+                    listen=f"127.0.0.1:{port}",
+                    math=LAZY_MATH,
+                    countdown=NO_POOL,
+                )
+            )
+            port.release()
+            server.start()
+            holder.append(server)
+
+        t = threading.Thread(target=start_later)
+        t.start()
+        try:
+            settings = ClientSettings(
+                wait_for_ready=True, backoff_s=0.1, backoff_max_s=0.3, timeout_s=60
+            )
+            with CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
+                assert c.verify(TASK, "<answer>(25-5)*4+3</answer>").status == tasks_pb2.CORRECT
+        finally:
+            t.join()
+            for s in holder:
+                s.stop(grace_s=1)
 
 
 def test_rides_out_a_restart_of_certd(tmp_path: Path) -> None:
-    port = _free_port()
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH)
-    first = CertdServer(cfg)
-    first.start()
+    first = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
+    port = first.start()  # the restart binds the port the first server was given
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d", listen=f"127.0.0.1:{port}", math=LAZY_MATH, countdown=NO_POOL
+    )
     holder = [first]
 
     def restart() -> None:
         first.stop(grace_s=1)
-        time.sleep(0.8)
+        time.sleep(0.8)  # the thing tested: certd is down for a while
         holder.append(CertdServer(cfg))
         holder[-1].start()
 
@@ -138,7 +149,7 @@ def test_rides_out_a_restart_of_certd(tmp_path: Path) -> None:
 
 def test_gives_up_with_a_typed_error_when_nothing_listens() -> None:
     settings = ClientSettings(max_retries=2, backoff_s=0.05, timeout_s=2)
-    with CertdClient(f"127.0.0.1:{_free_port()}", settings=settings) as c:
+    with closed_port() as port, CertdClient(f"127.0.0.1:{port}", settings=settings) as c:
         t0 = time.perf_counter()
         with pytest.raises(CertdUnavailableError):
             c.checkpoint()

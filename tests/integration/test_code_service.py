@@ -18,6 +18,10 @@ from forkgate import (
     VerifyItem,
 )
 
+# One server (and one warm sandbox pool) for the module (tests/conftest.py): the tests verify,
+# and the one that certifies uses a task of its own.
+pytestmark = pytest.mark.shared_certd
+
 HUMANEVAL = {
     "language": "python",
     "prompt": "def add(a, b):\n    '''Add two numbers.'''\n",

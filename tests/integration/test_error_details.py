@@ -29,6 +29,9 @@ from forkgate import (
 )
 from forkgate._base import certify_request, map_rpc_error
 
+# One server for the module (tests/conftest.py): every certify here is refused.
+pytestmark = pytest.mark.shared_certd
+
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 EMPTY = {"domain": "countdown", "task": {"numbers": [], "target": 3}}  # certd refuses it
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
@@ -75,7 +75,9 @@ TASK = '{"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One real certd, a certificate it issued, a fork-tree file, a damaged copy of its store."""
     base = tmp_path_factory.mktemp("exit-codes")
-    server = CertdServer(CertdConfig(data_dir=base / "data", listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=base / "data", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     address = f"127.0.0.1:{server.port}"
     vkey = (base / "data" / "signing.pub").read_text().strip()

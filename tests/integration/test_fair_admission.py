@@ -20,7 +20,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.service.admission import per_principal
@@ -71,7 +71,11 @@ time.sleep(3600)
 
 @pytest.fixture()
 def server(tmp_path: Path) -> Iterator[CertdServer]:
-    s = CertdServer(CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH))
+    s = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     s.start()
     try:
         yield s

@@ -26,7 +26,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 from test_access import pki  # noqa: F401 - the module's certificate fixture
 
 from certd.config import AccessConfig, CertdConfig, ServiceLimits
@@ -59,7 +59,12 @@ def _limits(**kw: object) -> ServiceLimits:
 def _start(tmp_path: Path, **kw: object) -> CertdServer:
     server = CertdServer(
         CertdConfig(
-            data_dir=tmp_path / "d", listen="127.0.0.1:0", limits=_limits(), math=LAZY_MATH, **kw
+            data_dir=tmp_path / "d",
+            listen="127.0.0.1:0",
+            limits=_limits(),
+            math=LAZY_MATH,
+            countdown=NO_POOL,
+            **kw,
         )  # type: ignore[arg-type]
     )
     server.start()
@@ -261,6 +266,7 @@ def test_one_client_cannot_take_every_slot(tmp_path: Path) -> None:
             listen="127.0.0.1:0",
             limits=_limits(max_rpcs_per_client=3),
             math=LAZY_MATH,
+            countdown=NO_POOL,
         )
     )
     s.start()

@@ -83,7 +83,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         {
             "data_dir": data,
             "countdown": {"verify_workers": 0},
-            "math": {"workers": 1, "first_step": False, "warm_start": False},
+            "math": {
+                "workers": 1,
+                "first_step": False,
+                "warm_start": False,
+                "prime_grammar": False,
+            },
             "learned_kappa": {
                 "distance_threshold": 0.4,
                 "task_sets": [{"name": "algebra", "kappa": "learned", "tasks": [QUESTION]}],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd import tlog
 from certd.config import CertdConfig
@@ -52,7 +52,9 @@ def test_entries_and_proofs_verify(address: str, vkey: str) -> None:
 
 
 def test_restart_keeps_the_log_and_stays_consistent(tmp_path: Path) -> None:
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH)
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+    )
     server = CertdServer(cfg)
     port = server.start()
     vkey = server.key.verifier()

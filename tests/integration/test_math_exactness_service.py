@@ -9,13 +9,13 @@ order): it watches the warm-up from the moment the server listens.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from wait_helpers import wait_until
 
 from certd.config import CertdConfig
 from certd.service.server import MATH_HEALTH, CertdServer
@@ -65,10 +65,8 @@ def test_warm_up_is_visible_and_a_request_meanwhile_gets_a_clear_answer(
             assert "warming up" in str(e) and "certd.v1.Verifier/math" in str(e)
         else:  # the warm-up ended between the health check and the call: a real verdict
             assert checker.ready.is_set() and verdict.status == 1  # type: ignore[attr-defined]
-    end = time.monotonic() + 280  # under the suite's 300 s per-test timeout
-    while _math_health(addr) != SERVING:
-        assert time.monotonic() < end, "math never became ready"
-        time.sleep(0.2)
+    # under the suite's 300 s per-test timeout
+    wait_until(lambda: _math_health(addr) == SERVING, timeout=280, interval=0.2, what="math ready")
     with CertdClient(addr, settings=once) as c:
         assert c.verify({"domain": "math", "gold": "3"}, r"\boxed{3}").status == 1
 

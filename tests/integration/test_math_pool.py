@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from wait_helpers import wait_until
 
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
 from certd.domains.math import MathLimits, MathTask, verify_math
@@ -59,9 +60,8 @@ def small_cap_pool() -> Iterator[MathPool]:
 
 
 def _healthy(pool: MathPool) -> None:
-    deadline = time.monotonic() + 30.0
-    while len(pool.worker_pids()) < pool.workers and time.monotonic() < deadline:
-        time.sleep(0.05)  # a replacement is starting
+    # a replacement may be starting
+    wait_until(lambda: len(pool.worker_pids()) >= pool.workers, timeout=30, what="every worker up")
     assert len(pool.worker_pids()) == pool.workers
     got = pool.verify_many([(MathTask(gold=r"\frac{1}{2}"), r"\boxed{0.5}")] * 4)
     assert [v.status for v in got] == [Status.CORRECT] * 4

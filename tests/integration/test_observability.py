@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import time
 import urllib.request
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from server_helpers import LAZY_MATH
+from wait_helpers import wait_until
 
 from certd.config import CertdConfig, ClusterConfig, ObservabilityConfig
 from certd.service.observability import JsonFormatter
@@ -94,10 +94,7 @@ def health_status(address: str) -> int:
 
 
 def wait_status(address: str, want: int) -> None:
-    deadline = time.monotonic() + 30
-    while health_status(address) != want:
-        assert time.monotonic() < deadline, f"health never became {want}"
-        time.sleep(0.05)
+    wait_until(lambda: health_status(address) == want, timeout=30, what=f"health {want}")
 
 
 def test_health_reflects_the_ledger_store(tmp_path: Path, redis_prefix: str) -> None:

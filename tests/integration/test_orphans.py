@@ -13,10 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from wait_helpers import wait_until
 
 from certd.signing.keys import SigningKey, save_signing_key
 from forkgate import CertdClient
@@ -97,10 +97,12 @@ def test_no_child_survives_its_certd(tmp_path: Path, sig: signal.Signals) -> Non
         assert len(kids) >= 6, kids  # forkserver, 2 + 2 workers, tracker, a sandbox
         os.kill(proc.pid, sig)
         proc.wait(timeout=60)
-        deadline = time.monotonic() + 20
-        while (left := {p for p in kids if alive(p)}) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:120] for p in left]
+        wait_until(
+            lambda: not {p for p in kids if alive(p)},
+            timeout=20,
+            interval=0.1,
+            what=f"every descendant of certd gone: {[p for p in kids if alive(p)]}",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from server_helpers import LAZY_MATH_SECTION, NO_POOL_SECTION
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -24,7 +25,8 @@ def server(tmp_path: Path) -> Iterator[CertdServer]:
         {
             "data_dir": tmp_path / "certd-data",
             "listen": "127.0.0.1:0",
-            "math": {"warm_start": False},
+            "math": LAZY_MATH_SECTION,
+            "countdown": NO_POOL_SECTION,
             "limits": {"ledger_entries_per_hour": 3},
         }
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -108,7 +108,9 @@ def test_forged_replayed_tampered_records_are_refused(address: str, vkey: str) -
 @pytest.fixture()
 def alien(tmp_path: Path) -> Iterator[CertdServer]:
     server = CertdServer(
-        CertdConfig(data_dir=tmp_path / "alien", listen="127.0.0.1:0", math=LAZY_MATH)
+        CertdConfig(
+            data_dir=tmp_path / "alien", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
     )
     server.start()
     yield server
@@ -136,14 +138,26 @@ def test_stale_checkpoint_is_refused(address: str, vkey: str) -> None:
 
 
 def test_a_forked_log_is_inconsistent(tmp_path: Path) -> None:
-    first = CertdServer(CertdConfig(data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH))
+    first = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     first.start()
     with CertdClient(f"127.0.0.1:{first.port}") as c:
         record(c, TASK, 1)
     first.stop(grace_s=1)
     shutil.copytree(tmp_path / "a", tmp_path / "b")  # same key, same history so far
-    a = CertdServer(CertdConfig(data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH))
-    b = CertdServer(CertdConfig(data_dir=tmp_path / "b", listen="127.0.0.1:0", math=LAZY_MATH))
+    a = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
+    b = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "b", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     a.start()
     b.start()
     try:

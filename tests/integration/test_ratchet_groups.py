@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 from test_ratchet import KAPPA, OTHER, TASK, ratchet_for, reasons
 
 from certd.config import CertdConfig
@@ -114,7 +114,9 @@ def test_forged_replayed_tampered_groups_are_refused(address: str, vkey: str) ->
 
 def test_alien_receipts_and_stale_checkpoints(address: str, vkey: str, tmp_path: Path) -> None:
     alien = CertdServer(
-        CertdConfig(data_dir=tmp_path / "alien", listen="127.0.0.1:0", math=LAZY_MATH)
+        CertdConfig(
+            data_dir=tmp_path / "alien", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
     )
     alien.start()
     try:
@@ -138,14 +140,26 @@ def test_alien_receipts_and_stale_checkpoints(address: str, vkey: str, tmp_path:
 
 
 def test_a_group_from_a_forked_log_is_inconsistent(tmp_path: Path) -> None:
-    first = CertdServer(CertdConfig(data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH))
+    first = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     first.start()
     with CertdClient(f"127.0.0.1:{first.port}") as c:
         groups(c, TASK, RESPONSES[:1])
     first.stop(grace_s=1)
     shutil.copytree(tmp_path / "a", tmp_path / "b")  # same key, same history so far
-    a = CertdServer(CertdConfig(data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH))
-    b = CertdServer(CertdConfig(data_dir=tmp_path / "b", listen="127.0.0.1:0", math=LAZY_MATH))
+    a = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "a", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
+    b = CertdServer(
+        CertdConfig(
+            data_dir=tmp_path / "b", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+        )
+    )
     a.start()
     b.start()
     try:

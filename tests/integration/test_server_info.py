@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from server_helpers import LAZY_MATH, NO_POOL
 from test_access import pki, tls_server  # noqa: F401  # fixtures
 
 from certd.cli import main as certd_main
@@ -240,7 +241,13 @@ def test_server_info_refuses_a_client_certificate_without_roles(
         client_ca_file=pki / "ca.crt",
         client_roles={"trainer": ["verify"]},
     )
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", access=access)
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d",
+        listen="127.0.0.1:0",
+        access=access,
+        math=LAZY_MATH,
+        countdown=NO_POOL,
+    )
     server = CertdServer(cfg)
     server.start()
     address = f"127.0.0.1:{server.port}"

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig, CountdownConfig
 from certd.service.server import SERVICE_NAMES, CertdServer
@@ -54,7 +54,9 @@ def test_reward_shaping_comes_from_config(tmp_path: Path) -> None:
 def test_listen_on_a_taken_port_is_a_config_error(tmp_path: Path, address: str) -> None:
     from certd.errors import ConfigError
 
-    server = CertdServer(CertdConfig(data_dir=tmp_path / "d2", listen=address, math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=tmp_path / "d2", listen=address, math=LAZY_MATH, countdown=NO_POOL)
+    )
     try:
         with pytest.raises(ConfigError):
             server.start()

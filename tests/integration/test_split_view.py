@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
@@ -27,7 +27,9 @@ def _task(target: int) -> dict[str, object]:
 
 
 def _server(data: Path) -> CertdServer:
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     return server
 

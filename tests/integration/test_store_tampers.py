@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
 from certd.config import CertdConfig
@@ -136,7 +136,9 @@ TAMPERS: dict[str, Tamper] = {
 @pytest.fixture(scope="module")
 def honest_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("honest") / "certd-data"
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     with CertdClient(f"127.0.0.1:{server.port}") as c:
         for task, label, witness in CERTIFY:
@@ -157,7 +159,9 @@ def test_a_damaged_store_never_serves_and_the_audit_names_where(
         where = TAMPERS[name](db, size)
 
     with pytest.raises(ConsistencyError, match="refusing to start") as refused:
-        CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+        CertdServer(
+            CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+        )
     assert where in str(refused.value)
     assert "\n" not in str(refused.value)
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.errors import ConsistencyError
@@ -47,7 +47,9 @@ def _junk(data: Path, what: str) -> int:
 @pytest.mark.parametrize("what", ["entry", "checkpoint"])
 def test_junk_beyond_the_tree_fails_the_audit_and_stops_start_up(tmp_path: Path, what: str) -> None:
     data = tmp_path / "certd-data"
-    server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+    server = CertdServer(
+        CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+    )
     server.start()
     with CertdClient(f"127.0.0.1:{server.port}") as c:
         c.certify(TASK, "25,-", "(25-5)*4+3")

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from server_helpers import LAZY_MATH_SECTION, NO_POOL_SECTION
 
 from certd.config import CertdConfig
 from certd.errors import ConfigError
@@ -104,7 +105,8 @@ def _config(tmp_path: Path, tasks: list[object]) -> CertdConfig:
         {
             "data_dir": tmp_path / "d",
             "listen": "127.0.0.1:0",
-            "math": {"warm_start": False},
+            "math": LAZY_MATH_SECTION,
+            "countdown": NO_POOL_SECTION,
             "acceptance": {"task_sets": [{"name": "one", "tasks": tasks, "k": 2}]},
         }
     )

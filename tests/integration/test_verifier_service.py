@@ -8,6 +8,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from server_helpers import NO_POOL
 
 from certd.config import CertdConfig, MathConfig
 from certd.errors import ProofError
@@ -30,6 +31,10 @@ from forkgate import (
     VerifyItem,
     make_task,
 )
+
+# Every test here only verifies (receipts append to the ledger, but no test counts entries):
+# they share one server per module (tests/conftest.py).
+pytestmark = pytest.mark.shared_certd
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
@@ -154,7 +159,12 @@ def test_bad_requests_get_typed_errors_and_server_keeps_serving(address: str) ->
 
 
 def test_a_domain_not_served_is_a_verdict_per_item_never_a_failed_batch(tmp_path: Path) -> None:
-    cfg = CertdConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0", math=MathConfig(enabled=False))
+    cfg = CertdConfig(
+        data_dir=tmp_path / "d",
+        listen="127.0.0.1:0",
+        math=MathConfig(enabled=False),
+        countdown=NO_POOL,
+    )
     server = CertdServer(cfg)
     server.start()
     try:

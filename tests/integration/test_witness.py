@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
-from server_helpers import LAZY_MATH
+from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.config import CertdConfig
 from certd.service.server import CertdServer
@@ -127,7 +127,9 @@ def test_witness_refuses_a_forked_log(tmp_path: Path) -> None:
         data = tmp_path / name
         data.mkdir()
         save_signing_key(data / "signing.key", key)
-        server = CertdServer(CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH))
+        server = CertdServer(
+            CertdConfig(data_dir=data, listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL)
+        )
         server.start()
         servers.append(server)
         with CertdClient(f"127.0.0.1:{server.port}") as c:

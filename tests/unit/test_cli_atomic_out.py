@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +32,9 @@ def test_open_out_replaces_on_success_and_keeps_the_old_file_on_error(tmp_path: 
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_a_failed_verify_batch_leaves_an_existing_out_as_it_was(tmp_path: Path) -> None:
+def test_a_failed_verify_batch_leaves_an_existing_out_as_it_was(
+    dead_address: str, tmp_path: Path
+) -> None:
     lines = tmp_path / "in.jsonl"
     task = {"domain": "countdown", "task": {"numbers": [3, 4], "target": 7}}
     lines.write_text(json.dumps({"task": task, "response": "<answer>3+4</answer>"}) + "\n")
@@ -48,7 +43,7 @@ def test_a_failed_verify_batch_leaves_an_existing_out_as_it_was(tmp_path: Path) 
     run = subprocess.run(
         [
             sys.executable, "-m", "forkgate.cli", "verify-batch",
-            "--server", f"127.0.0.1:{_free_port()}", "--timeout", "2",
+            "--server", dead_address, "--timeout", "2",
             "--in", str(lines), "--out", str(out),
         ],
         capture_output=True, text=True, timeout=120, check=False,
