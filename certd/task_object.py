@@ -53,8 +53,13 @@ def make_task(domain: str, obj: Mapping[str, Any]) -> tasks_pb2.Task:
     spec = task_spec(domain)
     if spec is None:
         raise ValueError(f"domain: expected {domain_choices()}, got {domain!r}")
+    if "domain" in obj:  # the flat form's marker, inside the object: it must name this domain
+        if obj["domain"] != domain:
+            raise ValueError(f"task.domain: {obj['domain']!r} inside a {domain} task")
+        obj = {k: v for k, v in obj.items() if k != "domain"}
+    message = spec.from_object(obj)  # the shape first: a missing field is the clearer error
     only_fields(obj, spec.fields, "task")
-    return tasks_pb2.Task(**{domain: spec.from_object(obj)})
+    return tasks_pb2.Task(**{domain: message})
 
 
 def _deprecated(form: str, stacklevel: int) -> None:

@@ -28,7 +28,7 @@ from certd.service.access import client_of
 from certd.service.convert import certificate_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
 from certd.service.paging import check_token, make_token, open_token, page_size
-from certd.service.tasks import TaskCache
+from certd.service.taskcache import TaskCache
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2
 
 __all__ = ["AuthorityServicer"]

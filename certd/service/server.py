@@ -55,7 +55,7 @@ from certd.service.observability import (
     MetricsInterceptor,
     serve_metrics,
 )
-from certd.service.tasks import TaskCache
+from certd.service.taskcache import TaskCache
 from certd.service.verifier import VerifierServicer
 from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
 from certd.v1 import (

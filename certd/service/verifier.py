@@ -26,7 +26,7 @@ from certd.errors import InvalidInputError, LimitExceededError
 from certd.service.access import client_of
 from certd.service.convert import encode_verdicts, proof_to_pb, verdict_to_pb
 from certd.service.handlers import rpc_job
-from certd.service.tasks import TaskCache
+from certd.service.taskcache import TaskCache
 from certd.v1 import verifier_pb2, verifier_pb2_grpc
 
 __all__ = ["VerifierServicer"]

@@ -176,7 +176,9 @@ def test_unknown_trainer_keywords_are_a_type_error(dead_address: str, tmp_path: 
         )  # fmt: skip
 
 
-def test_the_default_trainer_overrides_no_private_trl_method(tmp_path: Path) -> None:
+def test_the_default_trainer_overrides_no_private_trl_method(
+    dead_address: str, tmp_path: Path
+) -> None:
     """The documented setup uses TRL's public API only: no GRPOTrainer internal is replaced,
     on the class or on the instance; the opt-in estimators wrap two, checked by name."""
     from trl.trainer.grpo_trainer import GRPOTrainer
@@ -186,7 +188,7 @@ def test_the_default_trainer_overrides_no_private_trl_method(tmp_path: Path) -> 
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
     trainer = StratifiedGRPOTrainer(
         model=model, processing_class=tokenizer,
-        reward_funcs=[CertdReward(f"127.0.0.1:{_free_port()}")],
+        reward_funcs=[CertdReward(dead_address)],
         args=_tiny_args(tmp_path, steps=1), train_dataset=_dataset(),
     )  # fmt: skip
     assert private.isdisjoint(vars(trainer))

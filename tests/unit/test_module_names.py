@@ -23,6 +23,8 @@ PARALLEL = {
     "names.py": "a domain's names",
     "task.py": "a domain's task type",
     "verify.py": "a domain's verify function",
+    "spec.py": "a domain's registry entry (certd.domains.registry)",
+    "first_step.py": "a domain's first-step rule for the learned κ",
 }
 
 

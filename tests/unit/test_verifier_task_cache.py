@@ -6,7 +6,7 @@ import pytest
 
 from certd.config import load_config
 from certd.errors import InvalidInputError
-from certd.service.tasks import TaskCache
+from certd.service.taskcache import TaskCache
 from certd.v1 import tasks_pb2, verifier_pb2
 
 
