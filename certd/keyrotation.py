@@ -2,7 +2,8 @@
 
 Example:
     >>> from certd.signing import KeyRing, SigningKey
-    >>> old, new = SigningKey.generate("certd.example/log"), SigningKey.generate("certd.example/log")
+    >>> old = SigningKey.generate("certd.example/log")
+    >>> new = SigningKey.generate("certd.example/log")
     >>> entry = rotation_envelope(old, new, issued_at=1)
     >>> rot = open_rotation(entry, KeyRing([old.verifier()]), index=7)
     >>> rot.new.key_id_hex == new.key_id_hex

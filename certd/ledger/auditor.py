@@ -20,8 +20,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 
 from certd.errors import CertdError, LedgerError, SigningError
-from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
 from certd.keyrotation import Rotation, follow, open_rotation, outside_windows
+from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
 from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_statement
 from certd.signing.dsse import Envelope, KeyRing
 from certd.signing.keys import VerifierKey

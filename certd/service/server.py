@@ -23,11 +23,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from certd.authority.key_rotation import check_start_key
 from certd.authority.acceptances import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
+from certd.authority.key_rotation import check_start_key
 from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
 from certd.authority.verification import Verification

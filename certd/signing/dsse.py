@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 from certd.errors import (
     BadSignatureError,
     MalformedStatementError,
-    SigningError,
     RotatedKeyError,
+    SigningError,
     UnknownKeyError,
 )
 from certd.signing.keys import SigningKey, VerifierKey
