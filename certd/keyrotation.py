@@ -22,11 +22,15 @@ checkpoints from size R + 2. ``certd audit`` and the client verifier refuse anyt
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from certd.errors import MalformedStatementError, RotatedKeyError, SigningError
-from certd.opening import PREDICATE_KEY_ROTATION, open_statement
+from certd import tlog
+from certd.errors import CertdError, MalformedStatementError, RotatedKeyError, SigningError
+from certd.opening import PREDICATE_KEY_ROTATION, open_log_checkpoint, open_statement
 from certd.signing.dsse import Envelope, KeyRing, TrustedKey, sign_envelope, verify_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_hex
 from certd.signing.keys import SigningKey, VerifierKey
@@ -36,8 +40,10 @@ __all__ = [
     "follow",
     "outside_windows",
     "open_rotation",
+    "open_rotation_record",
     "rotation_envelope",
     "rotation_key",
+    "rotation_record",
 ]
 
 _PREFIX = "key-rotation/"
@@ -139,3 +145,46 @@ def outside_windows(ring: KeyRing, keyids: Iterable[str], start: int, end: int) 
     if at < end and windows:
         bad.append(at)
     return bad
+
+
+def rotation_record(
+    index: int, entry: bytes, checkpoint_note: str, tree_size: int, hashes: Iterable[bytes]
+) -> dict[str, Any]:
+    """The rotation entry with its inclusion proof, as ``certd rotate-key`` writes it for
+    clients (``forkgate … --trust key-rotation-R.json``): the index is proven, not claimed."""
+    return {
+        "keyRotation": {
+            "ledgerIndex": index,
+            "entry": base64.b64encode(entry).decode("ascii"),
+            "treeSize": tree_size,
+            "hashes": [base64.b64encode(h).decode("ascii") for h in hashes],
+            "checkpoint": checkpoint_note,
+        }
+    }
+
+
+def open_rotation_record(obj: Any, keys: KeyRing) -> Rotation:
+    """Verify a ``rotation_record``: the entry is at its index under a checkpoint a key of
+    ``keys`` signed (in force at that size), and opens as a rotation there.
+
+    Raises:
+        SigningError: malformed, not included, or the rotation does not open.
+    """
+    try:
+        rec = obj["keyRotation"]
+        index, size = rec["ledgerIndex"], rec["treeSize"]
+        entry = base64.b64decode(rec["entry"], validate=True)
+        hashes = [base64.b64decode(h, validate=True) for h in rec["hashes"]]
+        note = rec["checkpoint"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (index, size)):
+            raise TypeError("ledgerIndex and treeSize must be integers")
+    except (KeyError, TypeError, ValueError, binascii.Error) as e:
+        raise MalformedStatementError(f"expected a key-rotation record: {e}") from e
+    cp = open_log_checkpoint(note, keys)
+    if cp.size != size:
+        raise MalformedStatementError(f"checkpoint size {cp.size}, record says {size}")
+    try:
+        tlog.verify_inclusion(tlog.leaf_hash(entry), index, size, hashes, cp.root_hash)
+    except CertdError as e:
+        raise MalformedStatementError(f"key rotation at entry {index}: not included: {e}") from e
+    return open_rotation(entry, keys, index)

@@ -10,12 +10,15 @@ With every replica stopped: the ``key-rotation/v1`` statement, signed by the cur
 checkpoint the current key signs (``certd.authority.key_rotation``). Then the new key
 replaces ``DATA_DIR/signing.key`` and the old public key is written next to it as
 ``signing-<old key id>.pub``: list it in ``access.previous_log_keys``, give every replica the
-new key and restart them (docs/operating-a-cluster.md, "Rotation").
+new key and restart them (docs/operating-a-cluster.md, "Rotation"). ``key-rotation-<R>.json``
+(the entry with its inclusion proof) is for clients: ``forkgate … --trust old.pub --trust
+key-rotation-<R>.json`` follows the log onto the new key.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ __all__ = ["add_parser"]
 def _cmd_rotate_key(args: argparse.Namespace) -> int:
     from certd.authority.key_rotation import record_rotation
     from certd.config import load_config
+    from certd.keyrotation import rotation_record
     from certd.service.server import ensure_key, open_ledger
     from certd.signing.keys import save_signing_key
 
@@ -41,6 +45,11 @@ def _cmd_rotate_key(args: argparse.Namespace) -> int:
     with open_ledger(cfg, old) as ledger:
         index = record_rotation(ledger, old, new, now=int(time.time()))
         size = ledger.checkpoint().checkpoint.size
+        cp = ledger.checkpoint_at(index + 1)  # the old key signs the one covering it
+        path = ledger.inclusion_proof(index, index + 1)
+        record = rotation_record(index, ledger.entry(index), cp.note, index + 1, path)
+    record_path = cfg.key_path.with_name(f"key-rotation-{index}.json")
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
     old_pub = cfg.key_path.with_name(f"signing-{old.key_id_hex}.pub")
     old_pub.write_text(old.verifier().to_vkey() + "\n")
     save_signing_key(cfg.key_path, new)
@@ -51,6 +60,7 @@ def _cmd_rotate_key(args: argparse.Namespace) -> int:
         "old_key_id": old.key_id_hex,
         "new_key_id": new.key_id_hex,
         "previous_log_key": str(old_pub),
+        "rotation_record": str(record_path),
     }
     emit(
         args,
@@ -58,7 +68,8 @@ def _cmd_rotate_key(args: argparse.Namespace) -> int:
         f"key rotation {old.key_id_hex} -> {new.key_id_hex} recorded at ledger index {index} "
         f"(checkpoint size {size}, signed by the old key); {cfg.key_path} now holds the new "
         f"key. Add {old_pub} to access.previous_log_keys, copy the new key to every replica "
-        f"and restart them.",
+        f"and restart them. Clients follow the log with --trust {record_path} (after the "
+        f"old key's --trust).",
     )
     return 0
 

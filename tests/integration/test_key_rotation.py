@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from google.protobuf import json_format
 from server_helpers import LAZY_MATH
 
 from certd.cli import main as certd_main
@@ -31,6 +32,7 @@ from certd.signing.keys import SigningKey, load_signing_key, save_signing_key
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2
 from forkgate import CertdClient
+from forkgate.cli import main as forkgate_main
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
@@ -125,6 +127,13 @@ def test_rotation_statement_moves_the_log_and_refuses_the_old_key_after_it(
     forged = _forge_after_rotation(data, old, new, before)
     with pytest.raises(RotatedKeyError, match="rotated"):
         verify_certificate(forged, ring)
+    # forkgate's verbs follow the log through the record certd rotate-key wrote.
+    trust = ["--trust", old.verifier().to_vkey(), "--trust", out["rotation_record"]]
+    for name, cert, code in (("before", before, 0), ("after", after, 0), ("forged", forged, 1)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(json_format.MessageToDict(cert)))
+        argv = ["check-cert", str(tmp_path / f"{name}.json"), *trust, "--json"]
+        assert forkgate_main(argv) == code, name
+    assert "RotatedKeyError" in capsys.readouterr().out
     store = SQLiteStore(data / "ledger.sqlite")
     try:
         report = audit_store(store, KeyRing([old.verifier(), new.verifier()]), None)
