@@ -42,6 +42,7 @@ from certd.errors import (
 )
 from certd.exitcodes import EXIT_INTERRUPTED, exit_code_of
 from certd.kappa_cli import add_parser as add_kappa_fit_parser
+from certd.rotate_cli import add_parser as add_rotate_key_parser
 
 __all__ = ["main"]
 
@@ -390,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_doctor(sub),
         _add_kappa_report(sub),
         add_kappa_fit_parser(sub),
+        add_rotate_key_parser(sub),
     ]
     add_ops_parsers(sub)
     add_info_parser(sub)

@@ -172,7 +172,9 @@ class AccessConfig(_Strict):
         False, description="serve without TLS or auth on a non-loopback address"
     )
     previous_log_keys: list[str] = Field(
-        default_factory=list, description="vkeys (or files) of log keys used before rotation"
+        default_factory=list,
+        description="vkeys (or files) of log keys used before rotation; the log must hold "
+        "the key-rotation statement onto the current key (certd rotate-key)",
     )
 
     @property

@@ -50,6 +50,7 @@ __all__ = [
     "ProofError",
     "RateLimitedError",
     "RootMismatchError",
+    "RotatedKeyError",
     "ServerBusyError",
     "SigningError",
     "StoreDamageError",
@@ -136,6 +137,14 @@ class MalformedStatementError(SigningError):
 
 class UnknownKeyError(SigningError):
     """No trusted key has the envelope's key id, or none is valid at the statement's time."""
+
+
+class RotatedKeyError(UnknownKeyError):
+    """A trusted log key signed outside the ledger indexes a key-rotation statement leaves it.
+
+    An entry signed by a rotated-out key after the rotation entry's index, or by the incoming
+    key before it (``certd.keyrotation``).
+    """
 
 
 class BadSignatureError(SigningError):

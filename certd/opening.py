@@ -28,7 +28,13 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from certd.errors import MalformedStatementError, UnknownKeyError, WrongPredicateError
+from certd.errors import (
+    MalformedStatementError,
+    RotatedKeyError,
+    SigningError,
+    UnknownKeyError,
+    WrongPredicateError,
+)
 from certd.signing.dsse import Envelope, KeyRing, verify_envelope
 from certd.signing.intoto import (
     IN_TOTO_PAYLOAD_TYPE,
@@ -46,6 +52,7 @@ __all__ = [
     "PREDICATE_ACCEPTANCE_REFUSAL",
     "PREDICATE_FEASIBILITY",
     "PREDICATE_KAPPA_MODEL",
+    "PREDICATE_KEY_ROTATION",
     "PREDICATE_TYPES",
     "PREDICATE_VERDICT_RECEIPT",
     "open_log_checkpoint",
@@ -57,6 +64,7 @@ PREDICATE_VERDICT_RECEIPT = "https://forkgate.dev/attestations/verdict-receipt/v
 PREDICATE_ACCEPTANCE = "https://forkgate.dev/attestations/acceptance/v1"
 PREDICATE_ACCEPTANCE_REFUSAL = "https://forkgate.dev/attestations/acceptance-refusal/v1"
 PREDICATE_KAPPA_MODEL = "https://forkgate.dev/attestations/kappa-model/v1"
+PREDICATE_KEY_ROTATION = "https://forkgate.dev/attestations/key-rotation/v1"
 
 _STR, _INT, _OBJ = "a string", "an integer", "an object"
 _SHAPES: dict[str, dict[str, str]] = {
@@ -96,6 +104,9 @@ _SHAPES[PREDICATE_KAPPA_MODEL] = {
     "task": _OBJ,
     "task_digest": _STR,
 }
+# The log's signing key changes at this entry: signed by the outgoing key (and the incoming
+# one); the vkeys are C2SP verifier keys. ``certd.keyrotation`` reads it.
+_SHAPES[PREDICATE_KEY_ROTATION] = {"issued_at": _INT, "new_key": _STR, "old_key": _STR}
 
 PREDICATE_TYPES = frozenset(_SHAPES)
 """Every predicate type certd signs (what the ledger holds)."""
@@ -166,6 +177,8 @@ def _check_shape(st: Statement) -> None:
             raise MalformedStatementError("predicate.witness does not hash to its digest")
     elif st.predicate_type == PREDICATE_VERDICT_RECEIPT:
         want = {"verdict-batch": p["batch_root"]}
+    elif st.predicate_type == PREDICATE_KEY_ROTATION:
+        want = {"log-key": sha256_hex(p["new_key"].encode())}
     elif st.predicate_type == PREDICATE_KAPPA_MODEL:
         want = {"task": p["task_digest"], "clusters": p["clusters_digest"]}
         if sha256_hex(canonical_json(p["task"])) != p["task_digest"]:
@@ -182,7 +195,11 @@ def _check_shape(st: Statement) -> None:
 
 
 def open_statement(
-    envelope: bytes, keys: KeyRing, predicate_types: str | Collection[str]
+    envelope: bytes,
+    keys: KeyRing,
+    predicate_types: str | Collection[str],
+    *,
+    at_index: int | None = None,
 ) -> Statement:
     """Open a statement certd signed: the one function every consumer goes through.
 
@@ -191,7 +208,9 @@ def open_statement(
     1. the bytes are a DSSE envelope with payloadType ``application/vnd.in-toto+json``
        (``MalformedStatementError``);
     2. a signature's key id is a trusted key valid at the statement's ``issued_at``
-       (``UnknownKeyError``) and its signature over the PAE verifies (``BadSignatureError``);
+       and, given ``at_index``, inside the ledger indexes the log's key rotations leave it
+       (``UnknownKeyError``; ``RotatedKeyError`` when only the index window refuses it)
+       and its signature over the PAE verifies (``BadSignatureError``);
     3. the payload is an in-toto Statement v1 (``MalformedStatementError``) of one of
        ``predicate_types`` (``WrongPredicateError``);
     4. its predicate has every field of its type, and its subjects agree with it
@@ -201,6 +220,7 @@ def open_statement(
         envelope: the DSSE envelope JSON bytes.
         keys: trusted log keys (with validity windows).
         predicate_types: the predicate type(s) the caller accepts.
+        at_index: the entry's ledger index (checked against ``TrustedKey`` index windows).
 
     Raises:
         SigningError: one of the subclasses above.
@@ -225,10 +245,11 @@ def open_statement(
     except MalformedStatementError:
         obj, strict = None, False
     if strict:
-        verify_envelope(env, keys, at_time=_issued_at(obj))
+        verify_envelope(env, keys, at_time=_issued_at(obj), at_index=at_index)
         st = statement_from_object(obj)
     else:
-        payload = verify_envelope(env, keys, at_time=_claimed_time(env.payload))
+        at = _claimed_time(env.payload)
+        payload = verify_envelope(env, keys, at_time=at, at_index=at_index)
         st = parse_statement(payload)
     if st.predicate_type not in wanted:
         raise WrongPredicateError(
@@ -242,10 +263,23 @@ def open_statement(
 def open_log_checkpoint(note: str, keys: KeyRing, origin: str | None = None) -> Checkpoint:
     """Open a checkpoint the log signed (a C2SP signed note, not a DSSE envelope).
 
-    Checkpoints carry no time, so every trusted log key counts, whatever its window.
+    Checkpoints carry no time, so every trusted log key counts, whatever its time window.
+    Index windows (key rotations) do count: a checkpoint of size n must be signed by a key
+    that may sign entry n - 1 (the rotation entry's own checkpoint by the outgoing key).
 
     Raises:
         SigningError: no trusted key signed the note, or it is malformed.
+        RotatedKeyError: only a key rotated out (or not yet in) at that size signed it.
         InvalidInputError: the note is not a checkpoint of ``origin``.
     """
-    return open_checkpoint(note, [t.key for t in keys], origin=origin)
+    cp = open_checkpoint(note, [t.key for t in keys], origin=origin)
+    if all(t.first_index is None and t.last_index is None for t in keys):
+        return cp
+    in_force = [t.key for t in keys if t.valid_at_index(cp.size - 1)]
+    try:
+        return open_checkpoint(note, in_force, origin=origin)
+    except SigningError as e:
+        raise RotatedKeyError(
+            f"checkpoint of size {cp.size}: not signed by the log key in force at entry "
+            f"{cp.size - 1} (rotated): {e}"
+        ) from e

@@ -166,7 +166,8 @@ def verify_certificate(
 
     Args:
         cert: the certificate as certd returned it.
-        keys: trusted log keys.
+        keys: trusted log keys (with the index windows of the log's key rotations:
+            ``certd.keyrotation.follow``).
         task: when given, the certificate must be about this task.
         origin: when given, the checkpoint must carry this log origin.
 
@@ -180,7 +181,9 @@ def verify_certificate(
     Returns:
         The verified claim.
     """
-    p = open_statement(cert.envelope, keys, PREDICATE_FEASIBILITY).predicate
+    p = open_statement(
+        cert.envelope, keys, PREDICATE_FEASIBILITY, at_index=cert.inclusion.leaf_index
+    ).predicate
     size = verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
     claim = FeasibilityClaim(
         task_digest=p["task_digest"],
@@ -259,7 +262,9 @@ def verify_acceptance(
     Returns:
         The verified claim.
     """
-    p = open_statement(cert.envelope, keys, PREDICATE_ACCEPTANCE).predicate
+    p = open_statement(
+        cert.envelope, keys, PREDICATE_ACCEPTANCE, at_index=cert.inclusion.leaf_index
+    ).predicate
     size = verify_inclusion(cert.envelope, cert.inclusion, keys, origin)
     checkpoint = p["checkpoint"]
     claim = AcceptanceClaim(
@@ -307,7 +312,9 @@ def verify_receipt(
     Returns:
         The verified claim.
     """
-    p = open_statement(receipt.envelope, keys, PREDICATE_VERDICT_RECEIPT).predicate
+    p = open_statement(
+        receipt.envelope, keys, PREDICATE_VERDICT_RECEIPT, at_index=receipt.inclusion.leaf_index
+    ).predicate
     try:
         root = bytes.fromhex(p["batch_root"])
     except ValueError as e:

@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 from google.rpc.error_details_pb2 import BadRequest, ErrorInfo, RequestInfo
@@ -137,8 +138,13 @@ VerifyLike = (
 def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> KeyRing | None:
     """A KeyRing from vkey strings, files holding a vkey, or VerifierKeys (None stays None).
 
+    A file holding a key-rotation record (``key-rotation-R.json``, written by ``certd
+    rotate-key``) makes the ring follow the log: the record is verified with the keys given
+    (its entry included at index R under a checkpoint they sign), then the old key may sign
+    up to R and the new key from R + 1 (``certd.keyrotation``).
+
     Raises:
-        VerificationError: a key cannot be parsed.
+        VerificationError: a key or a rotation record cannot be parsed or does not verify.
     """
     if keys is None:
         return None
@@ -148,15 +154,42 @@ def load_keyring(keys: KeyRing | Iterable[str | Path | VerifierKey] | None) -> K
     if isinstance(keys, KeyRing):
         return keys
     parsed: list[VerifierKey] = []
+    records: list[Any] = []
     for k in keys:
         try:
             if isinstance(k, VerifierKey):
                 parsed.append(k)
+            elif (record := _rotation_record(k)) is not None:
+                records.append(record)
             else:
                 parsed.append(read_verifier_key(k))
         except CertdError as e:
             raise VerificationError(f"trusted key: {e}") from e
-    return KeyRing(parsed)
+    return _follow(KeyRing(parsed), records)
+
+
+def _rotation_record(source: str | Path) -> Any:
+    """The JSON of a key-rotation record file, or None for anything else."""
+    path = Path(source)
+    try:
+        if not path.is_file() or path.read_bytes()[:1] != b"{":
+            return None
+        obj = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) and "keyRotation" in obj else None
+
+
+def _follow(ring: KeyRing, records: list[Any]) -> KeyRing:
+    from certd.keyrotation import Rotation, follow, open_rotation_record
+
+    rotations: list[Rotation] = []
+    for record in records:
+        try:
+            rotations.append(open_rotation_record(record, follow(ring, rotations)))
+        except CertdError as e:
+            raise VerificationError(f"trusted key: key-rotation record: {e}") from e
+    return follow(ring, rotations) if rotations else ring
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 
 from certd.errors import CertdError, LedgerError, SigningError
+from certd.keyrotation import Rotation, follow, open_rotation, outside_windows
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
-from certd.opening import PREDICATE_TYPES, open_statement
-from certd.signing.dsse import KeyRing
+from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_statement
+from certd.signing.dsse import Envelope, KeyRing
 from certd.signing.keys import VerifierKey
 from certd.tlog import (
     EMPTY_ROOT,
@@ -38,17 +39,28 @@ __all__ = ["AuditRun"]
 _SIG_TASK_ENTRIES = 2048
 
 
+Signers = list[tuple[int, int, frozenset[str]]]
+"""Runs of entries ``[start, end)`` whose verified signatures are by the same key ids."""
+
+
 def _verify_signatures(
     start: int, entries: Sequence[bytes | None], trusted: KeyRing
-) -> list[AuditFault]:
-    """Open every entry as a statement certd signs (``certd.opening.open_statement``)."""
+) -> tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]:
+    """Open every entry as a statement certd signs (``certd.opening.open_statement``).
+
+    Returns the faults, the runs of signers (for the key-rotation windows, checked once
+    every rotation is known) and the key-rotation entries.
+    """
     faults: list[AuditFault] = []
+    runs: Signers = []
+    rotations: list[tuple[int, bytes]] = []
     for offset, data in enumerate(entries):
         if data is None:
             continue
         index = start + offset
         try:
-            open_statement(data, trusted, PREDICATE_TYPES)
+            st = open_statement(data, trusted, PREDICATE_TYPES)
+            signers = _signers(data, trusted)
         except SigningError as e:
             faults.append(
                 AuditFault(
@@ -58,7 +70,31 @@ def _verify_signatures(
                     f"({type(e).__name__}): {e}",
                 )
             )
-    return faults
+            continue
+        if st.predicate_type == PREDICATE_KEY_ROTATION:
+            rotations.append((index, data))
+        if runs and runs[-1][1] == index and runs[-1][2] == signers:
+            runs[-1] = (runs[-1][0], index + 1, signers)
+        else:
+            runs.append((index, index + 1, signers))
+    return faults, runs, rotations
+
+
+def _signers(data: bytes, trusted: KeyRing) -> frozenset[str]:
+    """The key ids whose signatures verify on an envelope that opened (one, but for a
+    key rotation's two)."""
+    env = Envelope.from_json(data)
+    if len(env.signatures) == 1:
+        return frozenset({env.signatures[0].keyid})
+    out = set()
+    for sig in env.signatures:
+        for key in trusted.lookup(sig.keyid):
+            try:
+                key.verify(env.pae(), sig.sig)
+            except SigningError:
+                continue
+            out.add(sig.keyid)
+    return frozenset(out)
 
 
 class AuditRun:
@@ -96,7 +132,11 @@ class AuditRun:
             self.pool = ProcessPoolExecutor(
                 workers, mp_context=multiprocessing.get_context("forkserver")
             )
-        self.pending: deque[Future[list[AuditFault]]] = deque()
+        self.pending: deque[Future[tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]]]
+        self.pending = deque()
+        self.signers: Signers = []
+        self.rotation_entries: list[tuple[int, bytes]] = []
+        self.note: str | None = None
         self.mismatched: set[tuple[int, int]] = set()
 
     def close(self) -> None:
@@ -119,7 +159,7 @@ class AuditRun:
         except (SigningError, LedgerError) as e:
             self.fault("checkpoint", None, f"latest checkpoint does not verify: {e}")
             return None
-        self.checkpoint = cp
+        self.checkpoint, self.note = cp, note
         self.wanted.add(cp.size)
         if self.state is not None:
             if self.state.origin != cp.origin:
@@ -168,8 +208,7 @@ class AuditRun:
         for lo in range(0, len(entries), _SIG_TASK_ENTRIES):
             part = list(entries[lo : lo + _SIG_TASK_ENTRIES])
             if self.pool is None:
-                for f in _verify_signatures(start + lo, part, self.trusted):
-                    self.fault(f.kind, f.index, f.message)
+                self._take(_verify_signatures(start + lo, part, self.trusted))
             else:
                 self.pending.append(
                     self.pool.submit(_verify_signatures, start + lo, part, self.trusted)
@@ -180,8 +219,52 @@ class AuditRun:
             self._drain_one()
 
     def _drain_one(self) -> None:
-        for f in self.pending.popleft().result():
+        self._take(self.pending.popleft().result())
+
+    def _take(self, result: tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]) -> None:
+        faults, runs, rotations = result
+        for f in faults:
             self.fault(f.kind, f.index, f.message)
+        self.signers.extend(runs)
+        self.rotation_entries.extend(rotations)
+
+    def check_rotations(self) -> None:
+        """Follow the log's key rotations and refuse what a key signed outside its window.
+
+        Entries: the outgoing key up to the rotation's index, the incoming key after it.
+        The latest checkpoint (size n): the key that may sign entry n - 1.
+        """
+        ring = self.trusted
+        rotations: list[Rotation] = []
+        for index, data in sorted(self.rotation_entries):
+            try:
+                rotations.append(open_rotation(data, follow(ring, rotations), index))
+            except SigningError as e:
+                self.fault("signature", index, f"entry {index}: key rotation refused: {e}")
+        if not rotations:
+            return
+        ring = follow(ring, rotations)
+        for start, end, keyids in self.signers:
+            for index in outside_windows(ring, keyids, start, end):
+                self.fault(
+                    "signature",
+                    index,
+                    f"entry {index} is signed by {', '.join(sorted(keyids))}, not the log key "
+                    f"at that index (RotatedKeyError: key rotations at entries "
+                    f"{', '.join(str(r.index) for r in rotations)})",
+                )
+        cp = self.checkpoint
+        if cp is not None and self.note is not None and cp.size > 0:
+            in_force = [t.key for t in ring if t.valid_at_index(cp.size - 1)]
+            try:
+                open_checkpoint(self.note, in_force, origin=self.origin)
+            except (SigningError, LedgerError) as e:
+                self.fault(
+                    "checkpoint",
+                    None,
+                    f"latest checkpoint (size {cp.size}) is not signed by the log key in "
+                    f"force at entry {cp.size - 1} (RotatedKeyError): {e}",
+                )
 
     def compare_nodes(
         self,
@@ -242,6 +325,8 @@ class AuditRun:
         while self.pending:
             self._drain_one()
         self.close()
+        if self.verify_signatures:
+            self.check_rotations()
         cp = self.checkpoint
         if cp is None:
             return

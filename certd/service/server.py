@@ -27,6 +27,7 @@ from certd.authority.acceptances import Acceptances
 from certd.authority.checker import Checkers
 from certd.authority.dispatch import VerifyDispatch
 from certd.authority.feasibility import Authority
+from certd.authority.key_rotation import check_start_key
 from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
 from certd.authority.verification import Verification
@@ -198,6 +199,11 @@ class CertdServer:
         previous_keys = [_vkey(v) for v in cfg.access.previous_log_keys]
         self.store = _open_store(cfg)
         self.ledger = _open_ledger(cfg, self.store, self.key, previous_keys)
+        try:  # a key the log never rotated onto does not sign (certd.authority.key_rotation)
+            check_start_key(self.ledger, self.key, previous_keys)
+        except BaseException:
+            self.ledger.close()
+            raise
         self.checkers = Checkers(cfg)
         learned = None
         if cfg.learned_kappa.task_sets:  # the learned κ loads numpy/sympy only when chosen

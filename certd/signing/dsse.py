@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from certd.errors import (
     BadSignatureError,
     MalformedStatementError,
+    RotatedKeyError,
     SigningError,
     UnknownKeyError,
 )
@@ -279,11 +280,17 @@ class TrustedKey:
         key: the verifier key.
         not_before: first POSIX second the key is valid (inclusive), or None.
         not_after: last POSIX second the key is valid (inclusive), or None.
+        first_index: first ledger index the key may sign (a key-rotation statement's
+            incoming key: the index after the rotation entry), or None.
+        last_index: last ledger index the key may sign (an outgoing key: the rotation
+            entry's own index), or None.
     """
 
     key: VerifierKey
     not_before: int | None = None
     not_after: int | None = None
+    first_index: int | None = None
+    last_index: int | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -311,6 +318,14 @@ class TrustedKey:
             return False
         return self.not_after is None or at_time <= self.not_after
 
+    def valid_at_index(self, index: int | None) -> bool:
+        """Tell whether the key may sign the ledger entry at ``index`` (None: any)."""
+        if index is None:
+            return True
+        if self.first_index is not None and index < self.first_index:
+            return False
+        return self.last_index is None or index <= self.last_index
+
 
 class KeyRing:
     """Trusted verifier keys indexed by DSSE key id (8 lowercase hex digits)."""
@@ -333,17 +348,24 @@ class KeyRing:
         """
         self._by_id.setdefault(trusted.key.key_id_hex, []).append(trusted)
 
-    def lookup(self, keyid_hex: str, at_time: int | None = None) -> tuple[VerifierKey, ...]:
+    def lookup(
+        self, keyid_hex: str, at_time: int | None = None, at_index: int | None = None
+    ) -> tuple[VerifierKey, ...]:
         """Find the trusted keys with a key id.
 
         Args:
             keyid_hex: the key id, 8 lowercase hex digits.
             at_time: POSIX seconds the key must be valid at, or None to ignore windows.
+            at_index: the ledger index the key must be valid at, or None to ignore.
 
         Returns:
-            The matching keys valid at ``at_time`` (usually one; empty when none).
+            The matching keys valid at ``at_time`` and ``at_index`` (usually one).
         """
-        return tuple(t.key for t in self._by_id.get(keyid_hex, ()) if t.valid_at(at_time))
+        return tuple(
+            t.key
+            for t in self._by_id.get(keyid_hex, ())
+            if t.valid_at(at_time) and t.valid_at_index(at_index)
+        )
 
     def __iter__(self) -> Iterator[TrustedKey]:
         for entries in self._by_id.values():
@@ -378,10 +400,13 @@ def sign_envelope(
 
 
 def _candidates(
-    trusted: Mapping[str, VerifierKey] | KeyRing, keyid: str, at_time: int | None
+    trusted: Mapping[str, VerifierKey] | KeyRing,
+    keyid: str,
+    at_time: int | None,
+    at_index: int | None = None,
 ) -> tuple[VerifierKey, ...]:
     if isinstance(trusted, KeyRing):
-        return trusted.lookup(keyid, at_time)
+        return trusted.lookup(keyid, at_time, at_index)
     key = trusted.get(keyid)
     return () if key is None else (key,)
 
@@ -391,6 +416,7 @@ def verify_envelope(
     trusted: Mapping[str, VerifierKey] | KeyRing,
     *,
     at_time: int | None = None,
+    at_index: int | None = None,
 ) -> bytes:
     """Verify that a trusted key signed an envelope.
 
@@ -401,8 +427,10 @@ def verify_envelope(
         envelope: the envelope.
         trusted: trusted keys by key id hex, or a KeyRing.
         at_time: POSIX seconds the key must be valid at (KeyRing windows), or None.
+        at_index: the ledger index of the entry (KeyRing index windows), or None.
 
     Raises:
+        RotatedKeyError: the only trusted signers are outside their index windows.
         UnknownKeyError: no signature's key id is trusted (and valid at ``at_time``).
         BadSignatureError: a trusted key's signature does not verify.
 
@@ -415,10 +443,16 @@ def verify_envelope(
         )
     message = envelope.pae()
     failures: list[str] = []
-    known = False
+    known = rotated = False
     for sig in envelope.signatures:
-        keys = _candidates(trusted, sig.keyid, at_time)
+        keys = _candidates(trusted, sig.keyid, at_time, at_index)
         if not keys:
+            if at_index is not None and _candidates(trusted, sig.keyid, at_time):
+                rotated = True
+                failures.append(
+                    f"{sig.keyid!r}: rotated (not this log's key at ledger index {at_index})"
+                )
+                continue
             failures.append(f"{sig.keyid!r}: {_why_untrusted(trusted, sig.keyid, at_time)}")
             continue
         known = True
@@ -429,7 +463,7 @@ def verify_envelope(
                 failures.append(f"{sig.keyid!r}: {e}")
                 continue
             return envelope.payload
-    error = BadSignatureError if known else UnknownKeyError
+    error = BadSignatureError if known else RotatedKeyError if rotated else UnknownKeyError
     raise error("expected a signature that verifies with a trusted key, got " + "; ".join(failures))
 
 

@@ -23,6 +23,7 @@ from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from server_helpers import LAZY_MATH, NO_POOL
 
+from certd.cli import main as certd_main
 from certd.config import AccessConfig, CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.audit import audit_store
@@ -242,11 +243,15 @@ def test_log_key_rotation_keeps_old_certificates_verifiable(tmp_path: Path) -> N
     with CertdClient(f"127.0.0.1:{server.port}") as c:
         old_cert = c.certify(TASK, "25,-", "(25-5)*4+3")
     server.stop(grace_s=1.0)
+    # The rotation goes through the log (tests/integration/test_key_rotation.py): the
+    # key-rotation statement, then the new key; time windows still apply on top.
+    save_signing_key(tmp_path / "new.key", SigningKey.generate(cfg.key_name))
+    argv = ["rotate-key", "--data-dir", str(data), "--new-key", str(tmp_path / "new.key")]
+    assert certd_main(argv) == 0
+    old_pub = data / f"signing-{old_key.key_id_hex}.pub"
     rotated_at = int(time.time())
     time.sleep(1.1)  # the new key's window starts after every certificate of the old one
-    (data / "signing.pub").rename(data / "signing-old.pub")
-    save_signing_key(data / "signing.key", SigningKey.generate(cfg.key_name))
-    access = AccessConfig(previous_log_keys=[str(data / "signing-old.pub")])
+    access = AccessConfig(previous_log_keys=[str(old_pub)])
     server = CertdServer(cfg.model_copy(update={"access": access}))
     server.start()
     new_key = server.key.verifier()

@@ -144,6 +144,7 @@ EXIT_TABLE: list[tuple[str, str, int]] = [
     (C, "families countdown --numbers x --target 83", 2),
     (C, "doctor --config {dir}/bad-config.json", 2),
     (C, "kappa-report --in {dir}/none.jsonl", 2),
+    (C, "rotate-key --data-dir {dir}/data --new-key {dir}/none.key", 2),
     (F, "check-cert {dir}/cert.json --trust {vkey}", 0),
     (F, "check-cert {dir}/bad-cert.json --trust {vkey}", 1),
     (F, "check-cert {dir}/none.json --trust {vkey}", 2),
