@@ -14,13 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from certd.domains.verdict import Family, Status, Verdict
 from certd.payloads import verdict_digest_of
-
-if TYPE_CHECKING:
-    from certd.authority.checker import Checker
 
 __all__ = ["CheckItem", "CheckResult", "check_items", "infra", "result_of"]
 
@@ -85,7 +82,16 @@ def result_of(item: CheckItem, verdict: Verdict, elapsed_ms: float) -> CheckResu
     return CheckResult(verdict, digest, elapsed_ms)
 
 
-def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResult]:
+class _Verifies(Protocol):
+    """What these helpers use of a checker (``certd.authority.checker.Checker`` has it)."""
+
+    @property
+    def verifier(self) -> str: ...
+
+    def verify(self, task: Any, response: str) -> Verdict: ...
+
+
+def check_items(checker: _Verifies, items: Sequence[CheckItem]) -> list[CheckResult]:
     """Check items in this process; a checker bug is INFRA_ERROR, never WRONG_ANSWER."""
     out = []
     for item in items:
@@ -100,7 +106,7 @@ def check_items(checker: Checker, items: Sequence[CheckItem]) -> list[CheckResul
     return out
 
 
-def infra(checker: Checker, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
+def infra(checker: _Verifies, items: Sequence[CheckItem], why: str) -> list[CheckResult]:
     """INFRA_ERROR results for items the checker could not check."""
     verdict = Verdict(Status.INFRA_ERROR, 0.0, checker.verifier, detail=why)
     return [result_of(item, verdict, 0.0) for item in items]
