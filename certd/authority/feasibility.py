@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 _ENUMERATED_CACHE = 4096
-"""Tasks whose enumeration is kept (served by EnumerateFamilies, signed into certificates)."""
+"""Tasks whose enumeration (EnumerateFamilies) and whose signed counts (Certify) are kept."""
 
 _Cached = TypeVar("_Cached")
 
