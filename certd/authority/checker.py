@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from certd.authority.components import ComponentHealth
@@ -33,6 +34,7 @@ __all__ = [
     "CheckerBase",
     "Checkers",
     "DomainTask",
+    "FamilyCounts",
     "FamilyEnumeration",
     "WitnessedLabel",
 ]
@@ -81,6 +83,22 @@ class FamilyEnumeration(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FamilyCounts:
+    """How many feasible labels and families a task's enumeration has (what a certificate
+    signs as its ``feasible``; ``Checker.count_families``).
+
+    Attributes:
+        labels: the distinct feasible labels.
+        families: the families.
+        complete: False when a cap cut the family computation short.
+    """
+
+    labels: int
+    families: int
+    complete: bool
+
+
 class Checker(Protocol):
     """What the authority needs from a domain."""
 
@@ -120,6 +138,14 @@ class Checker(Protocol):
 
     def enumerate(self, task: DomainTask) -> FamilyEnumeration:
         """Every feasible label with a witness, and the families.
+
+        Raises:
+            UnsupportedError: the domain cannot enumerate its families.
+        """
+        ...
+
+    def count_families(self, task: DomainTask) -> FamilyCounts:
+        """The counts of ``enumerate(task)`` (a domain may count without the witnesses).
 
         Raises:
             UnsupportedError: the domain cannot enumerate its families.
@@ -196,6 +222,15 @@ class CheckerBase:
     def enumerate(self, task: DomainTask) -> FamilyEnumeration:
         """Raises UnsupportedError: a domain enumerates only when it says so."""
         raise UnsupportedError(f"the {self.domain} domain cannot enumerate its families")
+
+    def count_families(self, task: DomainTask) -> FamilyCounts:
+        """The counts of ``enumerate(task)`` (Raises: as ``enumerate``)."""
+        found = self.enumerate(task)
+        return FamilyCounts(
+            labels=len({lw.label for lw in found.labels}),
+            families=len(found.families),
+            complete=bool(found.complete),
+        )
 
     def close(self) -> None:
         """Nothing to release."""

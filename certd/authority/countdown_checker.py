@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from certd.authority.checker import CheckerBase
+from certd.authority.checker import CheckerBase, FamilyCounts
 from certd.config import CountdownConfig
 from certd.domains import countdown as cd
 from certd.domains.verdict import Verdict
@@ -50,13 +50,26 @@ class CountdownChecker(CheckerBase):
         Raises:
             LimitExceededError: more numbers than ``max_enumerate_numbers``.
         """
+        self._check_size(task)
+        return cd.enumerate_families(task, max_solutions=self.max_enumerate_solutions)
+
+    def count_families(self, task: cd.CountdownTask) -> FamilyCounts:
+        """The counts of ``enumerate(task)`` without its witnesses (``cd.count_families``).
+
+        Raises:
+            LimitExceededError: as ``enumerate``.
+        """
+        self._check_size(task)
+        n = cd.count_families(task, max_solutions=self.max_enumerate_solutions)
+        return FamilyCounts(labels=n.labels, families=n.families, complete=n.complete)
+
+    def _check_size(self, task: cd.CountdownTask) -> None:
         if len(task.numbers) > self.max_enumerate_numbers:
             raise LimitExceededError(
                 f"enumeration takes at most {self.max_enumerate_numbers} numbers, "
                 f"got {len(task.numbers)}",
                 field="task.countdown.numbers",
             )
-        return cd.enumerate_families(task, max_solutions=self.max_enumerate_solutions)
 
 
 def countdown_checker(c: CountdownConfig) -> CountdownChecker:

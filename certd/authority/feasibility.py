@@ -26,9 +26,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from certd.authority.checker import Checkers
+from certd.authority.checker import Checkers, FamilyCounts
 from certd.authority.results import (
     CertifyOutcome,
     CertifyRequest,
@@ -68,7 +68,9 @@ __all__ = [
 ]
 
 _ENUMERATED_CACHE = 4096
-"""Tasks whose enumeration is kept (served by EnumerateFamilies, signed into certificates)."""
+"""Tasks whose enumeration (EnumerateFamilies) and whose signed counts (Certify) are kept."""
+
+_Cached = TypeVar("_Cached")
 
 RECORD_CHUNK = 128
 """CertifyBatch hands decided certificates to the ledger this many at a time."""
@@ -120,6 +122,7 @@ class Authority:
         self._ledger = ledger
         self._certificates = CertificateLog(ledger)
         self._enumerated: dict[str, Families | None] = {}  # by task digest; None: cannot
+        self._counted: dict[str, FamilyCounts | None] = {}  # by task digest; None: cannot
         self._enumerated_lock = threading.Lock()
 
     @property
@@ -320,30 +323,38 @@ class Authority:
         )
 
     def _feasible(self, task: CheckedTask, kappa: str) -> dict[str, Any] | None:
-        """The enumeration certd signs into the certificate (its coverage denominator), for a
-        domain that enumerates under ``kappa``; the enumeration is the one ``enumerate``
-        served for the task (cached), so a fork-tree build pays for it once."""
-        with self._enumerated_lock:
-            known = task.digest in self._enumerated
-            found = self._enumerated.get(task.digest)
-        if not known:
-            try:
-                found = self.enumerate(task)
-            except (UnsupportedError, LimitExceededError):
-                self._remember(task.digest, None)
-        if found is None or not found.labels or found.kappa != kappa:
+        """The enumeration counts certd signs into the certificate (its coverage denominator),
+        for a domain that enumerates under ``kappa``: those of the enumeration ``enumerate``
+        served for the task when cached, else the domain's ``count_families`` (the same
+        counts without rendering witnesses), cached by task digest."""
+        checker = self._checkers.for_domain(task.domain)
+        if kappa != checker.kappa:
             return None
-        return {
-            "complete": bool(found.complete),
-            "families": len(found.families),
-            "labels": len({lw.label for lw in found.labels}),
-        }
-
-    def _remember(self, digest: str, found: Families | None) -> None:
         with self._enumerated_lock:
-            if len(self._enumerated) >= _ENUMERATED_CACHE:
-                self._enumerated.pop(next(iter(self._enumerated)))
-            self._enumerated[digest] = found
+            served = self._enumerated.get(task.digest)
+            known = task.digest in self._counted
+            counts = self._counted.get(task.digest)
+        if served is not None:
+            counts = FamilyCounts(
+                labels=len({lw.label for lw in served.labels}),
+                families=len(served.families),
+                complete=bool(served.complete),
+            )
+        elif not known:
+            try:
+                counts = checker.count_families(task.value)
+            except (UnsupportedError, LimitExceededError):
+                counts = None
+            self._remember(self._counted, task.digest, counts)
+        if counts is None or not counts.labels:
+            return None
+        return {"complete": counts.complete, "families": counts.families, "labels": counts.labels}
+
+    def _remember(self, cache: dict[str, _Cached], digest: str, value: _Cached) -> None:
+        with self._enumerated_lock:
+            if len(cache) >= _ENUMERATED_CACHE:
+                cache.pop(next(iter(cache)))
+            cache[digest] = value
 
     @staticmethod
     def _wait(submitted: _Submitted | CertifyOutcome) -> Recorded | CertifyOutcome:
@@ -440,7 +451,7 @@ class Authority:
             complete=found.complete,
             certifiable=found.certifiable,
         )
-        self._remember(task.digest, families)
+        self._remember(self._enumerated, task.digest, families)
         return families
 
 

@@ -13,7 +13,13 @@ Pure code: no I/O, no logging, no ``eval``. Every input is bounded by ``Countdow
 from __future__ import annotations
 
 from .canonical import canonical_form, labels_of
-from .enumeration import Enumeration, LabelWitness, enumerate_families
+from .enumeration import (
+    Enumeration,
+    FamilyCount,
+    LabelWitness,
+    count_families,
+    enumerate_families,
+)
 from .errors import CountdownRuleError, CountdownSyntaxError, CountdownZeroDivisionError
 from .expr import BinOp, Expr, Num, evaluate, leaves, render
 from .extract import extract_answer
@@ -35,12 +41,14 @@ __all__ = [
     "CountdownZeroDivisionError",
     "Enumeration",
     "Expr",
+    "FamilyCount",
     "KAPPA",
     "LabelWitness",
     "Num",
     "RewardShaping",
     "VERIFIER",
     "canonical_form",
+    "count_families",
     "enumerate_families",
     "evaluate",
     "extract_answer",

@@ -47,7 +47,14 @@ from .expr import render
 from .search import Search, TruncatedError
 from .task import CountdownTask
 
-__all__ = ["Enumeration", "LabelWitness", "enumerate_families", "group_solutions"]
+__all__ = [
+    "Enumeration",
+    "FamilyCount",
+    "LabelWitness",
+    "count_families",
+    "enumerate_families",
+    "group_solutions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,21 @@ class LabelWitness:
     def fields(self) -> dict[str, str]:
         """The κ label's fields, ``{"operand": …, "operator": …}``."""
         return {"operand": str(self.operand), "operator": self.operator}
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyCount:
+    """How many feasible labels and families a task has (``count_families``).
+
+    Attributes:
+        labels: the feasible labels (``len(Enumeration.labels)``).
+        families: the families (``len(Enumeration.families)``).
+        complete: ``Enumeration.complete``.
+    """
+
+    labels: int
+    families: int
+    complete: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +136,61 @@ def enumerate_families(task: CountdownTask, *, max_solutions: int = 200_000) -> 
     Returns:
         The enumeration.
     """
+    _check_cap(max_solutions)
+    search = Search(task.numbers)
+    masks = _masks(search, task)
+    witness_mask = _label_bits(search, task, masks)
+    order = sorted(witness_mask)
+    labels = tuple(_label_witness(search, witness_mask[b], task.target, b) for b in order)
+    index = {search.label_of_bit[b]: i for i, b in enumerate(order)}
+    solutions = _solutions(search, masks, task.target, max_solutions)
+    if solutions is None:
+        singletons = tuple((i,) for i in range(len(labels)))
+        return Enumeration(labels=labels, families=singletons, complete=False)
+    families = _families(solutions, index)
+    witnessed, certifiable = _distinct_witnesses(labels, families, solutions)
+    return Enumeration(
+        labels=witnessed,
+        families=families,
+        complete=True,
+        solutions=tuple(sorted(solutions)),
+        certifiable=certifiable,
+    )
+
+
+def count_families(task: CountdownTask, *, max_solutions: int = 200_000) -> FamilyCount:
+    """The counts of ``enumerate_families(task, max_solutions=…)``, without its witnesses.
+
+    What a certificate signs (its coverage denominator): the same search, the same caps, the
+    same family rule, minus rendering a witness per label and matching families to
+    solutions, which only ``enumerate_families`` serves.
+
+    Raises:
+        InvalidInputError: as ``enumerate_families``.
+    """
+    _check_cap(max_solutions)
+    search = Search(task.numbers)
+    masks = _masks(search, task)
+    order = sorted(_label_bits(search, task, masks))
+    solutions = _solutions(search, masks, task.target, max_solutions)
+    if solutions is None:
+        return FamilyCount(labels=len(order), families=len(order), complete=False)
+    index = {search.label_of_bit[b]: i for i, b in enumerate(order)}
+    families = _families(solutions, index)
+    return FamilyCount(labels=len(order), families=len(families), complete=True)
+
+
+def _check_cap(max_solutions: int) -> None:
     if type(max_solutions) is not int or max_solutions < 1:
         raise InvalidInputError(
             f"max_solutions must be an int >= 1, got {max_solutions!r}",
             field="countdown.max_solutions",
         )
-    search = Search(task.numbers)
+
+
+def _label_bits(search: Search, task: CountdownTask, masks: list[int]) -> dict[int, int]:
+    """Every feasible label's bit, with the first position set (in ``masks``) reaching it."""
     target = task.target
-    masks = _masks(search, task)
     bits = 0
     witness_mask: dict[int, int] = {}
     for mask in masks:
@@ -136,9 +205,13 @@ def enumerate_families(task: CountdownTask, *, max_solutions: int = 200_000) -> 
             witness_mask[low] = mask
             new ^= low
         bits |= found
-    order = sorted(witness_mask)
-    labels = tuple(_label_witness(search, witness_mask[b], target, b) for b in order)
-    index = {search.label_of_bit[b]: i for i, b in enumerate(order)}
+    return witness_mask
+
+
+def _solutions(
+    search: Search, masks: list[int], target: int, max_solutions: int
+) -> dict[str, list[Canon]] | None:
+    """The distinct canonical solutions (``group_solutions``), None when a cap cut them."""
     try:
         raw: dict[str, Canon] = {}
         for mask in masks:
@@ -146,18 +219,8 @@ def enumerate_families(task: CountdownTask, *, max_solutions: int = 200_000) -> 
             if len(raw) > max_solutions:
                 raise TruncatedError
     except TruncatedError:
-        singletons = tuple((i,) for i in range(len(labels)))
-        return Enumeration(labels=labels, families=singletons, complete=False)
-    solutions = group_solutions(raw.values())
-    families = _families(solutions, index)
-    witnessed, certifiable = _distinct_witnesses(labels, families, solutions)
-    return Enumeration(
-        labels=witnessed,
-        families=families,
-        complete=True,
-        solutions=tuple(sorted(solutions)),
-        certifiable=certifiable,
-    )
+        return None
+    return group_solutions(raw.values())
 
 
 def _masks(search: Search, task: CountdownTask) -> list[int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from functools import partial
+from math import gcd
 
 from .canonical import Canon, combine, leaf
 from .expr import BinOp, Expr, Num
@@ -55,6 +56,21 @@ Decomp = tuple[int, Operand, int, Operand, str]
 
 _SMALL = {1: 1, 2: 1, 3: 1, 4: 2, 5: 3, 6: 4, 7: 4, 8: 5}
 """Largest materialised set per task size, tuned on 6-, 7- and 8-number puzzles."""
+
+
+def _int_div(a: int, b: int) -> Rat:
+    """``a / b`` for ints, ``b != 0``: ``rational.div``'s value without its type dispatch."""
+    q, r = divmod(a, b)
+    if not r:
+        return q
+    g = gcd(a, b)
+    if b < 0:
+        g = -g
+    return (a // g, b // g) if b // g != 1 else a // g
+
+
+_NO_TREES: dict[str, Canon] = {}
+"""``trees`` of a set that cannot reach the value (shared, never mutated)."""
 
 
 class TruncatedError(Exception):
@@ -88,6 +104,8 @@ class Search:
         self._trees: list[dict[Rat, dict[str, Canon]]] = [{} for _ in range(size)]
         self._all_trees: dict[tuple[int, bool], dict[str, Canon]] = {}
         self._any_bits: dict[int, int] = {}
+        # trees() of one position: shared, never mutated (callers copy what they merge)
+        self._leaves = [{str(x): leaf(x)} for x in numbers]
         self.vals: list[set[Rat] | None] = [None] * size
         for i, x in enumerate(numbers):
             self.vals[1 << i] = {x}
@@ -166,6 +184,8 @@ class Search:
 
     def _decomps(self, mask: int, v: Rat) -> Iterator[Decomp]:
         vals = self.vals
+        v_int = type(v) is int
+        y: Rat
         for s, t in self.splits(mask):
             vs, vt = vals[s], vals[t]
             if vs is not None and (vt is None or len(vs) <= len(vt)):
@@ -178,32 +198,33 @@ class Search:
                 ys.__contains__ if ys is not None else partial(self.reach, y_mask)
             )
             for x in xs:
+                fast = v_int and type(x) is int
                 # x + y = v and y + x = v
-                y = sub(v, x)
+                y = v - x if fast else sub(v, x)  # type: ignore[operator]
                 if has(y):
                     yield (x_mask, x, y_mask, y, "+")
                     yield (y_mask, y, x_mask, x, "+")
                 # x - y = v
-                y = sub(x, v)
+                y = x - v if fast else sub(x, v)  # type: ignore[operator]
                 if has(y):
                     yield (x_mask, x, y_mask, y, "-")
                 # y - x = v
-                y = add(v, x)
+                y = v + x if fast else add(v, x)  # type: ignore[operator,assignment]
                 if has(y):
                     yield (y_mask, y, x_mask, x, "-")
                 if x:
                     # x * y = v and y * x = v
-                    y = div(v, x)
+                    y = _int_div(v, x) if fast else div(v, x)  # type: ignore[arg-type]
                     if has(y):
                         yield (x_mask, x, y_mask, y, "*")
                         yield (y_mask, y, x_mask, x, "*")
                     # y / x = v
-                    y = mul(v, x)
+                    y = v * x if fast else mul(v, x)  # type: ignore[operator,assignment]
                     if has(y):
                         yield (y_mask, y, x_mask, x, "/")
                     # x / y = v, y != 0
                     if v:
-                        y = div(x, v)
+                        y = _int_div(x, v) if fast else div(x, v)  # type: ignore[arg-type]
                         if has(y):
                             yield (x_mask, x, y_mask, y, "/")
                 elif not v:
@@ -295,7 +316,7 @@ class Search:
         """
         if mask & (mask - 1) == 0:
             x = self.numbers[mask.bit_length() - 1]
-            return {str(x): leaf(x)} if x == v else {}
+            return self._leaves[mask.bit_length() - 1] if x == v else _NO_TREES
         memo = self._trees[mask]
         found = memo.get(v)
         if found is not None:
