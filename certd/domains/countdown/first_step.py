@@ -1,4 +1,11 @@
-"""The first step written in a Countdown response's ``<think>`` (the learned κ reads it)."""
+"""The first step written in a Countdown response's ``<think>`` (the learned κ reads it).
+
+Example:
+    >>> countdown_first_step("<think>25-5=20, then 20*4=80</think> (25-5)*4")
+    '25-5=20'
+    >>> countdown_first_step("<think>hmm</think> 3") is None
+    True
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The Countdown domain's spec (see ``certd.domains.registry``)."""
+"""The Countdown domain's spec (see ``certd.domains.registry``).
+
+Example:
+    >>> SPEC.task.name, SPEC.config_section
+    ('countdown', 'countdown')
+"""
 
 from __future__ import annotations
 
