@@ -93,6 +93,9 @@ class _Context:
     def add_callback(self, callback: Callable[[], None]) -> bool:
         return True
 
+    def peer(self) -> str:  # the quota counts per client (certd.service.access.client_of)
+        return "ipv4:127.0.0.1:1"
+
 
 def run(batches: int, rounds: int) -> dict[str, Any]:
     cfg = CertdConfig(
@@ -114,8 +117,11 @@ def run(batches: int, rounds: int) -> dict[str, Any]:
             checkers = Checkers(cfg)
             authority = policy.Authority(checkers, ledger, key)
             args: tuple[Any, ...] = (cfg, checkers, authority, ledger, None)
-            if "ledger" not in inspect.signature(service.AuthorityServicer).parameters:
+            params = inspect.signature(service.AuthorityServicer).parameters
+            if "ledger" not in params:
                 args = (cfg, checkers, authority, None)  # a servicer that reads no ledger
+            if "checkers" not in params:
+                args = (cfg, authority, None)  # one authority call per RPC (issue 34)
             servicer = service.AuthorityServicer(*args)
             clock = time.pthread_getcpuclockid(committer.ident or 0)
             CPU.clear()
