@@ -64,7 +64,7 @@ math-verify-cases: setup
 
 unit: setup math-verify-cases
 	FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
-	  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) $(BIN)/pytest -q
+	  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) $(BIN)/pytest -q --durations=30
 
 # The Docker engine the docker sandbox backend and its tests use: started only when `docker info`
 # fails; a running engine is never restarted.

@@ -38,9 +38,9 @@ from certd.signing.keys import SigningKey, VerifierKey
 __all__ = [
     "Rotation",
     "follow",
-    "outside_windows",
     "open_rotation",
     "open_rotation_record",
+    "outside_windows",
     "rotation_envelope",
     "rotation_key",
     "rotation_record",

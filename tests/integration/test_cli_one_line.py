@@ -33,6 +33,13 @@ def _reading_stdin(pid: int) -> bool:
     return False
 
 
+def _as_a_terminal_job() -> None:
+    """SIGINT as a shell's foreground job has it. A process started with SIGINT ignored keeps
+    it ignored (POSIX; a shell's background job), and some library in the test run leaves the
+    pytest process so, which its children would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("name", sorted(_BLOCKED))
 def test_ctrl_c_is_one_line_and_exit_130(name: str, tmp_path: Path) -> None:
     module, argv = _BLOCKED[name]
@@ -41,6 +48,7 @@ def test_ctrl_c_is_one_line_and_exit_130(name: str, tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_a_terminal_job,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     wait_until(lambda: _reading_stdin(proc.pid), timeout=60, what="main() blocked on stdin")

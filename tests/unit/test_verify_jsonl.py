@@ -26,7 +26,7 @@ class FakeClient:
         self.calls: list[list[str]] = []
         self._lock = threading.Lock()
 
-    def verify_batch(self, requests: Sequence[verifier_pb2.VerifyRequest]) -> list[Any]:
+    def verify_batch_pb(self, requests: Sequence[verifier_pb2.VerifyRequest]) -> list[Any]:
         with self._lock:
             self.calls.append([r.id for r in requests])
             call = len(self.calls)
