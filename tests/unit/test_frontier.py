@@ -108,5 +108,5 @@ def test_the_report_table() -> None:
 
     lines = frontier_markdown({"x": {"60": decide([3.0, 3.5, 4.0]), "200": decide([1.0])}})
     assert lines[3] == "| x | 60 | 3 | +3.5 [+2.3, +4.7] | recommended |"
-    assert lines[4] == "| x | 200 | 1 | – | insufficient data |"
+    assert lines[4] == "| x | 200 | 1 | +1.0 (one seed, no interval) | insufficient data |"
     assert frontier_markdown(None) == []

@@ -146,8 +146,8 @@ def excess(runs: Runs, arm: str, step: int) -> list[float]:
 
 def decide(d: Sequence[float]) -> dict[str, Any]:
     """The pre-registered decision on an arm's excess values (points)."""
-    if len(d) < 2:
-        return {"n": len(d), "decision": "insufficient data"}
+    if len(d) < 2:  # the one seed's value is shown, never a decision
+        return {"n": len(d), "values": list(d), "decision": "insufficient data"}
     iv = interval(list(d))
     if iv["mean"] >= 3 and iv["t95"][0] > 0:
         verdict = "recommended"
@@ -179,5 +179,7 @@ def frontier_markdown(doc: Mapping[str, Any] | None) -> list[str]:
             iv = "–"
             if "mean" in d:
                 iv = f"{d['mean']:+.1f} [{d['t95'][0]:+.1f}, {d['t95'][1]:+.1f}]"
+            elif d.get("values"):
+                iv = f"{d['values'][0]:+.1f} (one seed, no interval)"
             lines.append(f"| {arm} | {step} | {d['n']} | {iv} | {d['decision']} |")
     return lines
