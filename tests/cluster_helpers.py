@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,23 @@ from server_helpers import LAZY_MATH_SECTION
 from certd.domains import countdown as cd
 from certd.signing.keys import SigningKey, save_signing_key
 
-__all__ = ["Cluster", "Replica", "Witness", "certify_items", "cluster_config", "run_certd"]
+__all__ = [
+    "IN_FLIGHT",
+    "Cluster",
+    "Replica",
+    "Witness",
+    "certify_items",
+    "check_acknowledged",
+    "cluster_config",
+    "run_certd",
+]
 
 KEY_NAME = "forkgate.test/cluster"
 ROOT = Path(__file__).resolve().parents[1]
+
+IN_FLIGHT = 8 * 4
+"""The most items in flight at once (the cluster tests: up to 8 clients, batches of 4): the bound
+on entries whose reply a killed process took with it."""
 
 
 def run_certd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -186,3 +200,20 @@ class Witness:
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def check_acknowledged(
+    entry: Callable[[int], bytes],
+    size: int,
+    certs: dict[str, Any],
+    lost_replies: int,
+) -> None:
+    """Acknowledged certificates: unique indexes below ``size``, each envelope at its index;
+    at most ``lost_replies`` entries without one (named in the failure)."""
+    indexes = sorted(cert.ledger_index for cert in certs.values())
+    assert len(set(indexes)) == len(indexes)  # no duplicate index
+    assert not indexes or indexes[-1] < size
+    for cert in certs.values():
+        assert entry(cert.ledger_index) == cert.envelope
+    unacknowledged = sorted(set(range(size)) - set(indexes))
+    assert len(unacknowledged) <= lost_replies, (unacknowledged, size)
