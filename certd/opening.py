@@ -55,6 +55,7 @@ __all__ = [
     "PREDICATE_KEY_ROTATION",
     "PREDICATE_TYPES",
     "PREDICATE_VERDICT_RECEIPT",
+    "open_envelope",
     "open_log_checkpoint",
     "open_statement",
 ]
@@ -228,8 +229,19 @@ def open_statement(
     Returns:
         The verified statement.
     """
+    return open_envelope(Envelope.from_json(envelope), keys, predicate_types, at_index=at_index)
+
+
+def open_envelope(
+    env: Envelope,
+    keys: KeyRing,
+    predicate_types: str | Collection[str],
+    *,
+    at_index: int | None = None,
+) -> Statement:
+    """``open_statement`` on an envelope already parsed (``Envelope.from_json``), for a
+    caller that also reads the envelope's signatures (the audit), so it is parsed once."""
     wanted = {predicate_types} if isinstance(predicate_types, str) else predicate_types
-    env = Envelope.from_json(envelope)
     if env.payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise MalformedStatementError(
             f"payloadType: expected {IN_TOTO_PAYLOAD_TYPE!r}, got {env.payload_type!r:.60}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from certd.errors import CertdError, LedgerError, SigningError
 from certd.keyrotation import Rotation, follow, open_rotation, outside_windows
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
-from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_statement
+from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_envelope
 from certd.signing.dsse import Envelope, KeyRing
 from certd.signing.keys import VerifierKey
 from certd.tlog import (
@@ -46,7 +46,7 @@ Signers = list[tuple[int, int, frozenset[str]]]
 def _verify_signatures(
     start: int, entries: Sequence[bytes | None], trusted: KeyRing
 ) -> tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]:
-    """Open every entry as a statement certd signs (``certd.opening.open_statement``).
+    """Open every entry as a statement certd signs (``certd.opening.open_envelope``).
 
     Returns the faults, the runs of signers (for the key-rotation windows, checked once
     every rotation is known) and the key-rotation entries.
@@ -59,8 +59,9 @@ def _verify_signatures(
             continue
         index = start + offset
         try:
-            st = open_statement(data, trusted, PREDICATE_TYPES)
-            signers = _signers(data, trusted)
+            env = Envelope.from_json(data)  # parsed once: opened, then its signers read
+            st = open_envelope(env, trusted, PREDICATE_TYPES)
+            signers = _signers(env, trusted)
         except SigningError as e:
             faults.append(
                 AuditFault(
@@ -80,10 +81,9 @@ def _verify_signatures(
     return faults, runs, rotations
 
 
-def _signers(data: bytes, trusted: KeyRing) -> frozenset[str]:
+def _signers(env: Envelope, trusted: KeyRing) -> frozenset[str]:
     """The key ids whose signatures verify on an envelope that opened (one, but for a
     key rotation's two)."""
-    env = Envelope.from_json(data)
     if len(env.signatures) == 1:
         return frozenset({env.signatures[0].keyid})
     out = set()
