@@ -20,6 +20,7 @@ from redis_helpers import RedisProcess
 from server_helpers import LAZY_MATH_SECTION
 
 from certd.domains import countdown as cd
+from certd.ledger.certindex import parse_feasibility_entry
 from certd.signing.keys import SigningKey, save_signing_key
 
 __all__ = [
@@ -216,4 +217,11 @@ def check_acknowledged(
     for cert in certs.values():
         assert entry(cert.ledger_index) == cert.envelope
     unacknowledged = sorted(set(range(size)) - set(indexes))
-    assert len(unacknowledged) <= lost_replies, (unacknowledged, size)
+    named = [(i, _task_and_label(i, entry(i))) for i in unacknowledged[: lost_replies + 1]]
+    assert len(unacknowledged) <= lost_replies, (named, len(unacknowledged), size)
+
+
+def _task_and_label(index: int, data: bytes) -> tuple[str, str] | None:
+    """(task digest, label) of a feasibility entry, to name an unacknowledged one."""
+    cert = parse_feasibility_entry(index, data)
+    return None if cert is None else (cert.task_digest[:16], cert.label)

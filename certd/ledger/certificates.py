@@ -197,12 +197,16 @@ class CertificateLog:
                 return PendingRecord(
                     write.cert, future=write.future, joined=True, resolve=self._resolve
                 )
-            existing = self._index.get(*key)
-            if existing is not None:
-                return PendingRecord(draft, decided=Recorded(existing, existing=True))
+            # The canonical solution first, the label second: the index gains entries without
+            # this lock (a catch-up, another request's ``_resolve``), and the entry of this very
+            # draft (a retry whose first reply was lost) found by its canonical solution only
+            # would read as taken by its own label: a PSEUDO_FORK for a certified label.
             clash = self._index.label_for_canonical(*canonical) or self._writes_canonical.get(
                 canonical
             )
+            existing = self._index.get(*key)
+            if existing is not None:
+                return PendingRecord(draft, decided=Recorded(existing, existing=True))
             if clash is not None:
                 return PendingRecord(draft, decided=Taken(clash))
             write = _Write(draft, Future())
