@@ -36,6 +36,7 @@ from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement, sha256_he
 from certd.signing.keys import SigningKey, VerifierKey
 
 __all__ = [
+    "ROTATION_KEY_PREFIX",
     "Rotation",
     "follow",
     "open_rotation",
@@ -46,12 +47,13 @@ __all__ = [
     "rotation_record",
 ]
 
-_PREFIX = "key-rotation/"
+ROTATION_KEY_PREFIX = "key-rotation/"
+"""The ledger keys of key-rotation entries start with this (``rotation_key``)."""
 
 
 def rotation_key(new_key_id_hex: str) -> str:
     """The ledger key of the rotation onto a key: at most one per incoming key."""
-    return _PREFIX + new_key_id_hex
+    return ROTATION_KEY_PREFIX + new_key_id_hex
 
 
 @dataclass(frozen=True, slots=True)

@@ -377,6 +377,27 @@ class CertdClient:
         reply: ledger_pb2.ConsistencyProof = self._call(self._ledger.GetConsistencyProof, req)
         return reply
 
+    def key_rotations(self) -> list[dict[str, object]]:
+        """The log's key rotations (``certd rotate-key``), oldest first, each as the record
+        ``--trust key-rotation-R.json`` takes: the entry with its inclusion in the last
+        checkpoint the outgoing key signed. Nothing is trusted from here:
+        ``certd.keyrotation.open_rotation_record(record, ring)`` verifies one against the keys
+        you trust (``certd.keyrotation.follow`` then moves them onto the new key)."""
+        from certd.keyrotation import rotation_record
+
+        req = ledger_pb2.GetKeyRotationsRequest()
+        reply: ledger_pb2.GetKeyRotationsResponse = self._call(self._ledger.GetKeyRotations, req)
+        return [
+            rotation_record(
+                r.ledger_index,
+                r.entry,
+                r.inclusion.checkpoint.note,
+                r.inclusion.tree_size,
+                list(r.inclusion.hashes),
+            )
+            for r in reply.rotations
+        ]
+
 
 def _requests_one_by_one(items: Iterable[VerifyLike]) -> Iterator[verifier_pb2.VerifyRequest]:
     for item in items:

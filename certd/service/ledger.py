@@ -5,7 +5,8 @@ from __future__ import annotations
 import grpc
 
 from certd.config import CertdConfig
-from certd.errors import InvalidInputError, NotFoundError
+from certd.errors import InvalidInputError, NotFoundError, UnsupportedError
+from certd.keyrotation import ROTATION_KEY_PREFIX
 from certd.ledger.log import Ledger
 from certd.service.convert import proof_to_pb, signed_checkpoint_to_pb
 from certd.v1 import ledger_pb2, ledger_pb2_grpc
@@ -64,6 +65,25 @@ class LedgerServicer(ledger_pb2_grpc.LedgerServicer):
             first_size=request.first_size,
             second_size=second,
             hashes=self._ledger.consistency_proof(request.first_size, second),
+        )
+
+    def GetKeyRotations(
+        self, request: ledger_pb2.GetKeyRotationsRequest, context: grpc.ServicerContext
+    ) -> ledger_pb2.GetKeyRotationsResponse:
+        """Every ``key-rotation/v1`` entry, proven in the checkpoint its outgoing key signed
+        last (size R + 1), so a client trusting that key can follow the log."""
+        size = self._ledger.checkpoint().checkpoint.size
+        indexes = self._ledger.store.keyed(ROTATION_KEY_PREFIX, size)
+        if indexes is None:
+            raise UnsupportedError("this ledger store cannot list its key rotations")
+        entries = self._ledger.store.entries_at(indexes) if indexes else []
+        return ledger_pb2.GetKeyRotationsResponse(
+            rotations=[
+                ledger_pb2.KeyRotation(
+                    ledger_index=at, entry=entry, inclusion=_inclusion_pb(self._ledger, at, at + 1)
+                )
+                for at, entry in zip(indexes, entries, strict=True)
+            ]
         )
 
 

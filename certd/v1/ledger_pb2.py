@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x63\x65rtd/v1/ledger.proto\x12\x08\x63\x65rtd.v1\"Q\n\x10SignedCheckpoint\x12\x0c\n\x04note\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x11\n\troot_hash\x18\x04 \x01(\x0c\"\x8a\x01\n\x0eInclusionProof\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\x12\x11\n\tleaf_hash\x18\x04 \x01(\x0c\x12.\n\ncheckpoint\x18\x05 \x01(\x0b\x32\x1a.certd.v1.SignedCheckpoint\"K\n\x10\x43onsistencyProof\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\"\x16\n\x14GetCheckpointRequest\"/\n\x11GetEntriesRequest\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x04\"%\n\x12GetEntriesResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x03(\x0c\"A\n\x18GetInclusionProofRequest\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"E\n\x1aGetConsistencyProofRequest\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\x32\xca\x02\n\x06Ledger\x12K\n\rGetCheckpoint\x12\x1e.certd.v1.GetCheckpointRequest\x1a\x1a.certd.v1.SignedCheckpoint\x12G\n\nGetEntries\x12\x1b.certd.v1.GetEntriesRequest\x1a\x1c.certd.v1.GetEntriesResponse\x12Q\n\x11GetInclusionProof\x12\".certd.v1.GetInclusionProofRequest\x1a\x18.certd.v1.InclusionProof\x12W\n\x13GetConsistencyProof\x12$.certd.v1.GetConsistencyProofRequest\x1a\x1a.certd.v1.ConsistencyProofb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x63\x65rtd/v1/ledger.proto\x12\x08\x63\x65rtd.v1\"Q\n\x10SignedCheckpoint\x12\x0c\n\x04note\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x11\n\troot_hash\x18\x04 \x01(\x0c\"\x8a\x01\n\x0eInclusionProof\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\x12\x11\n\tleaf_hash\x18\x04 \x01(\x0c\x12.\n\ncheckpoint\x18\x05 \x01(\x0b\x32\x1a.certd.v1.SignedCheckpoint\"K\n\x10\x43onsistencyProof\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\"\x16\n\x14GetCheckpointRequest\"/\n\x11GetEntriesRequest\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x04\"%\n\x12GetEntriesResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x03(\x0c\"A\n\x18GetInclusionProofRequest\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"E\n\x1aGetConsistencyProofRequest\x12\x12\n\nfirst_size\x18\x01 \x01(\x04\x12\x13\n\x0bsecond_size\x18\x02 \x01(\x04\"\x18\n\x16GetKeyRotationsRequest\"_\n\x0bKeyRotation\x12\x14\n\x0cledger_index\x18\x01 \x01(\x04\x12\r\n\x05\x65ntry\x18\x02 \x01(\x0c\x12+\n\tinclusion\x18\x03 \x01(\x0b\x32\x18.certd.v1.InclusionProof\"C\n\x17GetKeyRotationsResponse\x12(\n\trotations\x18\x01 \x03(\x0b\x32\x15.certd.v1.KeyRotation2\xa2\x03\n\x06Ledger\x12K\n\rGetCheckpoint\x12\x1e.certd.v1.GetCheckpointRequest\x1a\x1a.certd.v1.SignedCheckpoint\x12G\n\nGetEntries\x12\x1b.certd.v1.GetEntriesRequest\x1a\x1c.certd.v1.GetEntriesResponse\x12Q\n\x11GetInclusionProof\x12\".certd.v1.GetInclusionProofRequest\x1a\x18.certd.v1.InclusionProof\x12W\n\x13GetConsistencyProof\x12$.certd.v1.GetConsistencyProofRequest\x1a\x1a.certd.v1.ConsistencyProof\x12V\n\x0fGetKeyRotations\x12 .certd.v1.GetKeyRotationsRequest\x1a!.certd.v1.GetKeyRotationsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,6 +47,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=513
   _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=515
   _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=584
-  _globals['_LEDGER']._serialized_start=587
-  _globals['_LEDGER']._serialized_end=917
+  _globals['_GETKEYROTATIONSREQUEST']._serialized_start=586
+  _globals['_GETKEYROTATIONSREQUEST']._serialized_end=610
+  _globals['_KEYROTATION']._serialized_start=612
+  _globals['_KEYROTATION']._serialized_end=707
+  _globals['_GETKEYROTATIONSRESPONSE']._serialized_start=709
+  _globals['_GETKEYROTATIONSRESPONSE']._serialized_end=776
+  _globals['_LEDGER']._serialized_start=779
+  _globals['_LEDGER']._serialized_end=1197
 # @@protoc_insertion_point(module_scope)

@@ -75,3 +75,23 @@ class GetConsistencyProofRequest(_message.Message):
     first_size: int
     second_size: int
     def __init__(self, first_size: _Optional[int] = ..., second_size: _Optional[int] = ...) -> None: ...
+
+class GetKeyRotationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class KeyRotation(_message.Message):
+    __slots__ = ("ledger_index", "entry", "inclusion")
+    LEDGER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    INCLUSION_FIELD_NUMBER: _ClassVar[int]
+    ledger_index: int
+    entry: bytes
+    inclusion: InclusionProof
+    def __init__(self, ledger_index: _Optional[int] = ..., entry: _Optional[bytes] = ..., inclusion: _Optional[_Union[InclusionProof, _Mapping]] = ...) -> None: ...
+
+class GetKeyRotationsResponse(_message.Message):
+    __slots__ = ("rotations",)
+    ROTATIONS_FIELD_NUMBER: _ClassVar[int]
+    rotations: _containers.RepeatedCompositeFieldContainer[KeyRotation]
+    def __init__(self, rotations: _Optional[_Iterable[_Union[KeyRotation, _Mapping]]] = ...) -> None: ...

@@ -54,6 +54,11 @@ class LedgerStub:
                 request_serializer=certd_dot_v1_dot_ledger__pb2.GetConsistencyProofRequest.SerializeToString,
                 response_deserializer=certd_dot_v1_dot_ledger__pb2.ConsistencyProof.FromString,
                 _registered_method=True)
+        self.GetKeyRotations = channel.unary_unary(
+                '/certd.v1.Ledger/GetKeyRotations',
+                request_serializer=certd_dot_v1_dot_ledger__pb2.GetKeyRotationsRequest.SerializeToString,
+                response_deserializer=certd_dot_v1_dot_ledger__pb2.GetKeyRotationsResponse.FromString,
+                _registered_method=True)
 
 
 class LedgerServicer:
@@ -83,6 +88,13 @@ class LedgerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetKeyRotations(self, request, context):
+        """Every key rotation the log holds, each provable to a client that trusts the key before it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LedgerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -105,6 +117,11 @@ def add_LedgerServicer_to_server(servicer, server):
                     servicer.GetConsistencyProof,
                     request_deserializer=certd_dot_v1_dot_ledger__pb2.GetConsistencyProofRequest.FromString,
                     response_serializer=certd_dot_v1_dot_ledger__pb2.ConsistencyProof.SerializeToString,
+            ),
+            'GetKeyRotations': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetKeyRotations,
+                    request_deserializer=certd_dot_v1_dot_ledger__pb2.GetKeyRotationsRequest.FromString,
+                    response_serializer=certd_dot_v1_dot_ledger__pb2.GetKeyRotationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -215,6 +232,33 @@ class Ledger:
             '/certd.v1.Ledger/GetConsistencyProof',
             certd_dot_v1_dot_ledger__pb2.GetConsistencyProofRequest.SerializeToString,
             certd_dot_v1_dot_ledger__pb2.ConsistencyProof.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetKeyRotations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/certd.v1.Ledger/GetKeyRotations',
+            certd_dot_v1_dot_ledger__pb2.GetKeyRotationsRequest.SerializeToString,
+            certd_dot_v1_dot_ledger__pb2.GetKeyRotationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
