@@ -10,6 +10,7 @@ log onto the new key and verifies both certificates; the audit of the store pass
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, load_signing_key, save_signing_key
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2
-from forkgate import CertdClient
+from forkgate import AsyncCertdClient, CertdClient
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 
@@ -70,13 +71,21 @@ def _config(data: Path, url: str, prefix: str, access: AccessConfig | None = Non
     )
 
 
+async def _key_rotations_aio(address: str) -> list[dict[str, object]]:
+    async with AsyncCertdClient(address) as c:
+        return await c.key_rotations()
+
+
 def _serve(cfg: CertdConfig, label: str, witness: str) -> tuple[authority_pb2.Certificate, Any]:
     """Certify one label; also fetch the log's key rotations from the same server."""
     server = CertdServer(cfg)
     server.start()
     try:
-        with CertdClient(f"127.0.0.1:{server.port}") as c:
-            return c.certify(TASK, label, witness), c.key_rotations()
+        address = f"127.0.0.1:{server.port}"
+        with CertdClient(address) as c:
+            cert, records = c.certify(TASK, label, witness), c.key_rotations()
+        assert asyncio.run(_key_rotations_aio(address)) == records
+        return cert, records
     finally:
         server.stop(grace_s=1.0)
 
