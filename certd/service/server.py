@@ -35,8 +35,7 @@ from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.store import LedgerStore, StoreLimits
-from certd.ledger.stores import StoreOptions, open_store
+from certd.ledger.store import LedgerStore, StoreLimits, StoreOptions, open_store
 from certd.service.acceptance_rpcs import register_configured
 from certd.service.access import (
     AccessInterceptor,

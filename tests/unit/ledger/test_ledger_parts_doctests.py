@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["certd.ledger.checkpointer", "certd.ledger.proofs", "certd.ledger.stores"]
+MODULES = ["certd.ledger.checkpointer", "certd.ledger.proofs", "certd.ledger.store"]
 
 
 @pytest.mark.parametrize("name", MODULES)

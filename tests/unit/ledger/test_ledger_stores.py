@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConfigError
-from certd.ledger.redis_store import RedisStore
-from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.stores import StoreOptions, open_store, register_scheme, scheme_of
+from certd.ledger.store import StoreOptions, open_store, register_scheme, scheme_of
+from certd.ledger.store.redis import RedisStore
+from certd.ledger.store.sqlite import SQLiteStore
 
 
 @pytest.mark.parametrize(
