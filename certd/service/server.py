@@ -211,7 +211,8 @@ class CertdServer:
             learned = LearnedLabeller.from_config(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)
         self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
-        register_configured(self.acceptances, cfg)
+        self.tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
+        register_configured(self.acceptances, cfg, self.tasks)
         self.pool = VerifyPool(
             self.checkers.countdown,
             workers=cfg.countdown.verify_workers,
@@ -268,7 +269,7 @@ class CertdServer:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
         quota = LedgerQuota.from_config(cfg.limits)  # one count per principal for both services
-        tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
+        tasks = self.tasks
         verifier_pb2_grpc.add_VerifierServicer_to_server(
             VerifierServicer(cfg, self.verification, quota, tasks), server
         )
