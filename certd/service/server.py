@@ -72,8 +72,8 @@ from certd.v1 import (
 
 __all__ = [
     "CertdServer",
-    "domain_health",
     "SERVICE_NAMES",
+    "domain_health",
     "ensure_key",
     "open_ledger",
 ]
