@@ -42,7 +42,7 @@ from typing import Any
 from _common import certify_requests, write
 
 from certd.ledger.log import Ledger
-from certd.ledger.redis_store import RedisStore
+from certd.ledger.store.redis import RedisStore
 from certd.signing.keys import SigningKey, save_signing_key
 from certd.statements import PREDICATE_FEASIBILITY
 from certd.tlog import inclusion_proof

@@ -30,7 +30,7 @@ from _common import median, write
 
 from certd import tlog
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.opening import PREDICATE_FEASIBILITY
 from certd.payloads import feasibility_predicate, task_digest
 from certd.signing.dsse import sign_envelope

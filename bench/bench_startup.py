@@ -25,7 +25,7 @@ from bench_ledger import envelopes
 
 from certd.config import CertdConfig
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.server import CertdServer
 from certd.signing.keys import SigningKey, save_signing_key
 

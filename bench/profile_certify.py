@@ -41,7 +41,7 @@ from certd.authority.countdown_checker import CountdownChecker
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.ledger.certificates import CertificateLog
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 from certd.v1 import authority_pb2
 

@@ -32,9 +32,9 @@ from certd.authority.checker import Checkers
 from certd.authority.feasibility import Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig
 from certd.ledger.log import Ledger
-from certd.ledger.redis_store import RedisStore
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import LedgerStore
+from certd.ledger.store.redis import RedisStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.convert import certificate_to_pb, checked_task
 from certd.signing.keys import SigningKey
 from certd.v1 import authority_pb2

@@ -25,8 +25,7 @@ from certd.clihelp import add_verb, emit
 from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
 from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
-from certd.ledger.store import LedgerStore
-from certd.ledger.stores import StoreOptions, open_store
+from certd.ledger.store import LedgerStore, StoreOptions, open_store
 from certd.signing.keys import VerifierKey, read_verifier_key
 
 __all__ = ["add_parser"]
@@ -108,7 +107,7 @@ def _remote_audit(
 
 
 def _open_store(args: argparse.Namespace) -> LedgerStore:
-    """The store ``--ledger`` names (a store URL, ``certd.ledger.stores``) or ``--data-dir`` holds.
+    """The store ``--ledger`` names (a store URL, ``certd.ledger.store``) or ``--data-dir`` holds.
 
     Raises:
         InvalidInputError: the data dir holds no ledger.

@@ -277,11 +277,6 @@ class Checkers:
             if spec.enabled(section):
                 self._by_domain[spec.name] = _factory(spec)(section)
 
-    @property
-    def countdown(self) -> Checker:
-        """The Countdown checker (the service's ``VerifyPool`` checks its large batches)."""
-        return self.for_domain("countdown")
-
     def components(self, *, heal: bool = False) -> list[ComponentHealth]:
         """The state of every domain's pools and models (those that report one).
 

@@ -32,8 +32,8 @@ from typing import NoReturn
 from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
 from certd.authority.jobs import Job, current_job, running
-from certd.config import CodeConfig
 from certd.domains import code as cc
+from certd.domains.code.config import CodeConfig
 from certd.domains.verdict import Status, Verdict
 from certd.errors import UnsupportedError
 from sandboxes import ExecResult, ExecStatus, Limits, Program, Sandbox, SandboxError, WarmPool

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from certd.authority.checker import CheckerBase, FamilyCounts
-from certd.config import CountdownConfig
 from certd.domains import countdown as cd
+from certd.domains.countdown.config import CountdownConfig
 from certd.domains.verdict import Verdict
 from certd.errors import LimitExceededError
 

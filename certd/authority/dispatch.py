@@ -2,10 +2,11 @@
 
 Example::
 
-    dispatch = VerifyDispatch(checkers, pool)
+    dispatch = VerifyDispatch(checkers, *pools)
     results = dispatch.check(items, job)   # one CheckResult per item, in item order
 
-A domain with a ``VerifyPool`` (Countdown: worker processes for large batches) is checked there;
+A domain with a ``VerifyPool`` (its spec's ``process_pool``; Countdown: worker processes for large
+batches) is checked there;
 every other domain through its checker's ``check_items``, which isolates the work itself
 (math in a killable worker pool, code in a sandbox pool). A batch that mixes domains is split by
 domain, checked per domain, and put back in order. A checker that fails outright turns its
@@ -38,12 +39,12 @@ class VerifyDispatch:
 
     Args:
         checkers: the domain checkers.
-        pool: a domain's worker pool (Countdown's): that domain's items go to it.
+        pools: the domains' worker pools (``VerifyPools``): each domain's items go to its own.
     """
 
-    def __init__(self, checkers: Checkers, pool: VerifyPool) -> None:
+    def __init__(self, checkers: Checkers, *pools: VerifyPool) -> None:
         self._checkers = checkers
-        self._pools = {pool.domain: pool}
+        self._pools = {pool.domain: pool for pool in pools}
 
     def check(self, items: Sequence[CheckItem], job: Job | None = None) -> list[CheckResult]:
         """Check items and return their results in item order.

@@ -41,6 +41,7 @@ from certd.kappa.clustering import OUTSIDE, ClusterModel, ClusterParams, assign,
 from certd.kappa.learned import EMBED_DIM, Embedder, LearnedKappa, kappa_learned_name
 from certd.kappa.steps import domains, first_step
 from certd.ledger.modelkeys import model_key, parse_model_entry
+from certd.taskspec import identity_gap
 
 if TYPE_CHECKING:
     from certd.ledger.log import Ledger
@@ -125,7 +126,7 @@ class LearnedLabeller:
         if not section.task_sets:
             return None
         from certd.kappa.embedder import WEIGHTS, model_dir, sha256_file
-        from certd.payloads import normalise_question, task_digest
+        from certd.payloads import task_digest
         from certd.task_object import parse_task_object
 
         choices: dict[str, tuple[str, float | None]] = {}
@@ -135,12 +136,11 @@ class LearnedLabeller:
                     task = parse_task_object(obj, stacklevel=3)
                 except ValueError as e:
                     raise ConfigError(f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: {e}") from e
-                if task.WhichOneof("domain") == "math" and not normalise_question(
-                    task.math.question
-                ):
+                gap = identity_gap(task)
+                if gap is not None:
                     raise ConfigError(
-                        f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: a math task needs its "
-                        "question (two questions with one gold are two tasks)"
+                        f"learned_kappa.task_sets[{ts.name}].tasks[{i}]: {gap[0]} required: "
+                        f"{gap[1]}"
                     )
                 choices[task_digest(task)] = (ts.kappa, ts.distance_threshold)
         return cls(section, choices, sha256_file(model_dir() / WEIGHTS))

@@ -37,8 +37,8 @@ from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
 from certd.authority.jobs import current_job
 from certd.authority.mathpool import MathPool, MathWork, PoolClosedError, preload_forkserver
-from certd.config import MathConfig
 from certd.domains import math as dm
+from certd.domains.math.config import MathConfig
 from certd.domains.math.first_step import (
     first_step_family,
     first_step_text,

@@ -15,7 +15,7 @@ from certd.authority.checker import DomainTask
 from certd.domains.verdict import Verdict
 from certd.errors import InvalidInputError
 from certd.ledger.certindex import IndexedCertificate
-from certd.payloads import normalise_question
+from certd.taskspec import identity_gap
 from certd.tlog import SignedCheckpoint
 from certd.v1 import tasks_pb2
 
@@ -85,20 +85,21 @@ class CheckedTask:
     value: DomainTask
 
     def require_identity(self, what: str) -> None:
-        """Refuse a math task without a question for ``what`` (certify, a fork tree, the
-        learned κ): its digest would be its gold alone, so two questions with one gold would
-        share certificates, fork trees and clusters. Verifying does not need one.
+        """Refuse a task that lacks a field of its identity for ``what`` (certify, a fork tree,
+        the learned κ; ``TaskSpec.identity_gap``): a math task without a question would be its
+        gold alone, so two questions with one gold would share certificates, fork trees and
+        clusters. Verifying does not need one.
 
         Raises:
-            InvalidInputError: a math task whose question is empty (field
-                ``task.math.question``).
+            InvalidInputError: the task lacks such a field (e.g. ``task.math.question``).
         """
-        if self.domain == "math" and not normalise_question(self.pb.math.question):
+        gap = identity_gap(self.pb)
+        if gap is not None:
+            field, why = gap
             raise InvalidInputError(
-                f"task.math.question: required for {what}: a math task is its question with "
-                "its gold (two questions with one gold are two tasks); only verify takes a "
-                "math task without one (docs/formats.md, Task identity)",
-                field="task.math.question",
+                f"task.{field}: required for {what}: {why}; only verify takes a "
+                f"{self.domain} task without one (docs/formats.md, Task identity)",
+                field=f"task.{field}",
             )
 
 

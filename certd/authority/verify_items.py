@@ -33,7 +33,7 @@ class CheckItem:
     task: DomainTask
     task_sha256: str
     response: str
-    domain: str = "countdown"
+    domain: str
 
     def __reduce__(self) -> tuple[type[CheckItem], tuple[str, DomainTask, str, str, str]]:
         # Pickled as a constructor call (see ``CheckResult``): each chunk goes to a worker.

@@ -1,12 +1,14 @@
-"""A process pool that checks large verification batches on every core.
+"""Process pools that check large verification batches on every core.
 
 Example::
 
-    pool = VerifyPool(checkers.countdown, workers=2, min_batch=256)
-    results = pool.check([CheckItem("r1", task, digest, response), ...])
+    pool = VerifyPool(checkers.for_domain("countdown"), workers=2, min_batch=256)
+    results = pool.check([CheckItem("r1", task, digest, response, "countdown"), ...])
     pool.close()
+    pools = VerifyPools.from_config(checkers, cfg)  # one per domain whose spec has process_pool
 
-Countdown is pure, bounded code, so it runs in process for small batches; a large batch is cut
+A domain declares a pool in its ``DomainSpec.process_pool`` (Countdown does: it is pure, bounded
+code, so it runs in process for small batches); a large batch is cut
 into chunks that worker processes check in parallel (the GIL keeps one process on one core).
 Each result carries the verdict, its receipt digest and the time it took; the pool returns
 results, never wire messages (the service encodes them). A worker that dies
@@ -18,15 +20,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from certd.authority.checker import Checker
+from certd.authority.checker import Checker, Checkers
 from certd.authority.lifeline import die_with
 from certd.authority.verify_items import CheckItem, CheckResult, check_items, infra
+from certd.config import CertdConfig
+from certd.domains import registry as domains
 
-__all__ = ["VerifyPool"]
+__all__ = ["VerifyPool", "VerifyPools"]
 
 
 class VerifyPool:
@@ -45,6 +49,11 @@ class VerifyPool:
         self._pool: ProcessPoolExecutor | None = None
         if workers > 0:
             self._pool = self._start()
+
+    @property
+    def workers(self) -> int:
+        """The configured number of worker processes."""
+        return self._workers
 
     @property
     def domain(self) -> str:
@@ -110,3 +119,42 @@ class VerifyPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class VerifyPools:
+    """The verify pools of the domains whose spec declares one (``DomainSpec.process_pool``).
+
+    Args:
+        pools: the pools, one per domain.
+    """
+
+    def __init__(self, pools: Sequence[VerifyPool]) -> None:
+        self._pools = tuple(pools)
+
+    @classmethod
+    def from_config(cls, checkers: Checkers, cfg: CertdConfig) -> VerifyPools:
+        """One pool per served domain whose spec asks for one, sized by its config section."""
+        pools = []
+        for spec in domains.specs():
+            if spec.process_pool is not None and spec.name in checkers.domains:
+                workers, min_batch = spec.process_pool(spec.section(cfg))
+                checker = checkers.for_domain(spec.name)
+                pools.append(VerifyPool(checker, workers=workers, min_batch=min_batch))
+        return cls(pools)
+
+    def __iter__(self) -> Iterator[VerifyPool]:
+        return iter(self._pools)
+
+    @property
+    def workers(self) -> int:
+        """The configured worker processes of every pool."""
+        return sum(p.workers for p in self._pools)
+
+    def worker_pids(self) -> list[int]:
+        """Every pool's worker processes (health and metrics)."""
+        return sorted(pid for p in self._pools for pid in p.worker_pids())
+
+    def close(self) -> None:
+        """Stop every pool's workers."""
+        for p in self._pools:
+            p.close()

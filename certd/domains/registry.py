@@ -50,6 +50,11 @@ class DomainSpec:
         enabled: whether the section asks to serve the domain.
         extra: the pip extra the checker needs (named when its import fails).
         first_step: the learned κ's reader of a response's first step (None: no learned κ).
+        process_pool: (config section) → (worker processes, smallest batch sent to them) for a
+            domain whose checks are pure, picklable code that the authority spreads over worker
+            processes (``certd.authority.verifypool``); None: the checker isolates its own work.
+        warms_up: the checker warms up after start (math: its pool and model); the server keeps
+            the domain's health service (``<Verifier>/<name>``) NOT_SERVING until it is ready.
     """
 
     task: TaskSpec
@@ -59,6 +64,8 @@ class DomainSpec:
     enabled: Callable[[Any], bool] = _always
     extra: str = ""
     first_step: Callable[[str], str | None] | None = None
+    process_pool: Callable[[Any], tuple[int, int]] | None = None
+    warms_up: bool = False
 
     @property
     def name(self) -> str:

@@ -5,7 +5,7 @@ Example:
     >>> from certd.statements import PREDICATE_VERDICT_RECEIPT, receipt_predicate
     >>> from certd.ledger.audit import audit_store
     >>> from certd.ledger.log import Ledger
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> key = SigningKey.generate("certd.example/log")
     >>> ledger = Ledger(SQLiteStore(":memory:"), key, "certd.example/log")
     >>> root = bytes(32)

@@ -1,7 +1,7 @@
 """The ledger's checkpoints: sign one only if it extends the last, adopt other replicas' ones.
 
 Example:
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> from certd.signing.keys import SigningKey
     >>> key = SigningKey.generate("certd.example/log")
     >>> store = SQLiteStore(":memory:")

@@ -3,7 +3,7 @@
 Example:
     >>> from certd.signing.keys import SigningKey
     >>> from certd.ledger.log import Ledger
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> key = SigningKey.generate("certd.example/log")
     >>> with Ledger(SQLiteStore(":memory:"), key, "certd.example/log") as ledger:
     ...     ledger.append([("k", b"entry")])

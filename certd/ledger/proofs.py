@@ -2,7 +2,7 @@
 
 Example:
     >>> from certd.tlog import leaf_hash, verify_inclusion
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> store = SQLiteStore(":memory:")
     >>> store.append([(None, b"a"), (None, b"b"), (None, b"c")])
     0

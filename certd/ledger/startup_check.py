@@ -3,7 +3,7 @@
 Example:
     >>> import tempfile, pathlib
     >>> from certd.tlog import Checkpoint, sign_checkpoint
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> from certd.signing.keys import SigningKey
     >>> key = SigningKey.generate("certd.example/log")
     >>> store = SQLiteStore(":memory:")

@@ -1,11 +1,12 @@
 """The acceptance RPCs of the Authority service: RegisterTaskSet, BeginAcceptance, Accept,
 ListAcceptances (the decisions are ``certd.authority.acceptances``, which returns each with its
-inclusion proof: the servicer reads no ledger).
+inclusion proof: the servicer reads no ledger). A task set's tasks go through the one
+``TaskCache`` every RPC shares (``certd.service.taskcache``), like the tasks of Verify and Certify.
 
 Example::
 
     class AuthorityServicer(AcceptanceMethods, authority_pb2_grpc.AuthorityServicer): ...
-    register_configured(acceptances, cfg)     # the task sets of cfg.acceptance, at start-up
+    register_configured(acceptances, cfg, tasks)  # the task sets of cfg.acceptance, at start-up
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from certd.authority.results import CheckedTask, Proven
 from certd.config import CertdConfig, TaskSetConfig
 from certd.effective_support import Interval
 from certd.errors import ConfigError, InvalidInputError, LimitExceededError
-from certd.service.convert import checked_task, proof_to_pb
+from certd.service.convert import proof_to_pb
 from certd.service.paging import make_token, page_size, read_token
+from certd.service.taskcache import TaskCache
 from certd.task_object import parse_task_object
 from certd.v1 import authority_pb2
 
@@ -46,15 +48,17 @@ def _spec_of(pb: authority_pb2.TaskSet) -> TaskSetSpec:
     )
 
 
-def register_configured(acceptances: Acceptances, cfg: CertdConfig) -> None:
-    """Register the task sets of ``cfg.acceptance`` (server start-up).
+def register_configured(acceptances: Acceptances, cfg: CertdConfig, tasks: TaskCache) -> None:
+    """Register the task sets of ``cfg.acceptance`` (server start-up), converting their tasks
+    through ``tasks`` (the cache the RPCs share).
 
     Raises:
         ConfigError: a configured task or set is invalid.
     """
     for ts in cfg.acceptance.task_sets:
         try:
-            acceptances.register(_spec_of(_task_set_pb(ts)), _tasks(_task_set_pb(ts), cfg))
+            pb = _task_set_pb(ts)
+            acceptances.register(_spec_of(pb), _checked_tasks(pb, tasks))
         except InvalidInputError as e:
             raise ConfigError(f"acceptance.task_sets[{ts.name}]: {e}") from e
 
@@ -79,8 +83,8 @@ def _task_set_pb(ts: TaskSetConfig) -> authority_pb2.TaskSet:
     )
 
 
-def _tasks(pb: authority_pb2.TaskSet, cfg: CertdConfig) -> list[CheckedTask]:
-    return [checked_task(t, cfg, f"task_set.tasks[{i}]") for i, t in enumerate(pb.tasks)]
+def _checked_tasks(pb: authority_pb2.TaskSet, tasks: TaskCache) -> list[CheckedTask]:
+    return [tasks.get(t, f"task_set.tasks[{i}]") for i, t in enumerate(pb.tasks)]
 
 
 def _interval_pb(iv: Interval | None) -> authority_pb2.Interval | None:
@@ -160,6 +164,7 @@ class AcceptanceMethods:
 
     _cfg: CertdConfig
     _acceptances: Acceptances
+    _tasks: TaskCache
 
     def RegisterTaskSet(
         self, request: authority_pb2.RegisterTaskSetRequest, context: grpc.ServicerContext
@@ -171,7 +176,7 @@ class AcceptanceMethods:
                 f"got {len(pb.tasks)}",
                 field="task_set.tasks",
             )
-        digest, existing = self._acceptances.register(_spec_of(pb), _tasks(pb, self._cfg))
+        digest, existing = self._acceptances.register(_spec_of(pb), _checked_tasks(pb, self._tasks))
         return authority_pb2.RegisterTaskSetResponse(task_set_digest=digest, existing=existing)
 
     def BeginAcceptance(

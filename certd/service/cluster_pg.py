@@ -25,7 +25,7 @@ import hashlib
 import random
 
 from certd.errors import StoreError
-from certd.ledger.postgres_conn import PgConnections
+from certd.ledger.store.postgres_conn import PgConnections
 
 __all__ = ["PgClusterState"]
 

@@ -56,7 +56,7 @@ from certd.service.requestid import REQUEST_ID
 
 if TYPE_CHECKING:
     from certd.authority.components import ComponentHealth
-    from certd.authority.verifypool import VerifyPool
+    from certd.authority.verifypool import VerifyPools
     from certd.ledger.log import Ledger
 
 __all__ = [
@@ -134,7 +134,7 @@ class Metrics:
     def bind(
         self,
         ledger: Ledger,
-        pool: VerifyPool,
+        pool: VerifyPools,
         workers: int,
         components: Callable[[], list[ComponentHealth]] | None = None,
     ) -> None:
@@ -142,7 +142,7 @@ class Metrics:
 
         Args:
             ledger: the ledger.
-            pool: the verify pool.
+            pool: the verify pools.
             workers: the configured number of pool workers.
             components: reports the checkers' pools and models (math, code, embedder).
         """
@@ -306,7 +306,7 @@ class HealthMonitor:
         servicer: health.HealthServicer,
         services: tuple[str, ...],
         ledger: Ledger,
-        pool: VerifyPool,
+        pool: VerifyPools,
         workers: int,
         metrics: Metrics,
         interval_s: float,

@@ -31,12 +31,12 @@ from certd.authority.key_rotation import check_start_key
 from certd.authority.quota import LedgerQuota
 from certd.authority.receipts import ReceiptIssuer
 from certd.authority.verification import Verification
-from certd.authority.verifypool import VerifyPool
+from certd.authority.verifypool import VerifyPools
 from certd.config import CertdConfig
+from certd.domains import registry as domains
 from certd.errors import ConfigError
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.store import LedgerStore, StoreLimits
-from certd.ledger.stores import StoreOptions, open_store
+from certd.ledger.store import LedgerStore, StoreLimits, StoreOptions, open_store
 from certd.service.acceptance_rpcs import register_configured
 from certd.service.access import (
     AccessInterceptor,
@@ -72,8 +72,8 @@ from certd.v1 import (
 
 __all__ = [
     "CertdServer",
-    "MATH_HEALTH",
     "SERVICE_NAMES",
+    "domain_health",
     "ensure_key",
     "open_ledger",
 ]
@@ -86,8 +86,12 @@ SERVICE_NAMES = (
     ledger_pb2.DESCRIPTOR.services_by_name["Ledger"].full_name,
     info_pb2.DESCRIPTOR.services_by_name["Info"].full_name,
 )
-# Per-domain readiness: NOT_SERVING while the math pool and embedding model warm up.
-MATH_HEALTH = f"{SERVICE_NAMES[0]}/math"
+
+
+def domain_health(domain: str) -> str:
+    """The health service of a domain that warms up (``DomainSpec.warms_up``; math's pool and
+    embedding model): NOT_SERVING until it is ready, e.g. ``forkgate.v1.Verifier/math``."""
+    return f"{SERVICE_NAMES[0]}/{domain}"
 
 
 def ensure_key(path: Path, name: str) -> SigningKey:
@@ -212,14 +216,11 @@ class CertdServer:
             learned = LearnedLabeller.from_config(cfg)
         self.authority = Authority(self.checkers, self.ledger, self.key, learned=learned)
         self.acceptances = Acceptances(self.checkers, self.ledger, self.key, cfg.acceptance)
-        register_configured(self.acceptances, cfg)
-        self.pool = VerifyPool(
-            self.checkers.countdown,
-            workers=cfg.countdown.verify_workers,
-            min_batch=cfg.countdown.verify_pool_min_batch,
-        )
+        self.tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
+        register_configured(self.acceptances, cfg, self.tasks)
+        self.pools = VerifyPools.from_config(self.checkers, cfg)
         self.verification = Verification(
-            VerifyDispatch(self.checkers, self.pool),
+            VerifyDispatch(self.checkers, *self.pools),
             ReceiptIssuer(self.ledger, self.key, time.time),
         )
         self.admission = Admission(cfg.limits)
@@ -229,15 +230,13 @@ class CertdServer:
             self._access.authenticate if self._access is not None else None,
         )
         self.metrics = Metrics()
-        self.metrics.bind(
-            self.ledger, self.pool, cfg.countdown.verify_workers, self.checkers.components
-        )
+        self.metrics.bind(self.ledger, self.pools, self.pools.workers, self.checkers.components)
         self.monitor = HealthMonitor(
             self.health,
             SERVICE_NAMES,
             self.ledger,
-            self.pool,
-            cfg.countdown.verify_workers,
+            self.pools,
+            self.pools.workers,
             self.metrics,
             cfg.observability.health_interval_s,
             components=self.checkers.components,
@@ -269,7 +268,7 @@ class CertdServer:
         """Register the four services, health and reflection on the gRPC server."""
         cfg, server = self.cfg, self._server
         quota = LedgerQuota.from_config(cfg.limits)  # one count per principal for both services
-        tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
+        tasks = self.tasks
         verifier_pb2_grpc.add_VerifierServicer_to_server(
             VerifierServicer(cfg, self.verification, quota, tasks), server
         )
@@ -332,23 +331,27 @@ class CertdServer:
         self._server.start()
         self.admission.start()
         self.monitor.start()  # SERVING while the ledger and the pool are healthy
-        self._watch_math_readiness()
+        self._watch_readiness()
         log.info("certd serving on %s (port %d)", self.cfg.listen, self.port)
         return self.port
 
-    def _watch_math_readiness(self) -> None:
-        """``MATH_HEALTH`` is NOT_SERVING until the math checker's warm-up is done."""
-        if "math" not in self.checkers.domains:
-            return
+    def _watch_readiness(self) -> None:
+        """Each served domain that warms up is NOT_SERVING (``domain_health``) until it is ready."""
+        for spec in domains.specs():
+            if spec.warms_up and spec.name in self.checkers.domains:
+                self._watch(spec.name)
+
+    def _watch(self, domain: str) -> None:
         status = health_pb2.HealthCheckResponse
-        self.health.set(MATH_HEALTH, status.NOT_SERVING)
+        service = domain_health(domain)
+        self.health.set(service, status.NOT_SERVING)
 
         def ready() -> None:
             if not self._stopped.is_set():
-                self.health.set(MATH_HEALTH, status.SERVING)
-                log.info("math domain ready: health %s SERVING", MATH_HEALTH)
+                self.health.set(service, status.SERVING)
+                log.info("%s domain ready: health %s SERVING", domain, service)
 
-        self.checkers.for_domain("math").on_ready(ready)
+        self.checkers.for_domain(domain).on_ready(ready)
 
     def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: NOT_SERVING, drain in-flight RPCs, flush and close the ledger."""
@@ -360,7 +363,7 @@ class CertdServer:
         grace = self.cfg.limits.shutdown_grace_s if grace_s is None else grace_s
         self._server.stop(grace).wait()
         self.admission.stop()
-        self.pool.close()
+        self.pools.close()
         self.checkers.close()
         self.ledger.close()  # commits what is queued, then closes the store
         if self._stop_metrics is not None:

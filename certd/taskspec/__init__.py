@@ -47,6 +47,9 @@ class TaskSpec:
             (one rule for every format that carries a task, docs/formats.md §0).
         rank: where the domain comes in listings and messages (lower first; then by
             registration).
+        identity_gap: (message) → (field, why) when the task lacks a field its full identity
+            needs, else None: such a task may be verified but not certified, given a fork tree
+            or clustered (math without its question is its gold alone). None: always whole.
     """
 
     name: str
@@ -54,6 +57,7 @@ class TaskSpec:
     canonical: Callable[[Any, int], dict[str, Any]]
     fields: frozenset[str]
     rank: int = 100
+    identity_gap: Callable[[Any], tuple[str, str] | None] | None = None
 
 
 _SPECS: dict[str, TaskSpec] = {}
@@ -67,6 +71,17 @@ def register_task(spec: TaskSpec) -> None:
 def unregister_task(name: str) -> None:
     """Remove a domain's wire half (a test's toy domain, after the test)."""
     _SPECS.pop(name, None)
+
+
+def identity_gap(task: Any) -> tuple[str, str] | None:
+    """What a wire ``Task`` lacks for its full identity: (field under the task, e.g.
+    ``math.question``; why), or None when it is whole (``TaskSpec.identity_gap``)."""
+    name = task.WhichOneof("domain")
+    spec = _SPECS.get(name) if name else None
+    if spec is None or spec.identity_gap is None:
+        return None
+    gap = spec.identity_gap(getattr(task, name))
+    return None if gap is None else (f"{name}.{gap[0]}", gap[1])
 
 
 def domain_names() -> tuple[str, ...]:

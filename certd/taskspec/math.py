@@ -46,6 +46,16 @@ def canonical(task: tasks_pb2.MathTask, identity: int) -> dict[str, Any]:
     return out
 
 
+def identity_gap(task: tasks_pb2.MathTask) -> tuple[str, str] | None:
+    """A math task without its question is its gold alone (``TaskSpec.identity_gap``)."""
+    if normalise_question(task.question):
+        return None
+    return (
+        "question",
+        "a math task is its question with its gold (two questions with one gold are two tasks)",
+    )
+
+
 SPEC = TaskSpec(
     name="math",
     from_object=from_object,
@@ -53,4 +63,5 @@ SPEC = TaskSpec(
     # ``task_identity`` is what ``task_json`` writes for a math task with a question.
     fields=frozenset({"gold", "precision_digits", "question", "task_identity"}),
     rank=2,
+    identity_gap=identity_gap,
 )

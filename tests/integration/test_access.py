@@ -27,7 +27,7 @@ from certd.cli import main as certd_main
 from certd.config import AccessConfig, CertdConfig
 from certd.errors import ConfigError
 from certd.ledger.audit import audit_store
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.access import required_role
 from certd.service.server import CertdServer
 from certd.signing.dsse import KeyRing, TrustedKey

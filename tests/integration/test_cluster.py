@@ -19,7 +19,7 @@ import grpc
 import pytest
 from cluster_helpers import IN_FLIGHT, Cluster, certify_items, check_acknowledged
 
-from certd.ledger.redis_store import RedisStore
+from certd.ledger.store.redis import RedisStore
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 from certd.statements import verify_certificate

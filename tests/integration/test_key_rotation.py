@@ -24,7 +24,7 @@ from certd.errors import ConfigError, ConsistencyError, RotatedKeyError
 from certd.keyrotation import follow, open_rotation
 from certd.ledger.audit import audit_store
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.opening import PREDICATE_TYPES, open_statement
 from certd.service.server import CertdServer
 from certd.signing.dsse import Envelope, KeyRing, sign_envelope

@@ -33,7 +33,7 @@ from certd.errors import InvalidInputError
 from certd.ledger.audit import audit_store
 from certd.ledger.log import Ledger
 from certd.ledger.modelkeys import model_key, parse_model_entry
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.opening import PREDICATE_KAPPA_MODEL, open_statement
 from certd.service.convert import checked_task
 from certd.signing.dsse import KeyRing

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wait_helpers import wait_until
 
 from certd.config import CertdConfig
-from certd.service.server import MATH_HEALTH, CertdServer
+from certd.service.server import CertdServer, domain_health
 from forkgate import CertdClient, ClientSettings
 from forkgate.errors import CertdUnavailableError
 
@@ -46,7 +46,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CertdServer]:
 def _math_health(addr: str) -> int:
     with grpc.insecure_channel(addr) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        return int(stub.Check(health_pb2.HealthCheckRequest(service=MATH_HEALTH), timeout=5).status)
+        return int(
+            stub.Check(
+                health_pb2.HealthCheckRequest(service=domain_health("math")), timeout=5
+            ).status
+        )
 
 
 def test_warm_up_is_visible_and_a_request_meanwhile_gets_a_clear_answer(

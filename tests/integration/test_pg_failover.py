@@ -21,7 +21,7 @@ import pytest
 from cluster_helpers import IN_FLIGHT, Witness, certify_items, check_acknowledged
 from pg_helpers import PgCluster
 
-from certd.ledger.postgres_store import PostgresStore
+from certd.ledger.store.postgres import PostgresStore
 from certd.v1 import authority_pb2
 from forkgate import CertdClient, CertificationRefusedError
 from forkgate._base import ClientSettings

@@ -11,9 +11,9 @@ from pg_helpers import PgServer, remove_root
 
 from certd.errors import ConfigError, StoreError
 from certd.ledger.log import Ledger
-from certd.ledger.postgres_store import PostgresStore
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import KEY_SEPARATOR, AppendConflictError, DuplicateKeyError
+from certd.ledger.store.postgres import PostgresStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 from certd.tlog import Checkpoint, leaf_hash, root_from_leaf_hashes, sign_checkpoint
 

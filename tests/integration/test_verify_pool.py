@@ -23,12 +23,14 @@ def _items(n: int) -> list[CheckItem]:
         for j, text in enumerate(
             ["+".join(map(str, nums)), f"{nums[0]}**2", "nothing", "*".join(map(str, nums))]
         ):
-            out.append(CheckItem(f"{i}-{j}", task, "ab" * 32, f"<answer>{text}</answer>"))
+            out.append(
+                CheckItem(f"{i}-{j}", task, "ab" * 32, f"<answer>{text}</answer>", "countdown")
+            )
     return out
 
 
 def test_pool_matches_in_process_and_recovers_from_a_killed_worker() -> None:
-    checker = Checkers(CertdConfig()).countdown
+    checker = Checkers(CertdConfig()).for_domain("countdown")
     items = _items(400)
     want = check_items(checker, items)
     pool = VerifyPool(checker, workers=2, min_batch=64)

@@ -58,15 +58,15 @@ def setup() -> tuple[Checkers, VerifyDispatch, EchoChecker]:
     checkers = Checkers(CertdConfig())
     echo = EchoChecker()
     checkers.register(echo)
-    pool = VerifyPool(checkers.countdown, workers=0, min_batch=1)
+    pool = VerifyPool(checkers.for_domain("countdown"), workers=0, min_batch=1)
     return checkers, VerifyDispatch(checkers, pool), echo
 
 
 def _items() -> list[CheckItem]:
     return [
-        CheckItem("a", TASK, "00" * 32, "<answer>(25-5)*4+3</answer>"),
+        CheckItem("a", TASK, "00" * 32, "<answer>(25-5)*4+3</answer>", "countdown"),
         CheckItem("b", "abc", "11" * 32, "abc", "echo"),
-        CheckItem("c", TASK, "00" * 32, "<answer>(25-5)*4-3</answer>"),
+        CheckItem("c", TASK, "00" * 32, "<answer>(25-5)*4-3</answer>", "countdown"),
         CheckItem("d", "abc", "11" * 32, "abd", "echo"),
     ]
 
@@ -91,7 +91,9 @@ def test_labels_change_the_digest(setup: tuple[Checkers, VerifyDispatch, EchoChe
     _, dispatch, _ = setup
     [with_labels] = dispatch.check([_items()[1]])
     echo_item = _items()[1]
-    bare = CheckItem(echo_item.item_id, TASK, echo_item.task_sha256, echo_item.response)
+    bare = CheckItem(
+        echo_item.item_id, TASK, echo_item.task_sha256, echo_item.response, "countdown"
+    )
     [without] = dispatch.check([bare])
     assert with_labels.digest != without.digest
 
@@ -120,3 +122,13 @@ def test_a_domain_not_served_is_a_verdict_per_item_and_the_rest_is_checked(
     assert nope.verdict.detail.startswith("domain 'nope' not served here (served: countdown")
     assert nope.verdict.verifier == "certd.dispatch@1"
     assert echo.verdict.status == Status.CORRECT
+
+
+def test_checkers_have_no_attribute_named_after_a_domain() -> None:
+    """Every domain's checker and pool comes through the registry (``for_domain``,
+    ``DomainSpec.process_pool``), never a name-specific attribute such as ``countdown``."""
+    from certd.authority.checker import Checkers
+    from certd.domains import registry
+
+    for spec in registry.specs():
+        assert not hasattr(Checkers, spec.name), spec.name

@@ -25,6 +25,7 @@ PARALLEL = {
     "verify.py": "a domain's verify function",
     "spec.py": "a domain's registry entry (certd.domains.registry)",
     "first_step.py": "a domain's first-step rule for the learned κ",
+    "config.py": "a domain's config section (certd.config assembles them with the core ones)",
 }
 
 

@@ -69,7 +69,7 @@ def test_client_imports_nothing_from_the_server() -> None:
     code = (
         "import sys, forkgate, forkgate.cli\n"
         "bad = [m for m in sys.modules if m.startswith(('certd.service', 'certd.domains', "
-        "'certd.authority', 'certd.ledger.sqlite', 'certd.ledger.log', 'sandboxes', 'pydantic', "
+        "'certd.authority', 'certd.ledger.store', 'certd.ledger.log', 'sandboxes', 'pydantic', "
         "'torch'))]\n"
         "print(','.join(bad))\n"
     )

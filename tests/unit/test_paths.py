@@ -272,3 +272,13 @@ def test_the_service_reads_the_ledger_only_in_the_ledger_servicer() -> None:
     service = sorted(f"certd.service.{f.stem}" for f in (ROOT / "certd/service").glob("*.py"))
     readers = {m for m in service if "certd.ledger.log" in _imports(m) or "Ledger" in _names(m)}
     assert readers <= LEDGER_HOLDERS, sorted(readers - LEDGER_HOLDERS)
+
+
+def test_every_rpc_converts_tasks_through_the_one_task_cache() -> None:
+    """Verify, Certify and the acceptance RPCs (and the configured task sets at start-up) get
+    their checked tasks from the one ``TaskCache``; only it calls ``convert.checked_task``."""
+    service = sorted(f"certd.service.{f.stem}" for f in (ROOT / "certd/service").glob("*.py"))
+    callers = {m for m in service if "checked_task" in _names(m)}
+    assert callers == {"certd.service.taskcache"}, sorted(callers)  # convert defines it
+    for module in ("certd.service.acceptance_rpcs", "certd.service.verifier"):
+        assert "TaskCache" in _names(module), module

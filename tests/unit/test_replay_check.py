@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.replycheck import ReplayCheck, ReplayRefusedError
 from certd.v1 import authority_pb2, ledger_pb2, verifier_pb2
 

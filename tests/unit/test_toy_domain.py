@@ -107,3 +107,19 @@ def test_the_learned_kappa_and_the_cli_see_it() -> None:
 def test_unregistered_the_toy_is_gone() -> None:
     assert "echo" not in domain_names()
     assert registry.get("echo") is None
+
+
+def test_each_domain_config_section_lives_with_its_domain() -> None:
+    """``CertdConfig``'s section of each registered domain is the domain's own model
+    (``certd/domains/<d>/config.py``); ``certd.config`` holds only the core sections."""
+    from certd.config import CertdConfig
+    from certd.domains import registry
+
+    for spec in registry.specs():
+        if spec.config_section:
+            model = CertdConfig.model_fields[spec.config_section].annotation
+            assert getattr(model, "__module__", "") == f"certd.domains.{spec.name}.config"
+    core = [m for m in vars(__import__("certd.config").config).values() if isinstance(m, type)]
+    assert not [
+        m for m in core if m.__module__.startswith("certd.config") and "Countdown" in m.__name__
+    ]

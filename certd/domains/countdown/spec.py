@@ -34,10 +34,16 @@ def convert(pb: Any, section: Any, field: str) -> CountdownTask:
     )
 
 
+def process_pool(section: Any) -> tuple[int, int]:
+    """Countdown's verify workers and the smallest batch they take (``[countdown]``)."""
+    return section.verify_workers, section.verify_pool_min_batch
+
+
 SPEC = DomainSpec(
     task=wire.SPEC,
     convert=convert,
     checker="certd.authority.countdown_checker:countdown_checker",
     config_section="countdown",
     first_step=countdown_first_step,
+    process_pool=process_pool,
 )

@@ -42,4 +42,5 @@ SPEC = DomainSpec(
     enabled=_enabled,
     extra="math",
     first_step=first_step,
+    warms_up=True,
 )

@@ -23,7 +23,7 @@ from certd.domains import countdown as cd
 from certd.domains.countdown import BinOp, Expr, Num, evaluate, render
 from certd.domains.countdown.canonical import canon_of
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.keys import SigningKey
 from forkgate._base import certify_request

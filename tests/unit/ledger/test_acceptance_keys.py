@@ -19,7 +19,7 @@ from certd.ledger.acceptancekeys import (
     refusal_key,
 )
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.keys import SigningKey
 from certd.tlog import leaf_hash, verify_inclusion

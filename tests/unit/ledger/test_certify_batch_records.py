@@ -16,7 +16,7 @@ from certd.authority.feasibility import RECORD_CHUNK, Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.service.convert import checked_task
 from certd.signing.dsse import Envelope
 from certd.signing.keys import SigningKey

@@ -15,7 +15,7 @@ from certd.authority.checker import Checkers
 from certd.authority.feasibility import Authority
 from certd.domains import countdown as cd
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.dsse import Envelope
 from certd.signing.keys import SigningKey
 

@@ -12,7 +12,7 @@ import pytest
 from certd.errors import LedgerError, NotFoundError
 from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.dsse import Envelope, EnvelopeSignature, KeyRing, sign_envelope
 from certd.signing.intoto import IN_TOTO_PAYLOAD_TYPE, make_statement
 from certd.signing.keys import SigningKey

@@ -11,9 +11,9 @@ import pytest
 
 from certd.ledger.certindex import CertificateIndex
 from certd.ledger.log import Ledger
-from certd.ledger.redis_store import RedisStore
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import KEY_SEPARATOR, LedgerStore
+from certd.ledger.store.redis import RedisStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 
 ORIGIN = "forkgate.test/keyed"

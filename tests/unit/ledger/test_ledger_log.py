@@ -18,8 +18,8 @@ from certd.errors import (
     SigningError,
 )
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import DuplicateKeyError
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 from certd.tlog import (
     EMPTY_ROOT,

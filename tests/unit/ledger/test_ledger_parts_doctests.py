@@ -7,7 +7,15 @@ import importlib
 
 import pytest
 
-MODULES = ["certd.ledger.checkpointer", "certd.ledger.proofs", "certd.ledger.stores"]
+MODULES = [
+    "certd.ledger.checkpointer",
+    "certd.ledger.proofs",
+    "certd.ledger.store",
+    "certd.ledger.store.interface",
+    "certd.ledger.store.reads",
+    "certd.ledger.store.factory",
+    "certd.ledger.store.sqlite",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

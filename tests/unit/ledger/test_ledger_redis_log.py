@@ -11,8 +11,8 @@ import pytest
 from certd.errors import ConsistencyError
 from certd.ledger.audit import audit_store
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.redis_store import RedisStore
 from certd.ledger.store import DuplicateKeyError
+from certd.ledger.store.redis import RedisStore
 from certd.signing.dsse import KeyRing, sign_envelope
 from certd.signing.intoto import make_statement
 from certd.signing.keys import SigningKey

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConfigError, NotFoundError, StoreDamageError, StoreError
-from certd.ledger.redis_store import RedisStore
 from certd.ledger.store import AppendConflictError, DuplicateKeyError
+from certd.ledger.store.redis import RedisStore
 from certd.tlog import (
     inclusion_proof,
     leaf_hash,

@@ -17,8 +17,8 @@ from certd.errors import (
     StoreDamageError,
     StoreError,
 )
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.store import DuplicateKeyError, StoreLimits
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.tlog import (
     inclusion_proof,
     leaf_hash,

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from certd.errors import ConfigError
-from certd.ledger.redis_store import RedisStore
-from certd.ledger.sqlite import SQLiteStore
-from certd.ledger.stores import StoreOptions, open_store, register_scheme, scheme_of
+from certd.ledger.store import StoreOptions, open_store, register_scheme, scheme_of
+from certd.ledger.store.redis import RedisStore
+from certd.ledger.store.sqlite import SQLiteStore
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,23 @@ def test_a_redis_url_opens_redis(redis_server: object) -> None:
         assert isinstance(store, RedisStore) and store.size() == 0
     finally:
         store.close()
+
+
+def test_the_store_interface_is_one_module_with_the_backends_beside_it() -> None:
+    """``LedgerStore``, its errors and types are ``certd.ledger.store.interface``'s; each
+    backend is a module of ``certd.ledger.store`` subclassing it, opened by the one factory."""
+    import importlib
+
+    from certd.ledger import store
+
+    interface = "certd.ledger.store.interface"
+    for name in ("LedgerStore", "DuplicateKeyError", "AppendConflictError", "StoreLimits"):
+        assert getattr(store, name).__module__ == interface, name
+    for module, cls in (
+        ("sqlite", "SQLiteStore"),
+        ("redis", "RedisStore"),
+        ("postgres", "PostgresStore"),
+    ):
+        backend = getattr(importlib.import_module(f"certd.ledger.store.{module}"), cls)
+        assert issubclass(backend, store.LedgerStore), cls
+    assert {"sqlite", "redis", "postgresql"} <= set(store.schemes())

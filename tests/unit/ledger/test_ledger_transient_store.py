@@ -15,7 +15,7 @@ import pytest
 
 from certd.errors import ConsistencyError, StoreError
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 
 ORIGIN = "certd.example/log"

@@ -10,7 +10,7 @@ import pytest
 from certd.errors import ConsistencyError, LedgerError, SigningError
 from certd.ledger.cosigner import Witness
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SIG_TYPE_COSIGNATURE_V1, SigningKey
 from certd.signing.note import cosignature_message
 from certd.tlog import open_checkpoint_note

@@ -16,9 +16,9 @@ import pytest
 from certd.errors import ConsistencyError
 from certd.ledger import startup_check
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
 from certd.ledger.startup_check import extend_levels
 from certd.ledger.store import Entry, Node
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.signing.keys import SigningKey
 from certd.tlog import CompactRange, leaf_hash
 

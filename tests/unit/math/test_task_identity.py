@@ -18,7 +18,7 @@ from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.errors import InvalidInputError
 from certd.ledger.certindex import CertificateIndex
 from certd.ledger.log import Ledger
-from certd.ledger.sqlite import SQLiteStore
+from certd.ledger.store.sqlite import SQLiteStore
 from certd.payloads import feasibility_predicate
 from certd.service.convert import certificate_to_pb, checked_task
 from certd.signing.dsse import KeyRing, sign_envelope

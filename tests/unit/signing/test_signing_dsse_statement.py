@@ -210,7 +210,7 @@ def test_pure_parts_import_light() -> None:
         "import sys, certd.signing, certd.ledger, certd.tlog.merkle, "
         "certd.tlog.checkpoint\n"
         "bad = [m for m in sys.modules if m in ('sqlite3', 'pydantic', 'grpc') or "
-        "m.startswith(('certd.ledger.store', 'certd.ledger.sqlite', 'certd.ledger.log', "
+        "m.startswith(('certd.ledger.store', 'certd.ledger.store.sqlite', 'certd.ledger.log', "
         "'certd.ledger.audit'))]\n"
         "print(','.join(bad))\n"
     )

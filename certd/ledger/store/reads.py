@@ -1,23 +1,24 @@
 """Reading a ledger store: entries, complete nodes, roots, keys and checkpoints, within limits.
 
 Example:
-    >>> from certd.ledger.sqlite import SQLiteStore
-    >>> store = SQLiteStore(":memory:")
+    >>> from certd.ledger.store import open_store
+    >>> store = open_store("sqlite://:memory:")
     >>> store.append([("k", b"a"), (None, b"b")])
     0
     >>> store.entries(0, 2), store.find("k"), store.root(2) == store.root(2)
     ([b'a', b'b'], 0, True)
 
-The reads of ``certd.ledger.store.LedgerStore``, over the hooks of ``StoreHooks``.
+The read side of ``certd.ledger.store.interface.LedgerStore`` and the read hooks a backend
+implements for it (the write hooks are declared there).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from certd.errors import LimitExceededError, NotFoundError, StoreDamageError
-from certd.ledger.storebase import StoreHooks
 from certd.tlog import HASH_SIZE, NodeFn, tree_root
 
 __all__ = ["StoreReads"]
@@ -26,8 +27,78 @@ _T = TypeVar("_T")
 _DUMMY = bytes(HASH_SIZE)
 
 
-class StoreReads(StoreHooks):
-    """The read side of ``LedgerStore`` (thread-safe as the hooks are)."""
+class _ReadLimits(Protocol):
+    """The limit reads enforce (``StoreLimits`` has it)."""
+
+    @property
+    def max_read_entries(self) -> int:
+        """Most entries (or nodes) one read returns."""
+        ...
+
+
+class StoreReads(ABC):
+    """The read side of ``LedgerStore`` and its read hooks (thread-safe as the hooks are)."""
+
+    limits: _ReadLimits
+
+    # -- read hooks ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def _read_size(self) -> int:
+        """Return the committed number of entries."""
+
+    @abstractmethod
+    def _read_entries(self, start: int, end: int) -> list[bytes | None]:
+        """Return entries ``[start, end)``, None for any that is missing."""
+
+    @abstractmethod
+    def _read_nodes(self, level: int, start: int, end: int) -> list[bytes | None]:
+        """Return nodes ``(level, start..end-1)``, None for any that is missing."""
+
+    def _read_node_set(self, coords: Sequence[tuple[int, int]]) -> list[bytes | None]:
+        """Return the nodes at ``(level, index)`` coordinates, None for any that is missing.
+
+        The default reads them one by one; a networked backend overrides it with one round trip.
+        """
+        return [self._read_nodes(level, index, index + 1)[0] for level, index in coords]
+
+    @abstractmethod
+    def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
+        """Return the index of each of ``keys`` that is stored."""
+
+    def _scan_keys(self, prefix: str) -> list[tuple[str, int]] | None:
+        """Return every stored (key, index) whose key starts with ``prefix``.
+
+        None (the default) means the backend cannot list keys; callers then scan entries.
+        """
+        return None
+
+    def _read_entry_set(self, indexes: Sequence[int]) -> list[bytes | None]:
+        """Return the entries at ``indexes``, None for any that is missing.
+
+        The default reads them one by one; backends override it with one query.
+        """
+        return [self._read_entries(i, i + 1)[0] for i in indexes]
+
+    @abstractmethod
+    def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
+        """Return the checkpoint for ``size``, or the largest one when ``size`` is None."""
+
+    def _read_unexplained(self, size: int, limit: int) -> list[str]:
+        """Describe up to ``limit`` stored items the tree of ``size`` does not explain.
+
+        Entries at an index >= size, nodes over leaves >= size, checkpoints for a size
+        beyond it. The default finds none; backends that can look override it.
+        """
+        return []
+
+    def _read_garbled(self, size: int, limit: int) -> list[str]:
+        """Describe up to ``limit`` damaged rows inside the tree of ``size``, cheaply.
+
+        Rows of the wrong type, and fewer entry or node rows than the tree needs (without
+        reading them). The default finds none; backends that can count override it.
+        """
+        return []
 
     # -- reads --------------------------------------------------------------------------------
 

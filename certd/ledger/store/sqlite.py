@@ -2,7 +2,7 @@
 
 Example:
     >>> import tempfile, pathlib
-    >>> from certd.ledger.sqlite import SQLiteStore
+    >>> from certd.ledger.store.sqlite import SQLiteStore
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "ledger.db"
     >>> store = SQLiteStore(path)
     >>> store.append([(None, b"a"), (None, b"b")])
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from certd.errors import ConfigError, StoreError
-from certd.ledger.store import DuplicateKeyError, Entry, LedgerStore, Node, StoreLimits
+from certd.ledger.store.interface import DuplicateKeyError, Entry, LedgerStore, Node, StoreLimits
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 

@@ -2,7 +2,7 @@
 
 Example::
 
-    from certd.ledger.redis_store import RedisStore
+    from certd.ledger.store.redis import RedisStore
     store = RedisStore("redis://127.0.0.1:6379/0", prefix="certd", appendfsync="always")
     store.append([("k1", b"entry one")])     # 0, from whichever replica gets there first
     store.close()
@@ -49,7 +49,7 @@ import redis
 from redis.exceptions import RedisError
 
 from certd.errors import ConfigError, StoreError
-from certd.ledger.store import (
+from certd.ledger.store.interface import (
     KEY_SEPARATOR,
     AppendConflictError,
     DuplicateKeyError,

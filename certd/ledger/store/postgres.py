@@ -2,7 +2,7 @@
 
 Example::
 
-    from certd.ledger.postgres_store import PostgresStore
+    from certd.ledger.store.postgres import PostgresStore
     store = PostgresStore("postgresql://db1:5432,db2:5432/certd", schema="certd")
     store.append([("k1", b"entry one")])     # 0, from whichever replica gets there first
     store.close()
@@ -25,7 +25,7 @@ the Redis store), then writes the entries, their keys, every complete node they 
 the new size. Indexes have no gaps and no duplicates however many replicas append at once.
 Replicas queue for the append on an advisory lock (``writer_lock``), an optimisation only.
 
-Durability: every session runs ``synchronous_commit=on`` (``certd.ledger.postgres_conn``):
+Durability: every session runs ``synchronous_commit=on`` (``certd.ledger.store.postgres_conn``):
 an append is acknowledged after its WAL is flushed on the primary and, when the primary
 names a synchronous standby (``synchronous_standby_names``), on the standby too, so an
 acknowledged entry survives losing the primary. ``require_sync_standby`` makes the store
@@ -39,8 +39,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from certd.errors import ConfigError, StoreError
-from certd.ledger.postgres_conn import PgConnections, postgres_url_ok
-from certd.ledger.store import (
+from certd.ledger.store.interface import (
     KEY_SEPARATOR,
     AppendConflictError,
     DuplicateKeyError,
@@ -49,6 +48,7 @@ from certd.ledger.store import (
     Node,
     StoreLimits,
 )
+from certd.ledger.store.postgres_conn import PgConnections, postgres_url_ok
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION", "postgres_url_ok"]
 

@@ -2,7 +2,7 @@
 
 Example::
 
-    from certd.ledger.postgres_conn import PgConnections
+    from certd.ledger.store.postgres_conn import PgConnections
     conns = PgConnections("postgresql://db1:5432,db2:5432/certd", connect_timeout_s=2.0)
     with conns.cursor() as cur:
         cur.execute("SELECT 1")

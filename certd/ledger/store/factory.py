@@ -1,7 +1,7 @@
-"""Opening a ledger store by URL: one registry of schemes, the backends beside it.
+"""Opening a ledger store by URL: one registry of schemes, the backends beside this module.
 
 Example:
-    >>> from certd.ledger.stores import open_store, schemes
+    >>> from certd.ledger.store import open_store, schemes
     >>> store = open_store("sqlite://:memory:")
     >>> store.size(), schemes()
     (0, ('postgres', 'postgresql', 'redis', 'rediss', 'sqlite', 'unix'))
@@ -10,15 +10,16 @@ Example:
 The URL forms (docs/operating-a-cluster.md, "The ledger store: one URL"):
 
 - ``sqlite:///abs/path/ledger.sqlite``, ``sqlite://rel/path.sqlite``, ``sqlite://:memory:``, or a
-  plain path with no scheme: the embedded SQLite ledger (``certd.ledger.sqlite``).
+  plain path with no scheme: the embedded SQLite ledger (``certd.ledger.store.sqlite``).
 - ``redis://HOST:PORT/DB``, ``rediss://…``, ``unix:///path/redis.sock``: a shared Redis ledger
-  (``certd.ledger.redis_store``).
+  (``certd.ledger.store.redis``).
 - ``postgresql://HOST[,HOST2]/DB`` or ``postgres://…``: a shared PostgreSQL ledger
-  (``certd.ledger.postgres_store``).
+  (``certd.ledger.store.postgres``).
 
-A new backend is a module beside these implementing ``LedgerStore``'s hooks and one
-``register_scheme`` line below. ``certd serve`` and ``certd audit`` both open their store here.
-The backends are imported when their scheme is opened, so SQLite needs neither redis nor psycopg.
+A new backend is a module beside these implementing the hooks of ``LedgerStore``
+(``certd.ledger.store.interface``) and one ``register_scheme`` line below.
+``certd serve`` and ``certd audit`` both open their store here. The backends
+are imported when their scheme is opened, so SQLite needs neither redis nor psycopg.
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from certd.errors import ConfigError
-from certd.ledger.store import LedgerStore
-from certd.ledger.storebase import StoreLimits
+from certd.ledger.store.interface import LedgerStore, StoreLimits
 
 __all__ = ["StoreOptions", "open_store", "register_scheme", "scheme_of", "schemes"]
 
@@ -101,7 +101,7 @@ def open_store(url: str, options: StoreOptions | None = None) -> LedgerStore:
 
 
 def _sqlite(url: str, options: StoreOptions) -> LedgerStore:
-    from certd.ledger.sqlite import SQLiteStore
+    from certd.ledger.store.sqlite import SQLiteStore
 
     _, sep, path = url.partition("://")
     path = path if sep else url
@@ -111,7 +111,7 @@ def _sqlite(url: str, options: StoreOptions) -> LedgerStore:
 
 
 def _redis(url: str, options: StoreOptions) -> LedgerStore:
-    from certd.ledger.redis_store import RedisStore
+    from certd.ledger.store.redis import RedisStore
 
     return RedisStore(
         url,
@@ -123,7 +123,7 @@ def _redis(url: str, options: StoreOptions) -> LedgerStore:
 
 
 def _postgres(url: str, options: StoreOptions) -> LedgerStore:
-    from certd.ledger.postgres_store import PostgresStore
+    from certd.ledger.store.postgres import PostgresStore
 
     return PostgresStore(
         url,
