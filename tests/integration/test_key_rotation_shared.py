@@ -23,7 +23,7 @@ from certd.cli import main as certd_main
 from certd.config import AccessConfig, CertdConfig, ClusterConfig
 from certd.keyrotation import follow, open_rotation_record
 from certd.ledger.audit import audit_store
-from certd.ledger.stores import StoreOptions, open_store
+from certd.ledger.store.factory import StoreOptions, open_store
 from certd.service.server import CertdServer
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import SigningKey, load_signing_key, save_signing_key

@@ -18,7 +18,7 @@ import pytest
 from certd.ledger.certificates import CertificateLog, Recorded, Taken
 from certd.ledger.certindex import IndexedCertificate, parse_feasibility_entry
 from certd.ledger.log import GroupCommitConfig, Ledger
-from certd.ledger.redis_store import RedisStore
+from certd.ledger.store.redis import RedisStore
 from certd.opening import PREDICATE_FEASIBILITY
 from certd.payloads import feasibility_predicate, task_digest
 from certd.signing.dsse import sign_envelope
