@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 from certd.authority.checker import Checker
 from certd.authority.lifeline import die_with
 from certd.authority.verify_items import CheckItem, CheckResult, check_items, infra
 
 __all__ = ["VerifyPool"]
+
+_T = TypeVar("_T")
 
 
 class VerifyPool:
@@ -97,6 +100,17 @@ class VerifyPool:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._start()
         return out
+
+    def submit(self, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
+        """``fn(*args)`` in a worker (Authority's signed counts); None without workers or when the
+        pool is broken or closed (the caller runs it in process; ``check`` rebuilds the pool)."""
+        pool = self._pool
+        if pool is None:
+            return None
+        try:
+            return pool.submit(fn, *args)
+        except (BrokenProcessPool, RuntimeError):  # RuntimeError: shut down
+            return None
 
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (for health reporting and tests)."""

@@ -218,6 +218,7 @@ class CertdServer:
             workers=cfg.countdown.verify_workers,
             min_batch=cfg.countdown.verify_pool_min_batch,
         )
+        self.authority.count_in(self.pool)  # a CertifyBatch's signed counts, in parallel
         self.verification = Verification(
             VerifyDispatch(self.checkers, self.pool),
             ReceiptIssuer(self.ledger, self.key, time.time),
