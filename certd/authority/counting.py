@@ -9,8 +9,9 @@ Example::
 
 A count is the domain checker's ``count_families`` of the task. Where it runs never changes
 it: a ``VerifyPool`` worker runs the same function on the same checker (pickled) as the
-in-process path does, and anything that goes wrong there (a dead worker, a cancelled chunk, an
-error) falls back to counting in process, which raises what it raised before. Counts are kept
+in-process path does. ``get`` never waits for a worker: a count the workers have not finished
+(its chunk queued, running, cancelled, its worker dead, an error) is counted in process, which
+raises what it raised before, and a chunk not yet started is cancelled. Counts are kept
 in a bounded cache keyed by the task digest and the κ, so a certificate never carries a count
 computed for another task or another κ.
 """
@@ -39,8 +40,8 @@ CACHE_SIZE = 4096
 PREFETCH_MIN = 16
 """A batch counts its new tasks in the pool's workers when it has at least this many."""
 
-PREFETCH_CHUNK = 16
-"""Tasks per worker call."""
+PREFETCH_CHUNK = 8
+"""Tasks per worker call (small: the first chunks of a batch are counted twice)."""
 
 _Key = tuple[str, str]  # (task digest, κ)
 _Pending = tuple["Future[list[FamilyCounts | None]]", int]  # a chunk's future, the task's place
@@ -75,13 +76,20 @@ class SignedCounts:
         self._known: dict[_Key, FamilyCounts | None] = {}
         self._pending: dict[_Key, _Pending] = {}
         self._lock = threading.Lock()
+        self._from_workers = 0
+
+    @property
+    def from_workers(self) -> int:
+        """How many of the counts kept so far a pool worker computed."""
+        return self._from_workers
 
     def use_pool(self, pool: VerifyPool) -> None:
         """Count a batch's new tasks of the pool's domain in its worker processes."""
         self._pool = pool
 
     def get(self, task: CheckedTask, kappa: str) -> FamilyCounts | None:
-        """The counts of ``task`` (its domain checker's ``count_families``), for ``kappa``.
+        """The counts of ``task`` (its domain checker's ``count_families``), for ``kappa``: the
+        cached ones, a worker's if it has finished them, else counted now.
 
         Raises:
             Whatever the checker's ``count_families`` raises besides ``UnsupportedError`` and
@@ -91,19 +99,20 @@ class SignedCounts:
         with self._lock:
             if key in self._known:
                 return self._known[key]
-            pending = self._pending.get(key)
+            pending = self._pending.pop(key, None)  # read once: not settled again
         found = _result(pending) if pending is not None else _MISSING
         if isinstance(found, FamilyCounts) or found is None:
             counts = found
+            self._remember(key, counts, from_worker=True)
         else:
             counts = _count(self._checkers.for_domain(task.domain), task.value)
-        self._remember(key, counts)
+            self._remember(key, counts)
         return counts
 
     @contextmanager
     def prefetch(self, wanted: Sequence[tuple[CheckedTask, str]]) -> Iterator[None]:
         """Count the new (task, κ) of ``wanted`` in the pool's workers while the caller goes on
-        (``get`` waits for a task's chunk); what is left unread is settled on exit."""
+        (``get`` takes what they finished); what is left unread is settled on exit."""
         keys = self._submit(wanted)
         try:
             yield
@@ -144,20 +153,27 @@ class SignedCounts:
             left = [(key, self._pending.pop(key)) for key in keys if key in self._pending]
         for key, (future, i) in left:
             if future.done() and not future.cancelled() and future.exception() is None:
-                self._remember(key, future.result()[i])
+                self._remember(key, future.result()[i], from_worker=True)
             else:
                 future.cancel()
 
-    def _remember(self, key: _Key, counts: FamilyCounts | None) -> None:
+    def _remember(
+        self, key: _Key, counts: FamilyCounts | None, *, from_worker: bool = False
+    ) -> None:
         with self._lock:
+            self._from_workers += from_worker
             if key not in self._known and len(self._known) >= self._size:
                 self._known.pop(next(iter(self._known)))
             self._known[key] = counts
 
 
 def _result(pending: _Pending) -> object:
-    """The worker's counts for one task, or ``_MISSING`` when its chunk did not complete."""
+    """The worker's counts for one task, or ``_MISSING`` when its chunk has not completed
+    (cancelled if it has not started: its tasks are counted in process)."""
     future, i = pending
+    if not future.done():
+        future.cancel()
+        return _MISSING
     try:
         return future.result()[i]
     except Exception:  # noqa: BLE001 - a dead worker, a cancelled chunk, an error: recount here
