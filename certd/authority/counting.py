@@ -41,7 +41,7 @@ PREFETCH_MIN = 16
 """A batch counts its new tasks in the pool's workers when it has at least this many."""
 
 PREFETCH_CHUNK = 8
-"""Tasks per worker call (small: the first chunks of a batch are counted twice)."""
+"""Tasks per worker call (small: a chunk running when the caller reaches it is counted twice)."""
 
 _Key = tuple[str, str]  # (task digest, κ)
 _Pending = tuple["Future[list[FamilyCounts | None]]", int]  # a chunk's future, the task's place
@@ -136,7 +136,10 @@ class SignedCounts:
             return []
         keys, values = list(new), list(new.values())
         submitted: list[_Key] = []
-        for at in range(0, len(keys), PREFETCH_CHUNK):
+        # From the end backwards: the caller counts from the start what no worker has finished
+        # (cancelling those chunks) and they meet, so on a loaded machine almost nothing is
+        # counted twice (only the chunks running at the meeting point).
+        for at in reversed(range(0, len(keys), PREFETCH_CHUNK)):
             future = pool.submit(count_all, checker, values[at : at + PREFETCH_CHUNK])
             if future is None:
                 break  # no worker to run it: the rest is counted in process
