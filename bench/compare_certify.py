@@ -85,11 +85,17 @@ def _wait_ready(address: str, timeout_s: float = 300.0) -> float:
 
 
 def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its live children, from ``/proc``."""
-    pids = [pid]
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            pids += [int(c) for c in f.read().split()]
+    """CPU seconds (user + system) of a process and its live descendants (the verify pool's
+    workers are the forkserver's children), from ``/proc``."""
+    pids, at = [pid], 0
+    while at < len(pids):
+        try:
+            for task in os.listdir(f"/proc/{pids[at]}/task"):
+                with open(f"/proc/{pids[at]}/task/{task}/children") as f:
+                    pids += [int(c) for c in f.read().split()]
+        except FileNotFoundError:  # ended meanwhile
+            pass
+        at += 1
     total = 0
     for p in pids:
         try:

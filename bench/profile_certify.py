@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from _common import certify_requests, write
-from compare_certify import ROOT, _archive, _layout
+from compare_certify import ROOT, _archive, _cpu_s, _layout
 
 import certd.service.authority as service
 from certd.authority.checker import Checkers
 from certd.authority.countdown_checker import CountdownChecker
+from certd.authority.verifypool import VerifyPool
 from certd.config import CertdConfig, CountdownConfig, MathConfig
 from certd.ledger.certificates import CertificateLog
 from certd.ledger.log import Ledger
@@ -97,7 +98,7 @@ class _Context:
         return "ipv4:127.0.0.1:1"
 
 
-def run(batches: int, rounds: int) -> dict[str, Any]:
+def run(batches: int, rounds: int, workers: int = 0) -> dict[str, Any]:
     cfg = CertdConfig(
         countdown=CountdownConfig(verify_workers=0), math=MathConfig(enabled=False)
     )  # Countdown only, as bench_certify.py serves
@@ -116,6 +117,10 @@ def run(batches: int, rounds: int) -> dict[str, Any]:
             (committer,) = [t for t in threading.enumerate() if t.name == "ledger-committer"]
             checkers = Checkers(cfg)
             authority = policy.Authority(checkers, ledger, key)
+            pool = None
+            if workers and hasattr(authority, "count_in"):  # signed counts in the pool's workers
+                pool = VerifyPool(checkers.for_domain("countdown"), workers=workers, min_batch=256)
+                authority.count_in(pool)
             args: tuple[Any, ...] = (cfg, checkers, authority, ledger, None)
             params = inspect.signature(service.AuthorityServicer).parameters
             if "ledger" not in params:
@@ -126,6 +131,7 @@ def run(batches: int, rounds: int) -> dict[str, Any]:
             clock = time.pthread_getcpuclockid(committer.ident or 0)
             CPU.clear()
             c0, p0, t0 = time.clock_gettime(clock), time.process_time(), time.perf_counter()
+            tree0 = _cpu_s(os.getpid())
             for raw in raws:
                 t = time.thread_time()
                 request = authority_pb2.CertifyBatchRequest.FromString(raw)
@@ -140,6 +146,9 @@ def run(batches: int, rounds: int) -> dict[str, Any]:
             CPU["committer thread"] = time.clock_gettime(clock) - c0
             CPU["process total"] = time.process_time() - p0
             wall = time.perf_counter() - t0
+            if pool is not None:  # the workers' CPU (the forkserver's children)
+                CPU["pool workers"] = _cpu_s(os.getpid()) - tree0 - CPU["process total"]
+                pool.close()
             ledger.close()
             n = len(reqs)
             per_round.append(
@@ -155,17 +164,18 @@ def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
 
 
-def _child(batches: int) -> None:
+def _child(batches: int, workers: int) -> None:
     """One round in this process's tree; print its figures as one JSON line."""
     instrument()
-    print(json.dumps(run(batches, 1)["rounds"][0]))
+    print(json.dumps(run(batches, 1, workers)["rounds"][0]))
 
 
-def _round(tree: Path | None, batches: int) -> dict[str, Any]:
+def _round(tree: Path | None, batches: int, workers: int) -> dict[str, Any]:
     """One round in a fresh process, in ``tree``'s packages (None: this checkout)."""
     env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
+    flags = ["--batches", str(batches), "--pool", str(workers)]
     out = subprocess.run(
-        [sys.executable, __file__, "--child", "--batches", str(batches)],
+        [sys.executable, __file__, "--child", *flags],
         env=env,
         check=True,
         stdout=subprocess.PIPE,
@@ -181,10 +191,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--base", help="also profile this commit, rounds interleaved")
     parser.add_argument("--out", default="certify_path")
+    parser.add_argument(
+        "--pool", type=int, default=0, help="verify-pool workers counting signed counts (head)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.batches)
+        _child(args.batches, args.pool)
         return
     with tempfile.TemporaryDirectory() as tmp:
         trees: dict[str, Path | None] = {"head": None}
@@ -195,7 +208,7 @@ def main() -> None:
         loads = []
         for _ in range(args.rounds):
             for name, tree in trees.items():
-                rounds[name].append(_round(tree, args.batches))
+                rounds[name].append(_round(tree, args.batches, args.pool))
                 with open("/proc/loadavg") as f:
                     loads.append(float(f.read().split()[0]))
     medians = {

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from certd.authority.checker import Checkers, FamilyCounts
+from certd.authority.counting import SignedCounts
 from certd.authority.results import (
     CertifyOutcome,
     CertifyRequest,
@@ -41,7 +42,7 @@ from certd.authority.results import (
     proven,
 )
 from certd.domains.verdict import Family, Status, Verdict
-from certd.errors import CertificationRefusedError, LimitExceededError, UnsupportedError
+from certd.errors import CertificationRefusedError
 from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
 from certd.ledger.certindex import CertificateIndex, IndexedCertificate
 from certd.ledger.log import Ledger
@@ -53,6 +54,7 @@ from certd.signing.keys import SigningKey
 
 if TYPE_CHECKING:
     from certd.authority.labeller import LearnedLabeller
+    from certd.authority.verifypool import VerifyPool
 
 __all__ = [
     "Authority",
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 _ENUMERATED_CACHE = 4096
-"""Tasks whose enumeration (EnumerateFamilies) and whose signed counts (Certify) are kept."""
+"""Tasks whose enumeration (EnumerateFamilies) is kept (signed counts: ``SignedCounts``)."""
 
 _Cached = TypeVar("_Cached")
 
@@ -122,8 +124,13 @@ class Authority:
         self._ledger = ledger
         self._certificates = CertificateLog(ledger)
         self._enumerated: dict[str, Families | None] = {}  # by task digest; None: cannot
-        self._counted: dict[str, FamilyCounts | None] = {}  # by task digest; None: cannot
+        self._counts = SignedCounts(checkers)  # the signed feasible counts, by (task, κ)
         self._enumerated_lock = threading.Lock()
+
+    def count_in(self, pool: VerifyPool) -> None:
+        """Count a CertifyBatch's new tasks of the pool's domain in its worker processes while
+        the batch is checked (the same checker and counts; ``certd.authority.counting``)."""
+        self._counts.use_pool(pool)
 
     @property
     def index(self) -> CertificateIndex:
@@ -193,7 +200,8 @@ class Authority:
         request each), so the ledger commits while later items are checked; a request under
         the learned κ, whose label reads what is recorded, is recorded on its own after every
         certificate before it. Nothing is returned before every certificate is durable; then
-        every one is proven in the same checkpoint, in one call.
+        every one is proven in the same checkpoint, in one call. The signed counts of the
+        batch's new tasks are computed meanwhile in the verify pool's workers (``count_in``).
 
         Raises:
             LedgerError: a ledger write failed.
@@ -206,6 +214,12 @@ class Authority:
         requests = [self._resolved(r) for r in requests]
         for request in requests:
             request.task.require_identity("certify")
+        with self._counts.prefetch([(r.task, r.kappa) for r in requests]):
+            submitted = self._submit_all(requests)
+        return self._prove([self._wait(s) for s in submitted])
+
+    def _submit_all(self, requests: Sequence[CertifyRequest]) -> list[_Submitted | CertifyOutcome]:
+        """Decide each request and hand the certificates to the ledger (``certify_batch``)."""
         submitted: list[_Submitted | CertifyOutcome | None] = []  # None: not recorded yet
         drafts: list[tuple[int, IndexedCertificate, Verdict]] = []
         for request in requests:
@@ -222,7 +236,7 @@ class Authority:
                 self._record(drafts, submitted)
         self._record(drafts, submitted)
         assert all(s is not None for s in submitted)  # every draft was recorded
-        return self._prove([self._wait(s) for s in submitted if s is not None])
+        return [s for s in submitted if s is not None]
 
     def _resolved(self, request: CertifyRequest) -> CertifyRequest:
         """The request with its κ resolved (``kappa_for``)."""
@@ -326,26 +340,20 @@ class Authority:
         """The enumeration counts certd signs into the certificate (its coverage denominator),
         for a domain that enumerates under ``kappa``: those of the enumeration ``enumerate``
         served for the task when cached, else the domain's ``count_families`` (the same
-        counts without rendering witnesses), cached by task digest."""
+        counts without rendering witnesses), once per (task, κ) (``SignedCounts``)."""
         checker = self._checkers.for_domain(task.domain)
         if kappa != checker.kappa:
             return None
         with self._enumerated_lock:
             served = self._enumerated.get(task.digest)
-            known = task.digest in self._counted
-            counts = self._counted.get(task.digest)
         if served is not None:
-            counts = FamilyCounts(
+            counts: FamilyCounts | None = FamilyCounts(
                 labels=len({lw.label for lw in served.labels}),
                 families=len(served.families),
                 complete=bool(served.complete),
             )
-        elif not known:
-            try:
-                counts = checker.count_families(task.value)
-            except (UnsupportedError, LimitExceededError):
-                counts = None
-            self._remember(self._counted, task.digest, counts)
+        else:
+            counts = self._counts.get(task, kappa)
         if counts is None or not counts.labels:
             return None
         return {"complete": counts.complete, "families": counts.families, "labels": counts.labels}

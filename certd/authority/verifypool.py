@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 from certd.authority.checker import Checker, Checkers
 from certd.authority.lifeline import die_with
@@ -31,6 +32,8 @@ from certd.config import CertdConfig
 from certd.domains import registry as domains
 
 __all__ = ["VerifyPool", "VerifyPools"]
+
+_T = TypeVar("_T")
 
 
 class VerifyPool:
@@ -106,6 +109,17 @@ class VerifyPool:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._start()
         return out
+
+    def submit(self, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
+        """``fn(*args)`` in a worker (Authority's signed counts); None without workers or when the
+        pool is broken or closed (the caller runs it in process; ``check`` rebuilds the pool)."""
+        pool = self._pool
+        if pool is None:
+            return None
+        try:
+            return pool.submit(fn, *args)
+        except (BrokenProcessPool, RuntimeError):  # RuntimeError: shut down
+            return None
 
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (for health reporting and tests)."""

@@ -219,6 +219,8 @@ class CertdServer:
         self.tasks = TaskCache(cfg)  # one conversion per distinct task, whichever RPC brings it
         register_configured(self.acceptances, cfg, self.tasks)
         self.pools = VerifyPools.from_config(self.checkers, cfg)
+        for pool in self.pools:  # a CertifyBatch's signed counts, in parallel
+            self.authority.count_in(pool)
         self.verification = Verification(
             VerifyDispatch(self.checkers, *self.pools),
             ReceiptIssuer(self.ledger, self.key, time.time),
