@@ -22,7 +22,9 @@ With ``reserve_s`` > 0 (``WarmPool`` sets it), one key never takes the *last* re
 another key holds one, waits for one, or gave one back within ``reserve_s``: the last worker
 stays free for the other tenant's next check, so a hostile batch whose every check runs to its
 limit cannot make a trainer's single checks wait for it. A key alone still gets every worker.
-The caller reports which key gave a resource back (``release``), so holdings are known.
+The caller reports which key gave a resource back (``release``), so holdings are known, and
+may give the number of resources it keeps (``capacity``): one being replaced (a recycled
+worker starting again) still counts, so the reserve holds while it starts.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ class _Waiter(Generic[T]):
 class FairQueue(Generic[T]):
     """Idle resources and the callers waiting for them, served round-robin by key."""
 
-    def __init__(self, reserve_s: float = 0.0) -> None:
+    def __init__(self, reserve_s: float = 0.0, capacity: int = 0) -> None:
+        self._capacity = capacity  # resources the owner keeps, counting those being replaced
         self._cond = threading.Condition()
         self._idle: deque[T] = deque()
         self._waiters: OrderedDict[Hashable, deque[_Waiter[T]]] = OrderedDict()
@@ -144,10 +147,9 @@ class FairQueue(Generic[T]):
         """Whether ``key`` may take an idle resource now (the reserve rule)."""
         if not self._reserve_s:
             return True
-        mine = self._held.get(key, 0)
-        capacity = sum(self._held.values()) + len(self._idle)
-        if mine + 1 < capacity or capacity < 2:
-            return True  # it leaves one free (or there is only one)
+        present = sum(self._held.values()) + len(self._idle)
+        if self._held.get(key, 0) + 1 < present or max(self._capacity, present) < 2:
+            return True  # it leaves one to the others (or there is only one in all)
         now = time.monotonic()
         others = any(k != key for k in self._held) or any(k != key for k in self._waiters)
         recent = any(k != key and now - t <= self._reserve_s for k, t in self._seen.items())
@@ -209,6 +211,9 @@ class FairQueue(Generic[T]):
             waiter: _Waiter[T] = _Waiter()
             self._waiters.setdefault(key, deque()).append(waiter)
             self._waiting += 1
+            # An idle resource the waiters ahead may not take (the reserve rule) may be this
+            # key's: hand it over now, not at the next poll.
+            self._dispatch()
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             while waiter.item is None:
                 gone = cancel is not None and cancel.cancelled

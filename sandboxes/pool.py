@@ -109,7 +109,7 @@ class WarmPool:
         self.queue_limit = queue_limit
         self.acquire_timeout_s = acquire_timeout_s
         self._cond = threading.Condition()
-        self._idle: FairQueue[Worker] = FairQueue(reserve_s=_RESERVE_S)
+        self._idle: FairQueue[Worker] = FairQueue(reserve_s=_RESERVE_S, capacity=size)
         self._busy = 0
         self._starting = 0
         self._started = 0

@@ -152,3 +152,42 @@ def test_no_reserve_with_a_single_worker() -> None:
     q.release("a")
     q.put("w")
     assert q.get("b", timeout_s=0.1) == "w"
+
+
+def test_a_newcomer_takes_the_kept_worker_at_once_beside_a_blocked_waiter() -> None:
+    """Issue 29 (bench_tenants p50 100 ms beside a hostile batch): the batch's next check waits,
+    kept off the last worker; a trainer's new request must get that worker now, not at the
+    waiter's next poll (the queue had waiters, so the newcomer queued and nobody dispatched)."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0)
+    q.put("w1")
+    q.put("w2")
+    assert q.get("honest-1") == "w1"
+    assert q.get("hostile") == "w2"
+    q.release("honest-1")
+    q.put("w1")
+    got: list[tuple[str, str]] = []
+    t = _waiter(q, "hostile", got, timeout_s=2)
+    _until(lambda: q.waiting == 1)
+    waits = []
+    for n in range(5):  # each check of the trainer is a request of its own
+        start = time.monotonic()
+        assert q.get(f"honest-{n + 2}", timeout_s=1) == "w1"
+        waits.append(time.monotonic() - start)
+        q.release(f"honest-{n + 2}")
+        q.put("w1")
+    assert max(waits) < 0.03, waits
+    assert got == []  # the batch still waits for its own worker
+    t.join()
+
+
+def test_a_worker_being_replaced_still_counts_toward_the_reserve() -> None:
+    """Issue 29 (bench_tenants tail): a hostile check's worker is recycled (MEMORY_LIMIT); while
+    its replacement starts, one worker is left, and the batch must not take the trainer's one."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")  # w2 was killed; its replacement is starting
+    assert q.get("honest") == "w1"
+    q.release("honest")
+    q.put("w1")
+    assert q.get("hostile", timeout_s=0.15) is None  # kept for the trainer
+    q.put("w2")  # the replacement is ready
+    assert q.get("hostile", timeout_s=0.15) in ("w1", "w2")
