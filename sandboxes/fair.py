@@ -240,6 +240,15 @@ class FairQueue(Generic[T]):
             if not queue:
                 del self._waiters[key]
 
+    def remove(self, item: T) -> bool:
+        """Take ``item`` out of the idle set; False when it is not idle (in use, or gone)."""
+        with self._cond:
+            for i, idle in enumerate(self._idle):
+                if idle is item:
+                    del self._idle[i]
+                    return True
+            return False
+
     def take_idle(self) -> list[T]:
         """Take every idle resource now (to inspect them); the queue stays open."""
         with self._cond:

@@ -15,7 +15,10 @@ check leaves (files, processes, imported modules, environment) reaches the next.
 bounded (``size`` checks at once), callers queue with backpressure (more than ``queue_limit``
 waiting raises ``SandboxBusyError``), and a worker is replaced after ``max_runs`` checks or any
 anomaly (it broke, timed out talking to the supervisor, or left processes behind) or a
-MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox).
+MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox). The
+replacement of a worker nearing ``max_runs`` starts ``min(20, max_runs // 4)`` checks early
+and the old worker retires once it is ready, so no check waits for that start (a container
+start is seconds under load).
 
 Scheduling is fair across requests: ``run(..., key=request)`` waits in a ``FairQueue``, which
 hands a freed worker to the keys round-robin, so a 40-check batch and a single check alternate
@@ -47,6 +50,11 @@ __all__ = ["PoolStats", "WarmPool"]
 
 _RESERVE_S = 0.5
 """How long after another request's last check a request still leaves one worker free."""
+
+
+def _lead(max_runs: int) -> int:
+    """Checks before ``max_runs`` at which a worker's replacement starts (0: at the recycle)."""
+    return min(20, max_runs // 4)
 
 
 @dataclass(frozen=True)
@@ -118,17 +126,35 @@ class WarmPool:
         self._start_failures = 0
         self._last_error = ""
         self._closed = False
+        self._lead = _lead(self.max_runs)
+        self._successor: set[int] = set()  # workers (by id) whose replacement has started
+        self._retire: set[int] = set()  # workers (by id) whose replacement is ready
         for _ in range(size):
             self._spawn()
 
-    def _spawn(self) -> None:
+    def _spawn(self, retire: Worker | None = None) -> None:
         with self._cond:
             if self._closed:
                 return
             self._starting += 1
-        threading.Thread(target=self._start_one, name="sandbox-pool-start", daemon=True).start()
+        threading.Thread(
+            target=self._start_one, args=(retire,), name="sandbox-pool-start", daemon=True
+        ).start()
 
-    def _start_one(self) -> None:
+    def _retired(self, old: Worker) -> None:
+        """``old``'s replacement is ready: retire it now if idle, else when its check ends."""
+        with self._cond:
+            if id(old) not in self._successor:
+                return  # already gone (an anomaly or max_runs came first)
+            self._retire.add(id(old))
+        if self._idle.remove(old):
+            with self._cond:
+                self._recycled += 1
+                self._retire.discard(id(old))
+                self._successor.discard(id(old))
+            old.kill()
+
+    def _start_one(self, retire: Worker | None = None) -> None:
         delay = 0.1
         while True:
             try:
@@ -151,6 +177,8 @@ class WarmPool:
                     worker.kill()
                     return
                 self._cond.notify_all()
+            if retire is not None:
+                self._retired(retire)
             return
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
@@ -202,17 +230,29 @@ class WarmPool:
             or result.status is ExecStatus.SANDBOX_ERROR
             or result.status is ExecStatus.MEMORY_LIMIT  # memory it may have pinned goes too
         )
-        recycle = anomalous or worker.runs >= self.max_runs
         with self._cond:
+            recycle = anomalous or worker.runs >= self.max_runs or id(worker) in self._retire
             self._busy -= 1
             self._runs += 1
             keep = not recycle and not self._closed
             if recycle:
                 self._recycled += 1
+            # A worker near max_runs has its replacement started now, while it still serves:
+            # at the recycle a warm one is there (a container start is seconds under load).
+            ahead = self._lead and worker.runs >= self.max_runs - self._lead
+            started = id(worker) in self._successor
+            early = keep and ahead and not started
+            if early:
+                self._successor.add(id(worker))
+            if not keep:
+                self._successor.discard(id(worker))
+                self._retire.discard(id(worker))
+        if early:
+            self._spawn(retire=worker)
         if keep and self._idle.put(worker):
             return
         worker.kill()
-        if recycle:
+        if recycle and not started:
             self._spawn()
 
     def run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -115,3 +116,26 @@ def test_backpressure_refuses_when_the_queue_is_full() -> None:
         pool.close()
     with pytest.raises(SandboxBusyError):
         pool.run(py("print(1)"), LIM)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_retiring_workers_replacement_is_warm_before_it_retires(backend: str) -> None:
+    """Issue 29 (bench_tenants tail): a worker reaching max_runs was killed and only then
+    replaced, so the next check waited for a start (a container: seconds under load). The
+    replacement now starts a few checks early and the old worker retires once it is ready."""
+    with WarmPool(make_backend(backend), size=1, max_runs=8, queue_limit=8) as p:
+        assert p.wait_ready(120)
+        for _ in range(5):
+            assert p.run(py("print(1)"), LIM).ok
+        assert p.stats().started == 1
+        assert p.run(py("print(1)"), LIM).ok  # run 6: lead min(20, 8 // 4) = 2 reached
+        deadline = time.monotonic() + 60
+        while p.stats().recycled < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stats = p.stats()
+        assert (stats.started, stats.recycled, stats.idle) == (2, 1, 1), stats
+        for n in range(8):  # the successor serves at once, and is itself replaced in turn
+            assert p.run(py(f"print({n})"), LIM).stdout == f"{n}\n".encode()
+        time.sleep(0.5)
+        assert p.stats().started <= 3  # one replacement per retiring worker, never two
+        p.backend.close()
