@@ -22,6 +22,9 @@ With ``reserve_s`` > 0 (``WarmPool`` sets it), one key never takes the *last* re
 another key holds one, waits for one, or gave one back within ``reserve_s``: the last worker
 stays free for the other tenant's next check, so a hostile batch whose every check runs to its
 limit cannot make a trainer's single checks wait for it. A key alone still gets every worker.
+A key may be a pair ``(group, request)``: the reserve is then kept between *groups* (certd's
+principals: a user, a token), so one client's consecutive requests (a warm-up and a batch)
+do not hold workers back from each other, while round-robin stays per request.
 The caller reports which key gave a resource back (``release``), so holdings are known, and
 may give the number of resources it keeps (``capacity``): one being replaced (a recycled
 worker starting again) still counts, so the reserve holds while it starts.
@@ -100,6 +103,11 @@ class _Waiter(Generic[T]):
         self.item: T | None = None
 
 
+def _group(key: Hashable) -> Hashable:
+    """The reserve's group of ``key``: the first of a ``(group, request)`` pair, else the key."""
+    return key[0] if isinstance(key, tuple) and len(key) == 2 else key
+
+
 class FairQueue(Generic[T]):
     """Idle resources and the callers waiting for them, served round-robin by key."""
 
@@ -111,8 +119,8 @@ class FairQueue(Generic[T]):
         self._waiting = 0
         self._closed = False
         self._reserve_s = reserve_s
-        self._held: dict[Hashable, int] = {}  # resources out, by key (with reserve_s only)
-        self._seen: dict[Hashable, float] = {}  # when a key last gave one back
+        self._held: dict[Hashable, int] = {}  # resources out, by group (with reserve_s only)
+        self._seen: dict[Hashable, float] = {}  # when a group last gave one back
 
     def put(self, item: T) -> bool:
         """Give a resource back: to the next key's oldest waiter, else to the idle set.
@@ -131,6 +139,7 @@ class FairQueue(Generic[T]):
         """``key`` no longer holds the resource it took (given back or disposed of)."""
         if not self._reserve_s:
             return
+        key = _group(key)
         with self._cond:
             left = self._held.get(key, 0) - 1
             if left > 0:
@@ -147,17 +156,19 @@ class FairQueue(Generic[T]):
         """Whether ``key`` may take an idle resource now (the reserve rule)."""
         if not self._reserve_s:
             return True
+        key = _group(key)
         present = sum(self._held.values()) + len(self._idle)
         if self._held.get(key, 0) + 1 < present or max(self._capacity, present) < 2:
             return True  # it leaves one to the others (or there is only one in all)
         now = time.monotonic()
-        others = any(k != key for k in self._held) or any(k != key for k in self._waiters)
+        others = any(k != key for k in self._held) or any(_group(k) != key for k in self._waiters)
         recent = any(k != key and now - t <= self._reserve_s for k, t in self._seen.items())
         return not (others or recent)
 
     def _take(self, key: Hashable) -> T:
         if self._reserve_s:
-            self._held[key] = self._held.get(key, 0) + 1
+            group = _group(key)
+            self._held[group] = self._held.get(group, 0) + 1
         return self._idle.popleft()
 
     def _dispatch(self) -> None:
@@ -187,7 +198,7 @@ class FairQueue(Generic[T]):
         """Take a resource, waiting for the key's turn.
 
         Args:
-            key: The fairness group (one request).
+            key: The fairness group (one request), or ``(group, request)`` (see above).
             cancel: Leave the queue when this scope is cancelled.
             timeout_s: The longest wait; None waits for ever.
             limit: Waiters allowed at once; one more raises ``SandboxBusyError``.

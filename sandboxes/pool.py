@@ -48,7 +48,7 @@ from .worker import Worker
 
 __all__ = ["PoolStats", "WarmPool"]
 
-_RESERVE_S = 0.5
+_RESERVE_S = 2.0
 """How long after another request's last check a request still leaves one worker free."""
 
 
@@ -268,7 +268,8 @@ class WarmPool:
         Args:
             program: What to run.
             limits: The check's limits (at most the backend's ceiling).
-            key: The fairness group (one request); None makes the call a group of its own.
+            key: The fairness group (one request), or ``(principal, request)`` so the reserve is
+                kept between principals; None makes the call a group of its own.
             cancel: Stop when it is cancelled: leave the queue, or kill the running sandbox.
 
         Returns:

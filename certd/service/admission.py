@@ -61,7 +61,7 @@ import grpc
 
 from certd.config import ServiceLimits
 from certd.errors import AuthenticationError, ServerBusyError
-from certd.service.handlers import Behaviour, rewrap
+from certd.service.handlers import Behaviour, bind_principal, rewrap
 from certd.service.peers import principal_of_peer
 
 __all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH", "per_principal"]
@@ -393,9 +393,11 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
         def run() -> Any:
             admission.bind(ticket)
+            bind_principal(ticket.client)
             try:
                 return fn(*args, **kwargs)
             finally:
+                bind_principal("")
                 admission.bind(None)
                 admission.leave(ticket)
 

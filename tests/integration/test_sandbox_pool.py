@@ -139,3 +139,34 @@ def test_a_retiring_workers_replacement_is_warm_before_it_retires(backend: str) 
         time.sleep(0.5)
         assert p.stats().started <= 3  # one replacement per retiring worker, never two
         p.backend.close()
+
+
+def test_a_trainer_pausing_a_second_between_checks_keeps_its_worker() -> None:
+    """Issue 29 (bench_tenants max 4.5-4.9 s): on a loaded host a trainer's next check came
+    0.55 s after its last, past the 0.5 s reserve; the batch took the last worker and the
+    trainer waited for a check running to its wall limit. The reserve is now 2 s."""
+    stop = threading.Event()
+    with WarmPool(make_backend("bwrap"), size=2, max_runs=1000, queue_limit=8) as p:
+        assert p.wait_ready(120)
+
+        def batch() -> None:  # one request, two checks at once, each to its wall limit
+            while not stop.is_set():
+                p.run(py("import time\ntime.sleep(60)\n"), LIM, key="batch")
+
+        threads = [threading.Thread(target=batch) for _ in range(2)]
+        waits = []
+        try:
+            assert p.run(py("print(1)"), LIM, key="trainer-0").ok
+            for t in threads:
+                t.start()
+            for n in range(1, 4):
+                time.sleep(1.0)  # the trainer computes its next answer
+                t0 = time.monotonic()
+                assert p.run(py("print(1)"), LIM, key=f"trainer-{n}").ok
+                waits.append(time.monotonic() - t0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+            p.backend.close()
+        assert max(waits) < LIM.wall_time_s / 2, waits

@@ -191,3 +191,24 @@ def test_a_worker_being_replaced_still_counts_toward_the_reserve() -> None:
     assert q.get("hostile", timeout_s=0.15) is None  # kept for the trainer
     q.put("w2")  # the replacement is ready
     assert q.get("hostile", timeout_s=0.15) in ("w1", "w2")
+
+
+def test_the_reserve_is_kept_between_groups_not_between_one_clients_requests() -> None:
+    """Keys ``(principal, request)``: a client's warm-up check does not hold a worker back
+    from its own next batch (bench_code), but another principal's recent check does."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")
+    q.put("w2")
+    assert q.get(("alice", "warm-up")) == "w1"
+    q.release(("alice", "warm-up"))
+    q.put("w1")
+    assert q.get(("alice", "batch")) is not None
+    assert q.get(("alice", "batch"), timeout_s=0.1) is not None  # both workers: one client
+    for w in ("w1", "w2"):
+        q.release(("alice", "batch"))
+        q.put(w)
+    assert q.get(("bob", "one")) is not None
+    q.release(("bob", "one"))
+    q.put("w1")
+    assert q.get(("alice", "next")) is not None
+    assert q.get(("alice", "next"), timeout_s=0.1) is None  # the last is kept for bob
