@@ -212,3 +212,17 @@ def test_the_reserve_is_kept_between_groups_not_between_one_clients_requests() -
     q.put("w1")
     assert q.get(("alice", "next")) is not None
     assert q.get(("alice", "next"), timeout_s=0.1) is None  # the last is kept for bob
+
+
+def test_many_requests_of_one_principal_still_leave_the_last_worker() -> None:
+    """Keyed by request alone, a second hostile request counted the first one's worker as
+    "left for others" and took the trainer's; grouped by principal it cannot."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")
+    q.put("w2")
+    assert q.get(("trainer", "t1")) == "w1"
+    assert q.get(("mallory", "batch-1")) == "w2"
+    q.release(("trainer", "t1"))
+    q.put("w1")
+    assert q.get(("mallory", "batch-2"), timeout_s=0.15) is None
+    assert q.get(("trainer", "t2"), timeout_s=0.15) == "w1"
