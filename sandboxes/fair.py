@@ -158,7 +158,9 @@ class FairQueue(Generic[T]):
             return True
         key = _group(key)
         present = sum(self._held.values()) + len(self._idle)
-        if self._held.get(key, 0) + 1 < present or max(self._capacity, present) < 2:
+        # A replacement started early makes one more present for a while; it is not a spare.
+        kept = min(present, self._capacity) if self._capacity else present
+        if self._held.get(key, 0) + 1 < kept or max(self._capacity, present) < 2:
             return True  # it leaves one to the others (or there is only one in all)
         now = time.monotonic()
         others = any(k != key for k in self._held) or any(_group(k) != key for k in self._waiters)

@@ -226,3 +226,16 @@ def test_many_requests_of_one_principal_still_leave_the_last_worker() -> None:
     q.put("w1")
     assert q.get(("mallory", "batch-2"), timeout_s=0.15) is None
     assert q.get(("trainer", "t2"), timeout_s=0.15) == "w1"
+
+
+def test_an_early_replacement_is_not_a_spare_for_the_batch() -> None:
+    """While a retiring worker's replacement is up, three workers are present in a pool of
+    two; the batch may not take two of them, or the trainer is left with the retiring one."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    for w in ("w1", "w2", "w3"):  # w1 retires once idle; w3 replaces it
+        q.put(w)
+    assert q.get("trainer") == "w1"
+    q.release("trainer")
+    q.put("w1")
+    assert q.get("batch") is not None
+    assert q.get("batch", timeout_s=0.15) is None
