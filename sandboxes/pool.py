@@ -141,18 +141,18 @@ class WarmPool:
             target=self._start_one, args=(retire,), name="sandbox-pool-start", daemon=True
         ).start()
 
-    def _retired(self, old: Worker) -> None:
-        """``old``'s replacement is ready: retire it now if idle, else when its check ends."""
-        with self._cond:
-            if id(old) not in self._successor:
-                return  # already gone (an anomaly or max_runs came first)
-            self._retire.add(id(old))
-        if self._idle.remove(old):
-            with self._cond:
-                self._recycled += 1
-                self._retire.discard(id(old))
-                self._successor.discard(id(old))
-            old.kill()
+    def _retired(self, old: Worker) -> bool:
+        """``old``'s replacement is ready: True when ``old`` was idle and is now out (the caller
+        kills it); else it retires when its check ends. Called with ``_cond`` held."""
+        if id(old) not in self._successor:
+            return False  # already gone (an anomaly or max_runs came first)
+        self._retire.add(id(old))
+        if not self._idle.remove(old):
+            return False
+        self._recycled += 1
+        self._retire.discard(id(old))
+        self._successor.discard(id(old))
+        return True
 
     def _start_one(self, retire: Worker | None = None) -> None:
         delay = 0.1
@@ -176,9 +176,10 @@ class WarmPool:
                 if self._closed or not self._idle.put(worker):
                     worker.kill()
                     return
+                gone = retire is not None and self._retired(retire)
                 self._cond.notify_all()
-            if retire is not None:
-                self._retired(retire)
+            if gone and retire is not None:
+                retire.kill()
             return
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:

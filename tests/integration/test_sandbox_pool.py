@@ -81,6 +81,7 @@ def test_workers_are_recycled_after_max_runs_and_anomalies(pool: WarmPool) -> No
     for _ in range(pool.max_runs * pool.size + 1):
         assert pool.run(py("print(1)"), LIM).ok
     assert pool.stats().recycled > before
+    assert pool.wait_ready(60)  # replacements started early have retired their workers
     before = pool.stats().recycled
     daemon = "import os, time\nif os.fork() == 0:\n    os.setsid(); time.sleep(60)\nprint('x')\n"
     r = pool.run(py(daemon), LIM)
