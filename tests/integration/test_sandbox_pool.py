@@ -129,7 +129,7 @@ def test_a_retiring_workers_replacement_is_warm_before_it_retires(backend: str) 
         for _ in range(5):
             assert p.run(py("print(1)"), LIM).ok
         assert p.stats().started == 1
-        assert p.run(py("print(1)"), LIM).ok  # run 6: lead min(20, 8 // 4) = 2 reached
+        assert p.run(py("print(1)"), LIM).ok  # run 6: lead min(50, 8 // 4) = 2 reached
         deadline = time.monotonic() + 60
         while p.stats().recycled < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
