@@ -55,8 +55,7 @@ _RESERVE_S = 2.0
 def _lead(max_runs: int) -> int:
     """Checks before ``max_runs`` at which a worker's replacement starts (0: at the recycle).
 
-    50 checks of ~50 ms are a few seconds: a container start on a loaded host (20 were not:
-    bench_tenants on Docker at load 17 still saw one 2.5 s wait)."""
+    50 checks of ~50 ms are a few seconds, what a container start takes on a loaded host."""
     return min(50, max_runs // 4)
 
 
