@@ -7,7 +7,8 @@ For each backend (bwrap, Docker), one certd on 127.0.0.1 with a code pool of 2 w
 * **alone**: 40 HumanEval canonical solutions checked one at a time (one ``Verify`` each);
   latency per check (p50, p99, max) and how many were CORRECT.
 * **beside**: the same honest checks again, one at a time (at least 40, and on until three
-  hostile batches have finished), while a second client keeps
+  hostile batches have finished), while a second client — another process, run as ``nobody``
+  when the bench runs as root, so another tenant (principal) of certd — keeps
   sending ``VerifyBatch`` calls of hostile programs: a fork bomb, a memory bomb, a spinner, a
   sleeper, a ``/dev`` squatter (tries to replace ``/dev/stdin``, fills ``/dev/shm`` and
   ``/tmp``) and an IPC squatter (SysV shared memory, message queues, semaphores, POSIX message
@@ -15,7 +16,7 @@ For each backend (bwrap, Docker), one certd on 127.0.0.1 with a code pool of 2 w
   verdicts of the hostile ones (none may be INFRA_ERROR or CORRECT).
 
 The pool hands workers out round-robin by request and keeps the last free worker for another
-active request (``sandboxes.fair.FairQueue(reserve_s=...)``), so the hostile batch holds one
+active principal (``sandboxes.fair.FairQueue(reserve_s=...)``), so the hostile batch holds one
 of the two workers while the honest client checks, and an honest check does not wait for a
 hostile one to reach its limits (CPU 3 s, wall 6 s). Targets: every honest check CORRECT,
 every hostile one a program verdict, and (issue 29) the honest p99 beside the hostile batch
@@ -25,8 +26,10 @@ within 2x its p99 alone. The load average before and after each backend is recor
 from __future__ import annotations
 
 import collections
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -42,7 +45,7 @@ from _common import write
 
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2
-from forkgate import CertdClient, ClientSettings, VerifyItem
+from forkgate import CertdClient, ClientSettings
 
 POOL = 2
 HONEST = 40
@@ -118,34 +121,58 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+NEIGHBOUR = """
+import json, os, sys
+from certd.v1 import tasks_pb2
+from forkgate import CertdClient, ClientSettings, VerifyItem
+
+task, programs = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+if os.geteuid() == 0:  # another tenant: another user (imports done, as root can read them)
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+with CertdClient(sys.argv[1], settings=ClientSettings(timeout_s=900)) as h:
+    while True:
+        items = [VerifyItem(task, code, name) for name, code in programs.items()]
+        got = [f"{v.id}:{tasks_pb2.VerdictStatus.Name(v.status)}" for v in h.verify_batch(items)]
+        print(json.dumps(got), flush=True)
+"""
+
+
+def _neighbour(address: str, hostile_task: dict[str, Any]) -> subprocess.Popen[str]:
+    """The hostile tenant: another process, as ``nobody`` when this one is root."""
+    argv = [sys.executable, "-c", NEIGHBOUR, address, json.dumps(hostile_task), json.dumps(HOSTILE)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+
 def backend_run(backend: str, probs: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
     load = os.getloadavg()
     srv = server(backend, tmp)
     address = f"127.0.0.1:{srv.port}"
     settings = ClientSettings(timeout_s=900)
-    hostile_task = task(probs[0])
     statuses: collections.Counter[str] = collections.Counter()
-    stop = threading.Event()
     batches: list[int] = []
 
-    def hostile() -> None:
-        with CertdClient(address, settings=settings) as h:
-            while not stop.is_set():
-                items = [VerifyItem(hostile_task, code, name) for name, code in HOSTILE.items()]
-                for v in h.verify_batch(items):
-                    statuses[f"{v.id}:{tasks_pb2.VerdictStatus.Name(v.status)}"] += 1
-                batches.append(1)
+    def read(neighbour: subprocess.Popen[str]) -> None:
+        assert neighbour.stdout is not None
+        for line in neighbour.stdout:
+            statuses.update(json.loads(line))
+            batches.append(1)
 
     try:
         with CertdClient(address, settings=settings) as c:
             c.verify(task(probs[0]), probs[0]["canonical_solution"])  # the pool's first start
             alone = honest_pass(c, probs)
-            t = threading.Thread(target=hostile)
-            t.start()
-            time.sleep(0.5)
+            neighbour = _neighbour(address, task(probs[0]))
+            reader = threading.Thread(target=read, args=(neighbour,), daemon=True)
+            reader.start()
+            pool = srv.checkers.for_domain("code").pool()  # type: ignore[attr-defined]
+            deadline = time.monotonic() + 60
+            while pool.stats().busy == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)  # the neighbour is busy before the honest checks start
             beside = honest_pass(c, probs, until=lambda: len(batches) >= HOSTILE_BATCHES)
-            stop.set()
-            t.join()
+            neighbour.kill()
+            neighbour.wait()
     finally:
         srv.stop(grace_s=1.0)
     bad = {k: n for k, n in statuses.items() if k.endswith((":INFRA_ERROR", ":CORRECT"))}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -154,8 +155,14 @@ class ServiceLimits(_Strict):
         12,
         ge=1,
         description="RPCs verifying per principal, counted from a call's first message (the "
-        "token; without authentication the client's process on loopback, else its host); "
-        "never more than half of max_concurrent_rpcs",
+        "token; without authentication the client's user on loopback, see local_principal, "
+        "else its host); never more than half of max_concurrent_rpcs",
+    )
+    local_principal: Literal["uid", "process"] = Field(
+        "uid",
+        description="without authentication, the principal of a loopback client: uid (the "
+        "user owning its socket; forking more processes gains nothing) or process (its pid: "
+        "fair between one user's processes, no bound on a user that forks)",
     )
     first_message_timeout_s: float = Field(
         3.0,

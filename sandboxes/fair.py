@@ -22,7 +22,12 @@ With ``reserve_s`` > 0 (``WarmPool`` sets it), one key never takes the *last* re
 another key holds one, waits for one, or gave one back within ``reserve_s``: the last worker
 stays free for the other tenant's next check, so a hostile batch whose every check runs to its
 limit cannot make a trainer's single checks wait for it. A key alone still gets every worker.
-The caller reports which key gave a resource back (``release``), so holdings are known.
+A key may be a pair ``(group, request)``: the reserve is then kept between *groups* (certd's
+principals: a user, a token), so one client's consecutive requests (a warm-up and a batch)
+do not hold workers back from each other, while round-robin stays per request.
+The caller reports which key gave a resource back (``release``), so holdings are known, and
+may give the number of resources it keeps (``capacity``): one being replaced (a recycled
+worker starting again) still counts, so the reserve holds while it starts.
 """
 
 from __future__ import annotations
@@ -98,18 +103,24 @@ class _Waiter(Generic[T]):
         self.item: T | None = None
 
 
+def _group(key: Hashable) -> Hashable:
+    """The reserve's group of ``key``: the first of a ``(group, request)`` pair, else the key."""
+    return key[0] if isinstance(key, tuple) and len(key) == 2 else key
+
+
 class FairQueue(Generic[T]):
     """Idle resources and the callers waiting for them, served round-robin by key."""
 
-    def __init__(self, reserve_s: float = 0.0) -> None:
+    def __init__(self, reserve_s: float = 0.0, capacity: int = 0) -> None:
+        self._capacity = capacity  # resources the owner keeps, counting those being replaced
         self._cond = threading.Condition()
         self._idle: deque[T] = deque()
         self._waiters: OrderedDict[Hashable, deque[_Waiter[T]]] = OrderedDict()
         self._waiting = 0
         self._closed = False
         self._reserve_s = reserve_s
-        self._held: dict[Hashable, int] = {}  # resources out, by key (with reserve_s only)
-        self._seen: dict[Hashable, float] = {}  # when a key last gave one back
+        self._held: dict[Hashable, int] = {}  # resources out, by group (with reserve_s only)
+        self._seen: dict[Hashable, float] = {}  # when a group last gave one back
 
     def put(self, item: T) -> bool:
         """Give a resource back: to the next key's oldest waiter, else to the idle set.
@@ -128,6 +139,7 @@ class FairQueue(Generic[T]):
         """``key`` no longer holds the resource it took (given back or disposed of)."""
         if not self._reserve_s:
             return
+        key = _group(key)
         with self._cond:
             left = self._held.get(key, 0) - 1
             if left > 0:
@@ -144,18 +156,21 @@ class FairQueue(Generic[T]):
         """Whether ``key`` may take an idle resource now (the reserve rule)."""
         if not self._reserve_s:
             return True
-        mine = self._held.get(key, 0)
-        capacity = sum(self._held.values()) + len(self._idle)
-        if mine + 1 < capacity or capacity < 2:
-            return True  # it leaves one free (or there is only one)
+        key = _group(key)
+        present = sum(self._held.values()) + len(self._idle)
+        # A replacement started early makes one more present for a while; it is not a spare.
+        kept = min(present, self._capacity) if self._capacity else present
+        if self._held.get(key, 0) + 1 < kept or max(self._capacity, present) < 2:
+            return True  # it leaves one to the others (or there is only one in all)
         now = time.monotonic()
-        others = any(k != key for k in self._held) or any(k != key for k in self._waiters)
+        others = any(k != key for k in self._held) or any(_group(k) != key for k in self._waiters)
         recent = any(k != key and now - t <= self._reserve_s for k, t in self._seen.items())
         return not (others or recent)
 
     def _take(self, key: Hashable) -> T:
         if self._reserve_s:
-            self._held[key] = self._held.get(key, 0) + 1
+            group = _group(key)
+            self._held[group] = self._held.get(group, 0) + 1
         return self._idle.popleft()
 
     def _dispatch(self) -> None:
@@ -185,7 +200,7 @@ class FairQueue(Generic[T]):
         """Take a resource, waiting for the key's turn.
 
         Args:
-            key: The fairness group (one request).
+            key: The fairness group (one request), or ``(group, request)`` (see above).
             cancel: Leave the queue when this scope is cancelled.
             timeout_s: The longest wait; None waits for ever.
             limit: Waiters allowed at once; one more raises ``SandboxBusyError``.
@@ -209,6 +224,9 @@ class FairQueue(Generic[T]):
             waiter: _Waiter[T] = _Waiter()
             self._waiters.setdefault(key, deque()).append(waiter)
             self._waiting += 1
+            # An idle resource the waiters ahead may not take (the reserve rule) may be this
+            # key's: hand it over now, not at the next poll.
+            self._dispatch()
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             while waiter.item is None:
                 gone = cancel is not None and cancel.cancelled
@@ -234,6 +252,15 @@ class FairQueue(Generic[T]):
             self._waiting -= 1
             if not queue:
                 del self._waiters[key]
+
+    def remove(self, item: T) -> bool:
+        """Take ``item`` out of the idle set; False when it is not idle (in use, or gone)."""
+        with self._cond:
+            for i, idle in enumerate(self._idle):
+                if idle is item:
+                    del self._idle[i]
+                    return True
+            return False
 
     def take_idle(self) -> list[T]:
         """Take every idle resource now (to inspect them); the queue stays open."""

@@ -15,7 +15,10 @@ check leaves (files, processes, imported modules, environment) reaches the next.
 bounded (``size`` checks at once), callers queue with backpressure (more than ``queue_limit``
 waiting raises ``SandboxBusyError``), and a worker is replaced after ``max_runs`` checks or any
 anomaly (it broke, timed out talking to the supervisor, or left processes behind) or a
-MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox).
+MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox). The
+replacement of a worker nearing ``max_runs`` starts ``min(50, max_runs // 4)`` checks early
+and the old worker retires once it is ready, so no check waits for that start (a container
+start is seconds under load).
 
 Scheduling is fair across requests: ``run(..., key=request)`` waits in a ``FairQueue``, which
 hands a freed worker to the keys round-robin, so a 40-check batch and a single check alternate
@@ -45,8 +48,15 @@ from .worker import Worker
 
 __all__ = ["PoolStats", "WarmPool"]
 
-_RESERVE_S = 0.5
+_RESERVE_S = 2.0
 """How long after another request's last check a request still leaves one worker free."""
+
+
+def _lead(max_runs: int) -> int:
+    """Checks before ``max_runs`` at which a worker's replacement starts (0: at the recycle).
+
+    50 checks of ~50 ms are a few seconds, what a container start takes on a loaded host."""
+    return min(50, max_runs // 4)
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,7 @@ class WarmPool:
         self.queue_limit = queue_limit
         self.acquire_timeout_s = acquire_timeout_s
         self._cond = threading.Condition()
-        self._idle: FairQueue[Worker] = FairQueue(reserve_s=_RESERVE_S)
+        self._idle: FairQueue[Worker] = FairQueue(reserve_s=_RESERVE_S, capacity=size)
         self._busy = 0
         self._starting = 0
         self._started = 0
@@ -118,17 +128,35 @@ class WarmPool:
         self._start_failures = 0
         self._last_error = ""
         self._closed = False
+        self._lead = _lead(self.max_runs)
+        self._successor: set[int] = set()  # workers (by id) whose replacement has started
+        self._retire: set[int] = set()  # workers (by id) whose replacement is ready
         for _ in range(size):
             self._spawn()
 
-    def _spawn(self) -> None:
+    def _spawn(self, retire: Worker | None = None) -> None:
         with self._cond:
             if self._closed:
                 return
             self._starting += 1
-        threading.Thread(target=self._start_one, name="sandbox-pool-start", daemon=True).start()
+        threading.Thread(
+            target=self._start_one, args=(retire,), name="sandbox-pool-start", daemon=True
+        ).start()
 
-    def _start_one(self) -> None:
+    def _retired(self, old: Worker) -> bool:
+        """``old``'s replacement is ready: True when ``old`` was idle and is now out (the caller
+        kills it); else it retires when its check ends. Called with ``_cond`` held."""
+        if id(old) not in self._successor:
+            return False  # already gone (an anomaly or max_runs came first)
+        self._retire.add(id(old))
+        if not self._idle.remove(old):
+            return False
+        self._recycled += 1
+        self._retire.discard(id(old))
+        self._successor.discard(id(old))
+        return True
+
+    def _start_one(self, retire: Worker | None = None) -> None:
         delay = 0.1
         while True:
             try:
@@ -150,7 +178,10 @@ class WarmPool:
                 if self._closed or not self._idle.put(worker):
                     worker.kill()
                     return
+                gone = retire is not None and self._retired(retire)
                 self._cond.notify_all()
+            if gone and retire is not None:
+                retire.kill()
             return
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
@@ -202,17 +233,29 @@ class WarmPool:
             or result.status is ExecStatus.SANDBOX_ERROR
             or result.status is ExecStatus.MEMORY_LIMIT  # memory it may have pinned goes too
         )
-        recycle = anomalous or worker.runs >= self.max_runs
         with self._cond:
+            recycle = anomalous or worker.runs >= self.max_runs or id(worker) in self._retire
             self._busy -= 1
             self._runs += 1
             keep = not recycle and not self._closed
             if recycle:
                 self._recycled += 1
+            # A worker near max_runs has its replacement started now, while it still serves:
+            # at the recycle a warm one is there (a container start is seconds under load).
+            ahead = self._lead and worker.runs >= self.max_runs - self._lead
+            started = id(worker) in self._successor
+            early = keep and ahead and not started
+            if early:
+                self._successor.add(id(worker))
+            if not keep:
+                self._successor.discard(id(worker))
+                self._retire.discard(id(worker))
+        if early:
+            self._spawn(retire=worker)
         if keep and self._idle.put(worker):
             return
         worker.kill()
-        if recycle:
+        if recycle and not started:
             self._spawn()
 
     def run(
@@ -228,7 +271,8 @@ class WarmPool:
         Args:
             program: What to run.
             limits: The check's limits (at most the backend's ceiling).
-            key: The fairness group (one request); None makes the call a group of its own.
+            key: The fairness group (one request), or ``(principal, request)`` so the reserve is
+                kept between principals; None makes the call a group of its own.
             cancel: Stop when it is cancelled: leave the queue, or kill the running sandbox.
 
         Returns:

@@ -179,7 +179,7 @@ class CodeChecker(CheckerBase):
         def once() -> ExecResult:
             if job is None:
                 return self.pool().run(program, limits)
-            return self.pool().run(program, limits, key=job.key, cancel=job.cancel)
+            return self.pool().run(program, limits, key=job.pool_key, cancel=job.cancel)
 
         result = once()
         if result.host_overloaded:  # starved by the host at the wall limit: once more, then say so

@@ -34,15 +34,24 @@ class Job:
     Attributes:
         key: The fairness group (the request id).
         cancel: Cancelled when the request ends early (client cancel, deadline).
+        principal: Who asked (certd's admission principal: a token, a local uid, a host);
+            '' when unknown. Pools keep a worker free for *other* principals, so one
+            client's consecutive requests do not hold workers back from each other.
     """
 
     key: str
     cancel: CancelScope = field(default_factory=CancelScope)
+    principal: str = ""
 
     @classmethod
-    def new(cls, key: str | None = None) -> Job:
+    def new(cls, key: str | None = None, principal: str = "") -> Job:
         """A job keyed by ``key`` (a fresh random key when None)."""
-        return cls(key or uuid.uuid4().hex[:16])
+        return cls(key or uuid.uuid4().hex[:16], principal=principal)
+
+    @property
+    def pool_key(self) -> tuple[str, str] | str:
+        """The key a pool schedules by: ``(principal, request)``, or the request alone."""
+        return (self.principal, self.key) if self.principal else self.key
 
 
 _current: contextvars.ContextVar[Job | None] = contextvars.ContextVar("certd_job", default=None)

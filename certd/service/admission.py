@@ -17,8 +17,9 @@ unauthenticated call is refused there with UNAUTHENTICATED and holds nothing), a
 the RPC threads (``max_workers - max_health_in_flight``) in all, or half of them for that
 principal, the call ends at once with RESOURCE_EXHAUSTED. The principal is the bearer token's
 when access control is on, else the peer's identity (``certd.service.peers``: on loopback the
-process that owns the client's socket, so many connections of one process are one principal
-and two local processes are two; a remote peer is its host).
+user that owns the client's socket, so many connections and many processes of one user are one
+principal and two users are two — ``limits.local_principal: process`` makes it the process
+instead; a remote peer is its host).
 
 A call takes a *verification slot* only once its first request message has arrived
 (``Admission.promote``, run by ``AdmissionInterceptor``): at most ``max_concurrent_rpcs`` in
@@ -60,7 +61,7 @@ import grpc
 
 from certd.config import ServiceLimits
 from certd.errors import AuthenticationError, ServerBusyError
-from certd.service.handlers import Behaviour, rewrap
+from certd.service.handlers import Behaviour, bind_principal, rewrap
 from certd.service.peers import principal_of_peer
 
 __all__ = ["Admission", "AdmissionExecutor", "AdmissionInterceptor", "HEALTH", "per_principal"]
@@ -153,6 +154,7 @@ class Admission:
 
     def __init__(self, limits: ServiceLimits) -> None:
         self._limits = limits
+        self.local_principal = limits.local_principal  # the loopback rule (certd.service.peers)
         self._lock = threading.Lock()
         self._per_client: dict[str, int] = {}  # calls held (threads), pending or started
         self._verifying: dict[str, int] = {}  # verification slots held
@@ -361,7 +363,7 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
     def _client(self, view: _CallView) -> str:
         if self._authenticate is None:
-            return principal_of_peer(view.peer())
+            return principal_of_peer(view.peer(), by=self._admission.local_principal)
         return f"principal:{self._authenticate(view).name}"
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -391,9 +393,11 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
         def run() -> Any:
             admission.bind(ticket)
+            bind_principal(ticket.client)
             try:
                 return fn(*args, **kwargs)
             finally:
+                bind_principal("")
                 admission.bind(None)
                 admission.leave(ticket)
 

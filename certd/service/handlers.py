@@ -24,6 +24,7 @@ serving thread per watcher. Such a behaviour guards itself (see ``certd.service.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ import grpc
 from certd.authority.jobs import Job
 from certd.service.requestid import current_request_id
 
-__all__ = ["Behaviour", "Wrap", "rewrap", "rpc_job"]
+__all__ = ["Behaviour", "Wrap", "bind_principal", "rewrap", "rpc_job"]
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
 # (behaviour, request is a stream) -> the wrapped behaviour
@@ -61,13 +62,22 @@ def rewrap(
     return handler
 
 
+_serving = threading.local()  # the admitted call's principal, per serving thread
+
+
+def bind_principal(principal: str) -> None:
+    """The principal of the call this serving thread runs ('' unbinds); set by admission."""
+    _serving.principal = principal
+
+
 def rpc_job(context: grpc.ServicerContext) -> Job:
-    """The RPC's job: keyed by its request id, cancelled when the RPC ends early.
+    """The RPC's job: keyed by its request id and principal, cancelled when the RPC ends early.
 
     The checks it schedules share pools fairly with other RPCs' and stop when the client
-    cancels, its deadline passes or the server ends it (see ``certd.authority.jobs``).
+    cancels, its deadline passes or the server ends it (see ``certd.authority.jobs``); the
+    pools keep a worker free for other principals (``sandboxes.fair``).
     """
-    job = Job.new(current_request_id())
+    job = Job.new(current_request_id(), principal=getattr(_serving, "principal", ""))
     if not context.add_callback(job.cancel.cancel):
         job.cancel.cancel()  # the RPC has already ended
     return job

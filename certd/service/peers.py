@@ -1,32 +1,43 @@
-"""The principal of a call without authentication: the peer's process, not its connection.
+"""The principal of a call without authentication: the peer's user, not its connection.
 
 Example::
 
-    principal_of_peer("ipv4:127.0.0.1:51234")   # "process:4242" (the client's pid)
-    principal_of_peer("ipv4:10.0.0.7:51234")    # "host:10.0.0.7"
+    principal_of_peer("ipv4:127.0.0.1:51234")                  # "uid:1000" (the client's user)
+    principal_of_peer("ipv4:127.0.0.1:51234", by="process")    # "process:4242" (its pid)
+    principal_of_peer("ipv4:10.0.0.7:51234")                   # "host:10.0.0.7"
 
 Admission holds one principal to at most half of the server's slots. Were the principal the
-connection, one process could open several connections and hold several halves. So on
-loopback the principal is the *process* that owns the client's socket: the socket is found
-in ``/proc/net/tcp{,6}`` by its address and port, and its inode in ``/proc/<pid>/fd``. Two
-local processes are two principals; many connections of one process are one. When the owner
-is not visible (another user's process, another PID namespace) the socket's uid stands in
-(``uid:N``); a remote peer is its host (``host:ADDR``), the only identity TCP gives it; a peer
-that is neither (a Unix socket) is its peer string. Lookups are cached by socket inode.
+connection, one process could open several connections and hold several halves; were it the
+process, one user could fork several processes and hold several halves. So on loopback the
+principal is, by default (``limits.local_principal: uid``), the *user* that owns the client's
+socket: the socket is found in ``/proc/net/tcp{,6}`` by its address and port, and its owner's
+uid is read there. A user cannot make more uids without privilege; the one way it has them is
+subordinate ids (``/etc/subuid``, for rootless containers), so a uid inside a range listed
+there counts as the range's owner. ``by="process"`` keeps the older rule (two local processes
+are two principals; the socket's inode is found in ``/proc/<pid>/fd``, and the socket's uid
+stands in when the owner is not visible): fairer between the processes of one trusted user,
+no bound on a user that forks. A remote peer is its host (``host:ADDR``), the only identity
+TCP gives it; a peer that is neither (a Unix socket) is its peer string. Lookups are cached
+by socket inode.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import pwd
 import socket
 import threading
+from typing import Literal
 
-__all__ = ["principal_of_peer"]
+__all__ = ["LocalPrincipal", "principal_of_peer", "user_of"]
+
+LocalPrincipal = Literal["uid", "process"]
+_SUBUID = "/etc/subuid"
 
 _NET = ("/proc/net/tcp", "/proc/net/tcp6")
 _CACHE_MAX = 4096
-_cache: dict[int, str] = {}
+_cache: dict[tuple[int, str], str] = {}
 _lock = threading.Lock()
 
 
@@ -89,8 +100,43 @@ def _owner(inode: int) -> int | None:
     return None
 
 
-def principal_of_peer(peer: str) -> str:
-    """The principal of an unauthenticated call from ``peer`` (grpc's peer string)."""
+def _subuid_ranges(path: str = _SUBUID) -> list[tuple[int, int, int]]:
+    """(first, count, owner uid) of each subordinate uid range in ``path``."""
+    ranges = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        fields = line.strip().split(":")
+        if len(fields) != 3 or not fields[1].isdigit() or not fields[2].isdigit():
+            continue
+        owner = fields[0]
+        if not owner.isdigit():
+            try:
+                owner = str(pwd.getpwnam(owner).pw_uid)
+            except KeyError:
+                continue
+        ranges.append((int(fields[1]), int(fields[2]), int(owner)))
+    return ranges
+
+
+def user_of(uid: int, subuid: str = _SUBUID) -> int:
+    """The user a socket's ``uid`` counts as: the owner of its subordinate range, else itself."""
+    for first, count, owner in _subuid_ranges(subuid):
+        if first <= uid < first + count:
+            return owner
+    return uid
+
+
+def principal_of_peer(peer: str, by: LocalPrincipal = "uid") -> str:
+    """The principal of an unauthenticated call from ``peer`` (grpc's peer string).
+
+    Args:
+        peer: grpc's peer string (``ipv4:127.0.0.1:51234``).
+        by: on loopback, ``uid`` (the socket owner's user) or ``process`` (its pid).
+    """
     parts = _split(peer)
     if parts is None:
         return f"peer:{peer}"
@@ -106,13 +152,13 @@ def principal_of_peer(peer: str) -> str:
         return f"host:{host}"
     inode, uid = found
     with _lock:
-        known = _cache.get(inode)
+        known = _cache.get((inode, by))
     if known is not None:
         return known
-    pid = _owner(inode)
-    who = f"process:{pid}" if pid is not None else f"uid:{uid}"
+    pid = _owner(inode) if by == "process" else None
+    who = f"process:{pid}" if pid is not None else f"uid:{user_of(uid)}"
     with _lock:
         if len(_cache) >= _CACHE_MAX:
             _cache.clear()
-        _cache[inode] = who
+        _cache[(inode, by)] = who
     return who

@@ -1,17 +1,22 @@
-"""Issue 29, item 4: one local process cannot lock out another; streamed items pay the rate.
+"""Issue 29, item 4: one local user cannot lock out another; streamed items pay the rate.
 
-Real certd on 127.0.0.1, real gRPC. The hostile client is another OS process, over one
-connection or over eight: 16 ``VerifyStream`` calls that never send a message, reopened as
-soon as the server ends them, and 16 busy ``VerifyBatch`` calls reissued as soon as they
-return. Without authentication the principal is the peer's process however many connections it
-opens (``certd.service.peers``); it holds at most half the threads and half the verification
-slots, so the honest process's single ``Verify`` is answered as on an idle server. The 1 s
-bound is the issue's acceptance figure (a Verify on an idle server takes a few ms here), not
-a benchmark.
+Real certd on 127.0.0.1, real gRPC. A hostile client is an OS process, over one connection or
+over eight: 16 ``VerifyStream`` calls that never send a message, reopened as soon as the server
+ends them, and 16 busy ``VerifyBatch`` calls reissued as soon as they return. Without
+authentication the principal on loopback is the user owning the client's socket
+(``limits.local_principal: uid``, ``certd.service.peers``): four such processes of one uid
+hold at most half the threads and half the verification slots together, so a single
+``Verify`` from another uid (a client that drops to ``nobody`` before connecting) is answered
+as on an idle server; with the principal the process, the four would hold every thread.
+``local_principal: process`` keeps the per-process rule: one hostile process does not delay
+another process of the same user. The 1 s bound is the issue's acceptance figure (a Verify on
+an idle server takes a few ms here), not a benchmark.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -22,7 +27,7 @@ import grpc
 import pytest
 from server_helpers import LAZY_MATH, NO_POOL
 
-from certd.config import CertdConfig
+from certd.config import CertdConfig, ServiceLimits
 from certd.service.admission import per_principal
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
@@ -69,11 +74,39 @@ time.sleep(3600)
 """
 
 
-@pytest.fixture()
-def server(tmp_path: Path) -> Iterator[CertdServer]:
+NOBODY = """
+import json, os, sys, time
+import grpc
+from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
+
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)  # another user: its socket is nobody's
+task = tasks_pb2.Task(countdown=tasks_pb2.CountdownTask(numbers=[25, 5, 4, 3], target=83))
+honest = verifier_pb2.VerifyRequest(id="honest", task=task, response="(25-5)*4+3")
+waits = []
+with grpc.insecure_channel(sys.argv[1]) as ch:
+    stub = verifier_pb2_grpc.VerifierStub(ch)
+    for _ in range(5):
+        start = time.monotonic()
+        try:
+            ok = stub.Verify(honest, timeout=30).verdict.status == tasks_pb2.CORRECT
+        except grpc.RpcError as e:
+            ok = str(e.code())
+        waits.append((time.monotonic() - start, ok))
+print(json.dumps(waits))
+"""
+
+
+def _server(tmp_path: Path, local_principal: str) -> Iterator[CertdServer]:
+    limits = ServiceLimits.model_validate({"local_principal": local_principal})
     s = CertdServer(
         CertdConfig(
-            data_dir=tmp_path / "d", listen="127.0.0.1:0", math=LAZY_MATH, countdown=NO_POOL
+            data_dir=tmp_path / "d",
+            listen="127.0.0.1:0",
+            math=LAZY_MATH,
+            countdown=NO_POOL,
+            limits=limits,
         )
     )
     s.start()
@@ -81,6 +114,36 @@ def server(tmp_path: Path) -> Iterator[CertdServer]:
         yield s
     finally:
         s.stop(grace_s=0)
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[CertdServer]:
+    yield from _server(tmp_path, "process")
+
+
+@pytest.fixture(params=["uid", "process"])
+def uid_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[CertdServer]:
+    yield from _server(tmp_path, request.param)
+
+
+def _attackers(address: str, processes: int, connections: int) -> list[subprocess.Popen[str]]:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ATTACKER, address, str(connections)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    return procs
+
+
+def _wait_in_flight(server: CertdServer, want: int) -> None:
+    deadline = time.monotonic() + 30
+    while server.admission.in_flight < want and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _timed_verify(stub: verifier_pb2_grpc.VerifierStub) -> float:
@@ -94,19 +157,13 @@ def _timed_verify(stub: verifier_pb2_grpc.VerifierStub) -> float:
 def test_idle_and_busy_calls_of_one_process_do_not_delay_another(
     server: CertdServer, connections: int
 ) -> None:
+    """``local_principal: process``: the honest client is this process, the same uid."""
     address = f"127.0.0.1:{server.port}"
-    attacker = subprocess.Popen(
-        [sys.executable, "-c", ATTACKER, address, str(connections)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     lim = server.cfg.limits
+    [attacker] = _attackers(address, 1, connections)
     try:
-        assert attacker.stdout is not None and attacker.stdout.readline().strip() == "ready"
         half = (lim.max_workers - lim.max_health_in_flight) // 2  # of the RPC threads
-        deadline = time.monotonic() + 30
-        while server.admission.in_flight < half and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_in_flight(server, half)
         assert server.admission.in_flight == half  # the attacker holds its half, no more
         with grpc.insecure_channel(address) as ch:
             stub = verifier_pb2_grpc.VerifierStub(ch)
@@ -117,6 +174,37 @@ def test_idle_and_busy_calls_of_one_process_do_not_delay_another(
     finally:
         attacker.kill()
         attacker.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the second user's client drops from root")
+def test_forked_processes_of_one_user_do_not_delay_another_user(uid_server: CertdServer) -> None:
+    """Four processes of one uid, 16 idle + 16 busy calls each, against nobody's Verify."""
+    server = uid_server
+    address = f"127.0.0.1:{server.port}"
+    lim = server.cfg.limits
+    total = lim.max_workers - lim.max_health_in_flight  # the RPC threads
+    attackers = _attackers(address, 4, 2)
+    try:
+        by_uid = server.cfg.limits.local_principal == "uid"
+        _wait_in_flight(server, total // 2 if by_uid else total)
+        honest = subprocess.run(
+            [sys.executable, "-c", NOBODY, address],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert honest.returncode == 0, honest.stderr
+        waits = json.loads(honest.stdout)
+        if by_uid:  # the four hold one half together; nobody is answered at once
+            assert all(ok is True for _, ok in waits), waits
+            assert max(w for w, _ in waits) < 1.0, waits
+            assert server.admission.verifying <= per_principal(lim) + 1
+        else:  # four principals: every thread taken, nobody refused (the rule uid closes)
+            assert any(ok == "StatusCode.RESOURCE_EXHAUSTED" for _, ok in waits), waits
+    finally:
+        for p in attackers:
+            p.kill()
+            p.wait()
 
 
 def test_a_streams_items_drain_the_rate_bucket(

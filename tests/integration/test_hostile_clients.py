@@ -32,7 +32,7 @@ from test_access import pki  # noqa: F401 - the module's certificate fixture
 from certd.config import AccessConfig, CertdConfig, ServiceLimits
 from certd.errors import ServerBusyError
 from certd.service.admission import Admission
-from certd.service.peers import principal_of_peer
+from certd.service.peers import principal_of_peer, user_of
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2, verifier_pb2, verifier_pb2_grpc
 
@@ -51,6 +51,9 @@ def _limits(**kw: object) -> ServiceLimits:
         "stream_idle_timeout_s": IDLE_S,
         "first_message_timeout_s": FIRST_S,
         "max_health_watches": 8,
+        # Two processes of this (one) user are two principals here; the default, one per
+        # user, is tested across users in test_fair_admission.py.
+        "local_principal": "process",
     }
     base.update(kw)
     return ServiceLimits.model_validate(base)
@@ -184,7 +187,7 @@ def test_a_call_takes_a_verification_slot_only_with_its_first_message() -> None:
 
 
 def test_connections_of_one_process_are_one_principal(server: CertdServer) -> None:
-    """Without tokens the principal is the process owning the client socket, not the port."""
+    """Without tokens the principal is the user (or, by choice, the process) of the socket."""
     seen: list[str] = []
     code = (
         "import socket,sys; s=socket.create_connection(('127.0.0.1', int(sys.argv[1])));"
@@ -201,8 +204,10 @@ def test_connections_of_one_process_are_one_principal(server: CertdServer) -> No
         child_port = int(child.stdout.readline())
         mine = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
         for s in mine:
-            seen.append(principal_of_peer(f"ipv4:127.0.0.1:{s.getsockname()[1]}"))
-        seen.append(principal_of_peer(f"ipv4:127.0.0.1:{child_port}"))
+            seen.append(principal_of_peer(f"ipv4:127.0.0.1:{s.getsockname()[1]}", by="process"))
+        seen.append(principal_of_peer(f"ipv4:127.0.0.1:{child_port}", by="process"))
+        for port in [s.getsockname()[1] for s in mine] + [child_port]:
+            seen.append(principal_of_peer(f"ipv4:127.0.0.1:{port}"))
         for s in mine:
             s.close()
     finally:
@@ -210,7 +215,20 @@ def test_connections_of_one_process_are_one_principal(server: CertdServer) -> No
         child.wait()
     assert seen[0] == seen[1] == f"process:{os.getpid()}"
     assert seen[2] == f"process:{child.pid}"
+    assert seen[3] == seen[4] == seen[5] == f"uid:{os.getuid()}"  # the default: one user
     assert principal_of_peer("ipv4:10.1.2.3:5000") == "host:10.1.2.3"
+
+
+def test_a_subordinate_uid_counts_as_its_owner(tmp_path: Path) -> None:
+    """Rootless containers give a user /etc/subuid ranges: those uids are still that user."""
+    subuid = tmp_path / "subuid"
+    subuid.write_text("root:100000:65536\n1000:300000:65536\nbad line\n", encoding="utf-8")
+    assert user_of(100000, str(subuid)) == 0
+    assert user_of(165535, str(subuid)) == 0
+    assert user_of(165536, str(subuid)) == 165536
+    assert user_of(300001, str(subuid)) == 1000
+    assert user_of(1000, str(subuid)) == 1000
+    assert user_of(1000, str(tmp_path / "absent")) == 1000
 
 
 def test_unary_calls_that_never_send_their_message_hold_no_thread(server: CertdServer) -> None:

@@ -152,3 +152,90 @@ def test_no_reserve_with_a_single_worker() -> None:
     q.release("a")
     q.put("w")
     assert q.get("b", timeout_s=0.1) == "w"
+
+
+def test_a_newcomer_takes_the_kept_worker_at_once_beside_a_blocked_waiter() -> None:
+    """Issue 29 (bench_tenants p50 100 ms beside a hostile batch): the batch's next check waits,
+    kept off the last worker; a trainer's new request must get that worker now, not at the
+    waiter's next poll (the queue had waiters, so the newcomer queued and nobody dispatched)."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0)
+    q.put("w1")
+    q.put("w2")
+    assert q.get("honest-1") == "w1"
+    assert q.get("hostile") == "w2"
+    q.release("honest-1")
+    q.put("w1")
+    got: list[tuple[str, str]] = []
+    t = _waiter(q, "hostile", got, timeout_s=2)
+    _until(lambda: q.waiting == 1)
+    waits = []
+    for n in range(5):  # each check of the trainer is a request of its own
+        start = time.monotonic()
+        assert q.get(f"honest-{n + 2}", timeout_s=1) == "w1"
+        waits.append(time.monotonic() - start)
+        q.release(f"honest-{n + 2}")
+        q.put("w1")
+    assert max(waits) < 0.03, waits
+    assert got == []  # the batch still waits for its own worker
+    t.join()
+
+
+def test_a_worker_being_replaced_still_counts_toward_the_reserve() -> None:
+    """Issue 29 (bench_tenants tail): a hostile check's worker is recycled (MEMORY_LIMIT); while
+    its replacement starts, one worker is left, and the batch must not take the trainer's one."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")  # w2 was killed; its replacement is starting
+    assert q.get("honest") == "w1"
+    q.release("honest")
+    q.put("w1")
+    assert q.get("hostile", timeout_s=0.15) is None  # kept for the trainer
+    q.put("w2")  # the replacement is ready
+    assert q.get("hostile", timeout_s=0.15) in ("w1", "w2")
+
+
+def test_the_reserve_is_kept_between_groups_not_between_one_clients_requests() -> None:
+    """Keys ``(principal, request)``: a client's warm-up check does not hold a worker back
+    from its own next batch (bench_code), but another principal's recent check does."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")
+    q.put("w2")
+    assert q.get(("alice", "warm-up")) == "w1"
+    q.release(("alice", "warm-up"))
+    q.put("w1")
+    assert q.get(("alice", "batch")) is not None
+    assert q.get(("alice", "batch"), timeout_s=0.1) is not None  # both workers: one client
+    for w in ("w1", "w2"):
+        q.release(("alice", "batch"))
+        q.put(w)
+    assert q.get(("bob", "one")) is not None
+    q.release(("bob", "one"))
+    q.put("w1")
+    assert q.get(("alice", "next")) is not None
+    assert q.get(("alice", "next"), timeout_s=0.1) is None  # the last is kept for bob
+
+
+def test_many_requests_of_one_principal_still_leave_the_last_worker() -> None:
+    """Keyed by request alone, a second hostile request counted the first one's worker as
+    "left for others" and took the trainer's; grouped by principal it cannot."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")
+    q.put("w2")
+    assert q.get(("trainer", "t1")) == "w1"
+    assert q.get(("mallory", "batch-1")) == "w2"
+    q.release(("trainer", "t1"))
+    q.put("w1")
+    assert q.get(("mallory", "batch-2"), timeout_s=0.15) is None
+    assert q.get(("trainer", "t2"), timeout_s=0.15) == "w1"
+
+
+def test_an_early_replacement_is_not_a_spare_for_the_batch() -> None:
+    """While a retiring worker's replacement is up, three workers are present in a pool of
+    two; the batch may not take two of them, or the trainer is left with the retiring one."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    for w in ("w1", "w2", "w3"):  # w1 retires once idle; w3 replaces it
+        q.put(w)
+    assert q.get("trainer") == "w1"
+    q.release("trainer")
+    q.put("w1")
+    assert q.get("batch") is not None
+    assert q.get("batch", timeout_s=0.15) is None
