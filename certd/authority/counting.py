@@ -22,17 +22,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from certd.authority.checker import Checker, Checkers, FamilyCounts
+from certd.authority.checker import Checkers, FamilyCounts
 from certd.authority.results import CheckedTask
 from certd.authority.verify_items import DomainTask
-from certd.errors import LimitExceededError, UnsupportedError
+from certd.authority.verifypool import VerifyPool, count_one
 
-if TYPE_CHECKING:
-    from certd.authority.verifypool import VerifyPool
-
-__all__ = ["CACHE_SIZE", "PREFETCH_CHUNK", "PREFETCH_MIN", "SignedCounts", "count_all"]
+__all__ = ["CACHE_SIZE", "PREFETCH_CHUNK", "PREFETCH_MIN", "SignedCounts"]
 
 CACHE_SIZE = 4096
 """(task, κ) counts kept; the oldest is dropped first."""
@@ -46,19 +43,6 @@ PREFETCH_CHUNK = 8
 _Key = tuple[str, str]  # (task digest, κ)
 _Pending = tuple["Future[list[FamilyCounts | None]]", int]  # a chunk's future, the task's place
 _MISSING: Final = object()
-
-
-def _count(checker: Checker, value: DomainTask) -> FamilyCounts | None:
-    """The task's counts; None when the domain cannot count it (unsupported, over a limit)."""
-    try:
-        return checker.count_families(value)
-    except (UnsupportedError, LimitExceededError):
-        return None
-
-
-def count_all(checker: Checker, values: Sequence[DomainTask]) -> list[FamilyCounts | None]:
-    """Each task's counts, as ``SignedCounts.get`` computes them (what a worker runs)."""
-    return [_count(checker, value) for value in values]
 
 
 class SignedCounts:
@@ -106,7 +90,7 @@ class SignedCounts:
             counts = found
             self._remember(key, counts, from_worker=True)
         else:
-            counts = _count(self._checkers.for_domain(task.domain), task.value)
+            counts = count_one(self._checkers.for_domain(task.domain), task.value)
             self._remember(key, counts)
         return counts
 
@@ -142,7 +126,7 @@ class SignedCounts:
         # (cancelling those chunks) and they meet, so on a loaded machine almost nothing is
         # counted twice (only the chunks running at the meeting point).
         for at in reversed(range(0, len(keys), PREFETCH_CHUNK)):
-            future = pool.submit(count_all, checker, values[at : at + PREFETCH_CHUNK])
+            future = pool.count_families(values[at : at + PREFETCH_CHUNK])
             if future is None:
                 break  # no worker to run it: the rest is counted in process
             chunk = keys[at : at + PREFETCH_CHUNK]

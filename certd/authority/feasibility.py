@@ -41,6 +41,7 @@ from certd.authority.results import (
     Refusal,
     proven,
 )
+from certd.authority.verifypool import VerifyPool
 from certd.domains.verdict import Family, Status, Verdict
 from certd.errors import CertificationRefusedError
 from certd.ledger.certificates import CertificateLog, PendingRecord, Recorded, Taken
@@ -54,7 +55,6 @@ from certd.signing.keys import SigningKey
 
 if TYPE_CHECKING:
     from certd.authority.labeller import LearnedLabeller
-    from certd.authority.verifypool import VerifyPool
 
 __all__ = [
     "Authority",

@@ -20,20 +20,31 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
 
-from certd.authority.checker import Checker, Checkers
+from certd.authority.checker import Checker, Checkers, FamilyCounts
 from certd.authority.lifeline import die_with
-from certd.authority.verify_items import CheckItem, CheckResult, check_items, infra
+from certd.authority.verify_items import CheckItem, CheckResult, DomainTask, check_items, infra
 from certd.config import CertdConfig
 from certd.domains import registry as domains
+from certd.errors import LimitExceededError, UnsupportedError
 
-__all__ = ["VerifyPool", "VerifyPools"]
+__all__ = ["VerifyPool", "VerifyPools", "count_all", "count_one"]
 
-_T = TypeVar("_T")
+
+def count_one(checker: Checker, value: DomainTask) -> FamilyCounts | None:
+    """The task's counts; None when the domain cannot count it (unsupported, over a limit)."""
+    try:
+        return checker.count_families(value)
+    except (UnsupportedError, LimitExceededError):
+        return None
+
+
+def count_all(checker: Checker, values: Sequence[DomainTask]) -> list[FamilyCounts | None]:
+    """Each task's counts, as the authority's signed counts compute them (what a worker runs)."""
+    return [count_one(checker, value) for value in values]
 
 
 class VerifyPool:
@@ -110,14 +121,17 @@ class VerifyPool:
             self._pool = self._start()
         return out
 
-    def submit(self, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
-        """``fn(*args)`` in a worker (Authority's signed counts); None without workers or when the
-        pool is broken or closed (the caller runs it in process; ``check`` rebuilds the pool)."""
+    def count_families(
+        self, values: Sequence[DomainTask]
+    ) -> Future[list[FamilyCounts | None]] | None:
+        """Each task's counts (``count_one`` with this pool's checker) in a worker, for the
+        authority's signed counts; None without workers or when the pool is broken or closed
+        (the caller counts in process; ``check`` rebuilds the pool)."""
         pool = self._pool
         if pool is None:
             return None
         try:
-            return pool.submit(fn, *args)
+            return pool.submit(count_all, self._checker, list(values))
         except (BrokenProcessPool, RuntimeError):  # RuntimeError: shut down
             return None
 

@@ -16,7 +16,7 @@ import pytest
 from test_certify_batch_records import CFG, KAPPA, ORIGIN
 
 from certd.authority.checker import Checkers
-from certd.authority.counting import PREFETCH_MIN, SignedCounts, count_all
+from certd.authority.counting import PREFETCH_MIN, SignedCounts
 from certd.authority.feasibility import Authority, CertifyRequest
 from certd.authority.results import CheckedTask
 from certd.authority.verifypool import VerifyPool
@@ -117,8 +117,8 @@ def test_counts_from_the_pool_workers_are_the_in_process_counts(
     tasks = [r.task for r in _requests(2 * PREFETCH_MIN, seed=13)]
     with counts.prefetch([(t, KAPPA) for t in tasks]):
         # One worker runs its calls in order: once this one is back, every chunk is done.
-        assert pool.submit(count_all, checkers.for_domain("countdown"), []) is not None
-        pool.submit(count_all, checkers.for_domain("countdown"), []).result()  # type: ignore[union-attr]
+        assert pool.count_families([]) is not None
+        pool.count_families([]).result()  # type: ignore[union-attr]
         got = {t.digest: counts.get(t, KAPPA) for t in tasks}
     assert counts.from_workers == len(tasks)
     for t in tasks:
