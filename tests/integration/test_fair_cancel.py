@@ -24,6 +24,9 @@ from certd.service.server import CertdServer
 from certd.v1 import authority_pb2, authority_pb2_grpc, tasks_pb2, verifier_pb2, verifier_pb2_grpc
 from sandboxes import CancelScope, CheckCancelledError, Program, WarmPool
 
+# Run alone, after the parallel suite (make unit): it times cancellation and fair shares.
+pytestmark = pytest.mark.serial
+
 IO = tasks_pb2.Task(
     code=tasks_pb2.CodeTask(
         language="python", cases=[tasks_pb2.CodeCase(stdin="2 3\n", stdout="5\n")]

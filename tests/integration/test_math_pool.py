@@ -15,6 +15,10 @@ from certd.authority.mathpool import MathPool, MathWork, PoolClosedError
 from certd.domains.math import MathLimits, MathTask, verify_math
 from certd.domains.verdict import Status
 
+# Run alone, after the parallel suite (make unit): its bombs must hit their deadline and
+# its answers must not.
+pytestmark = pytest.mark.serial
+
 DEADLINE_S = 2.0
 # Not a performance bound: a hang detector. A check must come back at its deadline plus
 # the time to kill a process, far below this.

@@ -2,17 +2,18 @@
 
 The blocks run in order in one fresh directory, as a new user would run them: ``.venv/bin/``
 is this checkout's virtualenv, ``127.0.0.1:50051`` is replaced by the address of the real
-``certd serve`` that the line marked ``# docs-test: background`` starts (on a free loopback
-port, its data dir ``./certd-data``), and ``$HOME``/``$XDG_STATE_HOME`` point into the
-directory. A block that holds ``# docs-test: skip — why`` is not run; the test requires the
-reason and keeps the list of such blocks short (see ``ALLOWED_SKIPS``).
+``certd serve`` that the line marked ``# docs-test: background`` starts (on a loopback port
+the OS picks, read from its serving line; its data dir ``./certd-data``), and
+``$HOME``/``$XDG_STATE_HOME`` point into the directory. A block that holds
+``# docs-test: skip — why`` is not run; the test requires the reason and keeps the list of
+such blocks short (see ``ALLOWED_SKIPS``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import socket
+import select
 import subprocess
 import sys
 import time
@@ -40,24 +41,30 @@ def _commands(block: str) -> list[str]:
     ]
 
 
-def _free_address() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+def _start_serving(
+    line: str, cwd: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the README's background ``certd serve`` on port 0; its address from its serving line.
 
-
-def _wait_serving(address: str, data_dir: Path, proc: subprocess.Popen[bytes]) -> None:
-    host, port = address.rsplit(":", 1)
+    The OS picks the port when certd binds it (no port picked here and bound later, which
+    another process could take in between); the line ``certd serving on HOST:PORT …`` tells it.
+    """
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {line} --listen 127.0.0.1:0"], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    fd, out = proc.stdout.fileno(), b""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "certd serve exited"
-        try:
-            with socket.create_connection((host, int(port)), timeout=1):
-                if (data_dir / "signing.pub").exists():
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
+        if select.select([fd], [], [], 1.0)[0]:
+            chunk = os.read(fd, 4096)
+            assert chunk, f"certd serve exited ({proc.wait()}): {out[-500:]!r}"
+            out += chunk
+        if m := re.search(rb"^certd serving on (\S+) ", out, re.M):
+            assert (cwd / "certd-data" / "signing.pub").exists()
+            return proc, m.group(1).decode()
+    proc.kill()
     raise AssertionError("certd serve did not start within 120 s")
 
 
@@ -70,12 +77,13 @@ def test_the_readme_blocks_have_few_justified_skips() -> None:
 
 @pytest.mark.slow
 def test_every_readme_command_runs(tmp_path: Path) -> None:
-    address = _free_address()
+    address = ""  # the background server's, once it serves
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORKGATE_")}
     env.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"))
     venv = str(Path(sys.executable).parent.parent)
 
     def real(cmd: str) -> str:
+        assert address or "127.0.0.1:50051" not in cmd, f"no server started before: {cmd}"
         return cmd.replace(".venv/bin/", venv + "/bin/").replace("127.0.0.1:50051", address)
 
     servers: list[subprocess.Popen[bytes]] = []
@@ -94,13 +102,8 @@ def test_every_readme_command_runs(tmp_path: Path) -> None:
                 continue
             for cmd in _commands(block):
                 if "# docs-test: background" in cmd:
-                    line = real(cmd.split("&", 1)[0]) + f" --listen {address}"
-                    proc = subprocess.Popen(
-                        ["bash", "-c", f"exec {line}"], cwd=tmp_path, env=env,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    )  # fmt: skip
+                    proc, address = _start_serving(real(cmd.split("&", 1)[0]), tmp_path, env)
                     servers.append(proc)
-                    _wait_serving(address, tmp_path / "certd-data", proc)
                     continue
                 done = subprocess.run(
                     ["bash", "-o", "pipefail", "-c", real(cmd)], cwd=tmp_path, env=env,

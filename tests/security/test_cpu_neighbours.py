@@ -18,6 +18,9 @@ import pytest
 
 from sandboxes import BwrapSandbox, ExecResult, ExecStatus, Limits, Program
 
+# Run alone, after the parallel suite (make unit): it measures what CPU neighbours do to a check.
+pytestmark = pytest.mark.serial
+
 LIMITS = Limits(
     cpu_time_s=3.0,
     wall_time_s=10.0,
