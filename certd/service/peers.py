@@ -74,8 +74,11 @@ def _socket_of(host: str, port: int) -> tuple[int, int] | None:
                 for line in f:
                     fields = line.split()
                     local = fields[1]
+                    inode = int(fields[9])
+                    if inode == 0:  # a closed connection's TIME_WAIT entry: not the caller's
+                        continue
                     if local.endswith(tail) and _decode(local[: -len(tail)]) == want:
-                        return int(fields[9]), int(fields[7])
+                        return inode, int(fields[7])
         except OSError:
             continue
     return None
