@@ -155,6 +155,7 @@ class Admission:
     def __init__(self, limits: ServiceLimits) -> None:
         self._limits = limits
         self.local_principal = limits.local_principal  # the loopback rule (certd.service.peers)
+        self.server_port: int | None = None  # the bound port: loopback callers found by 4-tuple
         self._lock = threading.Lock()
         self._per_client: dict[str, int] = {}  # calls held (threads), pending or started
         self._verifying: dict[str, int] = {}  # verification slots held
@@ -363,7 +364,8 @@ class AdmissionExecutor(ThreadPoolExecutor):
 
     def _client(self, view: _CallView) -> str:
         if self._authenticate is None:
-            return principal_of_peer(view.peer(), by=self._admission.local_principal)
+            admission = self._admission
+            return principal_of_peer(view.peer(), admission.local_principal, admission.server_port)
         return f"principal:{self._authenticate(view).name}"
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:

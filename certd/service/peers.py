@@ -19,6 +19,11 @@ stands in when the owner is not visible): fairer between the processes of one tr
 no bound on a user that forks. A remote peer is its host (``host:ADDR``), the only identity
 TCP gives it; a peer that is neither (a Unix socket) is its peer string. Lookups are cached
 by socket inode.
+
+A server that knows its own port (``server_port``) asks the kernel for the one connection
+(``certd.service.sockdiag``, a hash lookup) instead of reading the whole socket table; the
+table is read only when that finds nothing (a client that dialled another loopback address than
+its own, or a kernel without sock_diag).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import pwd
 import socket
 import threading
 from typing import Literal
+
+from certd.service import sockdiag
 
 __all__ = ["LocalPrincipal", "principal_of_peer", "user_of"]
 
@@ -133,12 +140,28 @@ def user_of(uid: int, subuid: str = _SUBUID) -> int:
     return uid
 
 
-def principal_of_peer(peer: str, by: LocalPrincipal = "uid") -> str:
+def _connection_of(host: str, port: int, server_port: int | None) -> tuple[int, int] | None:
+    """(inode, uid) of the client socket host:port: asked by four-tuple, else from the table."""
+    if server_port is not None:
+        ip = ipaddress.ip_address(host)
+        for server in dict.fromkeys((host, "127.0.0.1" if ip.version == 4 else "::1")):
+            try:
+                found = sockdiag.connection_owner((host, port), (server, server_port))
+            except sockdiag.Unavailable:
+                break
+            if found is not None:
+                return found.inode, found.uid
+    return _socket_of(host, port)
+
+
+def principal_of_peer(peer: str, by: LocalPrincipal = "uid", server_port: int | None = None) -> str:
     """The principal of an unauthenticated call from ``peer`` (grpc's peer string).
 
     Args:
         peer: grpc's peer string (``ipv4:127.0.0.1:51234``).
         by: on loopback, ``uid`` (the socket owner's user) or ``process`` (its pid).
+        server_port: the port the call came in on, when known: the connection is then looked
+            up by its four-tuple rather than found in the whole socket table.
     """
     parts = _split(peer)
     if parts is None:
@@ -150,7 +173,7 @@ def principal_of_peer(peer: str, by: LocalPrincipal = "uid") -> str:
         return f"host:{host}"
     if not loopback:
         return f"host:{host}"
-    found = _socket_of(host, port)
+    found = _connection_of(host, port, server_port)
     if found is None or found[0] == 0:
         return f"host:{host}"
     inode, uid = found

@@ -327,6 +327,7 @@ class CertdServer:
             raise ConfigError(f"cannot listen on {self.cfg.listen}: {e}") from e
         if self.port == 0:
             raise ConfigError(f"cannot listen on {self.cfg.listen}")
+        self.admission.server_port = self.port
         if self.cfg.observability.metrics_listen is not None:
             self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
             self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]

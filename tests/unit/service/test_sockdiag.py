@@ -1,0 +1,120 @@
+"""A loopback caller's principal comes from the kernel's record of its one connection.
+
+Real sockets, the real kernel (``sock_diag``), a real second user (``nobody``, in a forked
+child). With the server's port known, the lookup is by four-tuple and never reads the socket
+table (``/proc/net/tcp`` pointed at a missing file still answers); without it, the table.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import random
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from certd.service import peers, sockdiag
+
+NOBODY = pwd.getpwnam("nobody").pw_uid
+
+
+@contextmanager
+def _pair(family: int, server_host: str, client_host: str) -> Iterator[tuple[socket.socket, int]]:
+    """A connected client socket and the server's port."""
+    server = socket.socket(family)
+    client = socket.socket(family)
+    try:
+        server.bind((server_host, 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        client.connect((client_host, port))
+        accepted, _ = server.accept()
+        with accepted:
+            yield client, port
+    finally:
+        client.close()
+        server.close()
+
+
+def _peer_string(client: socket.socket) -> str:
+    host, port = client.getsockname()[:2]
+    mapped = getattr(peers.ipaddress.ip_address(host), "ipv4_mapped", None)
+    if mapped is not None or ":" not in host:
+        return f"ipv4:{mapped or host}:{port}"
+    return f"ipv6:[{host}]:{port}"
+
+
+_SHAPES = [
+    (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+    (socket.AF_INET6, "::1", "::1"),
+    (socket.AF_INET6, "::", "::ffff:127.0.0.1"),  # an IPv4 address through an IPv6 socket
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_four_tuple_lookup_finds_the_client_socket_and_nothing_else(seed: int) -> None:
+    family, server_host, client_host = random.Random(seed).choice(_SHAPES)
+    with _pair(family, server_host, client_host) as (client, port):
+        local = client.getsockname()[:2]
+        found = sockdiag.connection_owner(local, (client_host, port))
+        assert found == sockdiag.SockEntry(os.getuid(), os.fstat(client.fileno()).st_ino)
+        other_port = port + 1 if port < 65535 else 1  # another server port: not this connection
+        assert sockdiag.connection_owner(local, (client_host, other_port)) is None
+
+
+def test_a_closed_connection_is_not_found() -> None:
+    with _pair(socket.AF_INET, "127.0.0.1", "127.0.0.1") as (client, port):
+        cport = client.getsockname()[1]
+    assert sockdiag.connection_owner(("127.0.0.1", cport), ("127.0.0.1", port)) is None
+
+
+def test_with_the_server_port_the_socket_table_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(peers, "_NET", (str(tmp_path / "missing"),))
+    monkeypatch.setattr(peers, "_cache", {})
+    for family, server_host, client_host in _SHAPES:
+        with _pair(family, server_host, client_host) as (client, port):
+            peer = _peer_string(client)
+            assert peers.principal_of_peer(peer, server_port=port) == f"uid:{os.getuid()}"
+            assert peers.principal_of_peer(peer) == "host:" + peer[5:].rpartition(":")[0].strip(
+                "[]"
+            )
+
+
+def test_another_users_connection_is_that_user() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    "127.0.0.1".encode("idna")  # the codec a host string needs, imported before dropping to nobody
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            conn = socket.create_connection(("127.0.0.1", port))
+            os.write(ready_w, str(conn.getsockname()[1]).encode())
+            os.read(done_r, 1)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        cport = int(os.read(ready_r, 16))
+        accepted, _ = server.accept()
+        with accepted:
+            peers._cache.clear()
+            by_tuple = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}", server_port=port)
+            by_table = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}")
+            assert by_tuple == by_table == f"uid:{NOBODY}"
+    finally:
+        os.write(done_w, b"x")
+        os.waitpid(child, 0)
+        for fd in (ready_r, done_w):
+            os.close(fd)
+        server.close()
