@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -219,14 +220,38 @@ def test_serve_exits_1_on_a_damaged_store_and_2_on_a_bad_config(
     assert "Traceback" not in done.stderr
 
 
+def test_serve_exits_0_on_sigterm_and_3_when_its_ledger_store_is_unreachable(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "no-math.json"
+    config.write_text('{"math": {"enabled": false}}')
+    serve = [sys.executable, "-m", "certd.cli", "serve", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(
+        [*serve, "--data-dir", str(tmp_path / "d"), "--config", str(config), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["event"] == "serving"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 0
+    down = subprocess.run(
+        [*serve, "--data-dir", str(tmp_path / "r"), "--ledger", f"redis://127.0.0.1:{_dead_port()}/0"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert down.returncode == 3, down.stderr
+    assert down.stderr.count("\n") == 1 and "cannot open the Redis ledger" in down.stderr
+
+
 # -- docs/exit-codes.md against the tests ------------------------------------------------------
 
 S = "test_exit_codes.py::test_serve_exits_1_on_a_damaged_store_and_2_on_a_bad_config"
 # (cli, verb, code) -> the test that checks it outside EXIT_TABLE (a longer job, or a server
 # of another kind than the table's one real certd)
 ELSEWHERE: dict[tuple[str, str, int], str] = {
+    (C, "serve", 0): "test_exit_codes.py::test_serve_exits_0_on_sigterm_and_3_when_its_ledger_store_is_unreachable",
     (C, "serve", 1): S,
     (C, "serve", 2): S + "; test_cli_one_line.py::test_certd_serve_on_a_busy_port_is_one_line_and_exit_2",
+    (C, "serve", 3): "test_exit_codes.py::test_serve_exits_0_on_sigterm_and_3_when_its_ledger_store_is_unreachable",
     (C, "info", 1): "test_server_info.py::test_server_info_refuses_the_unauthenticated",
     (C, "witness", 1): "test_split_view.py::test_a_witness_of_one_log_refuses_the_other_tree_at_another_address",
     (C, "doctor", 0): "test_sandbox_backends.py::test_certd_doctor_reports_isolation",
@@ -245,7 +270,7 @@ ELSEWHERE: dict[tuple[str, str, int], str] = {
 # Documented codes no test gives yet (each needs a fault this suite does not stage: a store
 # backend going away, NOT_SERVING, a sandbox backend that is unusable, a refusal mid-job).
 NOT_TESTED: set[tuple[str, str, int]] = {
-    (C, "serve", 0), (C, "serve", 3), (C, "health", 1), (C, "doctor", 1), (C, "kappa-fit", 3),
+    (C, "health", 1), (C, "doctor", 1), (C, "kappa-fit", 3),
     (C, "rotate-key", 3), (F, "guard", 1), (F, "build-forktrees", 1), (F, "run", 1), (F, "run", 3),
     (F, "experiment", 1), (F, "experiment", 3), (F, "guard-demo", 1), (F, "guard-demo", 3),
     (F, "kappa-calibrate", 1),
