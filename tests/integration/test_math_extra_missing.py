@@ -4,10 +4,16 @@ INTERNAL for the whole batch (the math task's package imported SymPy while conve
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+
+from forkgate.errors import SetupError
+from forkgate.local import LocalCertd
 
 SCRIPT = textwrap.dedent(
     """
@@ -46,3 +52,28 @@ def test_a_math_line_without_sympy_is_a_per_item_verdict(tmp_path: Path) -> None
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert done.stdout.strip().endswith("per-item")
+
+
+def test_without_the_math_extra_certd_and_local_certd_name_it_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default config (math on) without SymPy: `certd serve` exits 2 with one line naming
+    the extra, and `LocalCertd` (what `forkgate run` starts) raises that line as a SetupError,
+    never ``KeyError: 'address'`` (issue 32)."""
+    shadow = tmp_path / "no-math-extra"
+    shadow.mkdir()
+    (shadow / "sympy.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'sympy'\", name='sympy')\n"
+    )
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(shadow), path])))
+    serve = subprocess.run(
+        [sys.executable, "-m", "certd.cli", "serve", "--data-dir", str(tmp_path / "d"),
+         "--listen", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = [x for x in serve.stderr.splitlines() if x.strip()]
+    assert serve.returncode == 2 and len(lines) == 1, serve.stderr[-3000:]
+    assert "needs the forkgate[math] extra (sympy is not installed)" in lines[0]
+    with pytest.raises(SetupError, match=r"could not start: .*needs the forkgate\[math\] extra"):
+        LocalCertd(tmp_path / "data")
