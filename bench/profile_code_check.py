@@ -1,9 +1,11 @@
 """Where a code check's CPU goes: HumanEval's 164 canonical solutions through certd over gRPC.
 
-Run: ``.venv/bin/python bench/profile_code_check.py [bwrap|docker] [--rounds N]`` (prints JSON).
+Run: ``.venv/bin/python bench/profile_code_check.py [bwrap|docker] [--rounds N] [--pool N]``
+(prints JSON). To compare with another commit, run it from outside the worktree with
+``PYTHONPATH`` at that commit's ``git archive`` (``certd`` and ``sandboxes`` come from there).
 
-One certd (pool of 2, as ``bench_code.py``) on loopback; after a warm-up batch, ``--rounds``
-batches of the 164 checks. Per batch, the CPU milliseconds per check of:
+One certd (pool of 2 as ``bench_code.py``, no worker recycled mid-batch) on loopback; after a
+warm-up batch, ``--rounds`` batches of the 164 checks. Per batch, the CPU milliseconds per check of:
 
 * ``certd_process``: the process that hosts certd and the client (gRPC both ends, task
   parsing, extraction, labels, the supervisor's side of each run), split into the checker's
@@ -12,11 +14,13 @@ batches of the 164 checks. Per batch, the CPU milliseconds per check of:
 * the sandbox, from the host's ``/proc/PID/stat``: pid 1 (the zygote: files, pipes,
   supervision, the post-run cleanup and state checks), the template (receives fds, forks,
   reaps) and the runs (the template's reaped children: harness start, tests, the solution's
-  process), and the worker's cgroup (all of it, plus kernel time charged to it);
+  process), and the worker's cgroup (all of it, plus kernel time charged to it), with the
+  time its CPU quota throttled it (``throttled``);
 * Docker only: the engine's processes (dockerd, containerd, shims), which carry the attached
   stream.
 
-Measured on a shared machine: compare only figures of the same run.
+A round's first figures can be negative or short where a worker was replaced during it (its
+counters restart). Measured on a shared machine: compare only figures of the same run.
 """
 
 from __future__ import annotations
@@ -83,6 +87,23 @@ def _zygote_pid(worker: Worker) -> int:
     return int(transport.container.attrs["State"]["Pid"])
 
 
+def _throttled_s(worker: Worker) -> float:
+    """Seconds the worker's cgroup was throttled by its CPU quota (bwrap on cgroup v1/v2)."""
+    cgroup = getattr(worker.transport, "cgroup", None)
+    for d in cgroup.dirs if cgroup is not None else []:
+        try:
+            text = (d / "cpu.stat").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "throttled_time":  # v1, ns
+                return int(value) / 1e9
+            if key == "throttled_usec":  # v2
+                return int(value) / 1e6
+    return 0.0
+
+
 def _engine_pids() -> list[int]:
     out = []
     for p in os.listdir("/proc"):
@@ -101,7 +122,7 @@ def _engine_pids() -> list[int]:
 def _sample(backend: str) -> dict[str, float]:
     t = os.times()
     s = {"certd_process": t.user + t.system, "zygote": 0.0, "template": 0.0, "runs": 0.0}
-    s["cgroup"] = 0.0
+    s["cgroup"] = s["throttled"] = 0.0
     for w in _WORKERS:
         if w.broken:
             continue
@@ -113,6 +134,7 @@ def _sample(backend: str) -> dict[str, float]:
             s["runs"] += kids
         cpu = w._cpu_seconds() if w._cpu_seconds else None
         s["cgroup"] += cpu or 0.0
+        s["throttled"] += _throttled_s(w)
     s["engine"] = sum(_stat(p)[0] for p in _engine_pids()) if backend == "docker" else 0.0
     s.update(_THREAD_CPU)
     return s
