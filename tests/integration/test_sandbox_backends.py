@@ -154,6 +154,23 @@ def test_each_run_gets_a_fresh_workdir_and_tmp(worker: Worker) -> None:
     assert r.stdout == b"['main.py'] []\n"
 
 
+def test_inline_runs_share_no_module_state(worker: Worker) -> None:
+    """The template's warm modules are there, but what a run does to them, or any random
+    state, never reaches the next run (each is a fresh fork of the untouched template)."""
+    code = (
+        "import sys\n"
+        "warm = 'typing' in sys.modules\n"
+        "import typing, random\n"
+        "print(warm, getattr(typing, 'LEFT', None), random.random())\n"
+        "typing.LEFT = 'x'\n"
+    )
+    first, second = (worker.run(py(code, inline_python=True), SHORT) for _ in range(2))
+    assert first.ok and second.ok, (first.detail, second.detail)
+    a, b = first.stdout.split(), second.stdout.split()
+    assert a[:2] == b[:2] == [b"True", b"None"]
+    assert a[2] != b[2]  # random is not seeded in the template
+
+
 def test_a_daemonised_child_is_killed_and_reported(worker: Worker) -> None:
     code = (
         "import os, time\n"
