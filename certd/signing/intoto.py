@@ -54,10 +54,11 @@ _CANONICAL = json.JSONEncoder(
 # The C encoder ``_CANONICAL.encode`` builds on every call, built once (the audit hashes a
 # million tasks): the same arguments but no circular-reference markers, so a cycle raises
 # RecursionError, mapped below like the encoder's own ValueError. None without the C module.
-_C_CANONICAL = (
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped in typeshed
+_C_CANONICAL: Any = (
     None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
         None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
     )
 )
@@ -81,7 +82,9 @@ def canonical_json(obj: object) -> bytes:
         else:
             text = _CANONICAL.encode(obj)
     except RecursionError as e:
-        raise InvalidInputError("expected a JSON-serializable value: nested too deeply or circular") from e
+        raise InvalidInputError(
+            "expected a JSON-serializable value: nested too deeply or circular"
+        ) from e
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"expected a JSON-serializable value: {e}") from e
     return text.encode("utf-8")
