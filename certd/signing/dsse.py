@@ -367,6 +367,11 @@ class KeyRing:
             if t.valid_at(at_time) and t.valid_at_index(at_index)
         )
 
+    def knows(self, keyid_hex: str) -> bool:
+        """Tell whether any key with this id is trusted, whatever its windows
+        (``bool(lookup(keyid_hex))``, without building the tuple)."""
+        return keyid_hex in self._by_id
+
     def __iter__(self) -> Iterator[TrustedKey]:
         for entries in self._by_id.values():
             yield from entries

@@ -51,6 +51,17 @@ _SHA256_HEX = re.compile("[0-9a-f]{64}")
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+# The C encoder ``_CANONICAL.encode`` builds on every call, built once (the audit hashes a
+# million tasks): the same arguments but no circular-reference markers, so a cycle raises
+# RecursionError, mapped below like the encoder's own ValueError. None without the C module.
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped in typeshed
+_C_CANONICAL: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
 
 
 def canonical_json(obj: object) -> bytes:
@@ -66,7 +77,14 @@ def canonical_json(obj: object) -> bytes:
         UTF-8 bytes, keys sorted, no whitespace, non-ASCII kept as UTF-8.
     """
     try:
-        text = _CANONICAL.encode(obj)
+        if _C_CANONICAL is not None:
+            text = "".join(_C_CANONICAL(obj, 0))
+        else:
+            text = _CANONICAL.encode(obj)
+    except RecursionError as e:
+        raise InvalidInputError(
+            "expected a JSON-serializable value: nested too deeply or circular"
+        ) from e
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"expected a JSON-serializable value: {e}") from e
     return text.encode("utf-8")
