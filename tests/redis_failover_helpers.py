@@ -5,9 +5,11 @@ deterministic.
 stops forwarding the primary's replication stream (the replica's acknowledgements still
 flow), so writes the primary acknowledges reach only the primary; ``cut()`` then drops the
 held bytes and closes the link, as losing the primary's machine does. SIGSTOP of the replica
-does not give this window: the kernel keeps buffering the stream for the stopped process
-(several MB on loopback) and the primary's orphaned socket keeps sending it, so after
-SIGCONT the replica applies what a lost machine would never have delivered.
+does not give this window: the kernel keeps buffering the stream for the stopped process and
+the killed primary's orphaned socket keeps sending it, so after SIGCONT the replica applies
+what a lost machine would never have delivered (measured here: 100 and 1,000 SETs of 3 KB,
+300 KB and 3 MB of stream, written while the replica was stopped and the primary SIGKILLed
+before SIGCONT, all reached the replica; 5,000 SETs, 15 MB: 40 did).
 """
 
 from __future__ import annotations
