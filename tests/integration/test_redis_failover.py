@@ -14,7 +14,9 @@ extended); replicas without that memory serve the shorter log, and the witness t
 the larger checkpoint refuses to cosign it; lost certificates are not served at their index;
 every acknowledged certificate below the promoted size is intact at its index and ``certd
 audit`` of the promoted store passes (it is a consistent, shorter log: the fork is visible
-only to those who hold a larger checkpoint).
+only to those who hold a larger checkpoint). A second case runs without the hold (the natural
+window) and reports its figures. Measured: docs/operating-a-cluster.md, "What each store
+promises".
 """
 
 from __future__ import annotations
