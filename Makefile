@@ -50,9 +50,9 @@ $(RUN_STAMP): pyproject.toml $(BASE_STAMP)
 
 $(STAMP): pyproject.toml $(BASE_STAMP)
 	$(UV) -e '.[dev,train]'
-	# verl without its own pins (they would replace transformers and pull ray[default], wandb…);
-	# the verl extra (in dev) installs what its trainer modules import. See docs/adapters.md.
-	$(UV) --no-deps verl==0.9.1
+	# An upgraded venv may keep `kernels` 0.19 (pulled by transformers >= 5.11): verl's
+	# transformers 5.10 fails to import beside it, and nothing else needs it.
+	$(BIN)/uv pip uninstall -q --python $(BIN)/python kernels 2>/dev/null || true
 	touch $@
 
 setup: sysdeps $(STAMP)

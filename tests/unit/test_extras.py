@@ -4,6 +4,8 @@ sentence-transformers or dev tools); `make test` installs the dev extra, which h
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -36,7 +38,7 @@ def test_the_run_extra_holds_the_job_and_nothing_heavy() -> None:
     assert {"torch", "sympy", "pydantic", "matplotlib", "safetensors"} <= run
     assert not run & HEAVY, run & HEAVY
     assert _closure("run", extras) <= _closure("dev", extras)  # make test covers make run
-    assert {"trl", "ray", "mypy", "pytest"} <= _closure("dev", extras)
+    assert {"trl", "verl", "mypy", "pytest"} <= _closure("dev", extras)
 
 
 def test_make_run_installs_the_run_extra_only() -> None:
@@ -45,3 +47,11 @@ def test_make_run_installs_the_run_extra_only() -> None:
     assert run_target and run_target.group(1).split() == ["setup-run"]
     stamp = make[make.index("$(RUN_STAMP): pyproject.toml") :].split("\n\n", 1)[0]
     assert "-e '.[run]'" in stamp and "verl" not in stamp and "dev" not in stamp
+
+
+def test_the_suites_own_install_is_consistent() -> None:
+    """`pip check` of the venv running this suite (the dev extra: TRL and verl together)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
