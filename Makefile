@@ -73,7 +73,8 @@ math-verify-cases: setup
 	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
 
 # Two pytest-xdist workers (most of the suite waits on servers and subprocesses, not the CPU),
-# each running a whole module at a time (--dist loadfile: a module's shared server starts once);
+# each running a whole module at a time (--dist loadfile: a module's shared server starts once),
+# the slowest modules first (tests/conftest.py, tests/module_seconds.json; not xdist's order);
 # then the modules marked `serial` (they time deadlines or CPU shares), alone. Both phases always
 # run; PYTEST_WORKERS=0 runs the first in one process too.
 PYTEST_WORKERS ?= 2
@@ -81,7 +82,7 @@ TEST_ENV := FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD
   FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE)
 unit: setup math-verify-cases
 	$(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) --dist loadfile \
-	  -m "not serial"; a=$$?; \
+	  --no-loadscope-reorder -m "not serial"; a=$$?; \
 	$(TEST_ENV) $(BIN)/pytest -q --durations=10 -m serial; b=$$?; \
 	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 
