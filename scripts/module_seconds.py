@@ -3,8 +3,8 @@
 Usage: ``pytest … --junitxml=run.xml`` then ``python scripts/module_seconds.py run.xml``.
 tests/conftest.py starts the slowest modules first with it (``make unit``); modules under
 one second are left out (they keep their collection order, after the listed ones).
-The first table was assembled from the "slowest N durations" of four earlier full runs (each
-test's largest figure, summed by module): a lower bound per module, enough to order them.
+The committed table comes from one whole parallel phase on this 2-core machine at load 15-20
+(every figure inflated, CPU-bound modules most; the order is what counts).
 """
 
 from __future__ import annotations
