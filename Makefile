@@ -64,8 +64,9 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports  # the layering contracts in pyproject.toml ([tool.importlinter])
 
+TYPECHECK := $(BIN)/mypy certd sandboxes client
 typecheck: setup
-	$(BIN)/mypy certd sandboxes client
+	$(TYPECHECK)
 
 # Math-Verify's public test cases, read by tests/conformance at test time (never copied here).
 MV_CACHE := .cache/math-verify
@@ -73,16 +74,19 @@ math-verify-cases: setup
 	test -f $(MV_CACHE)/math_verify-0.9.0.tar.gz || $(BIN)/pip download -q --no-deps --no-binary :all: math-verify==0.9.0 -d $(MV_CACHE)
 
 # Two pytest-xdist workers (most of the suite waits on servers and subprocesses, not the CPU),
-# each running a whole module at a time (--dist loadfile: a module's shared server starts once);
+# each running a whole module at a time (--dist loadfile: a module's shared server starts once),
+# the slowest modules first (tests/conftest.py, tests/module_seconds.json; not xdist's order);
 # then the modules marked `serial` (they time deadlines or CPU shares), alone. Both phases always
 # run; PYTEST_WORKERS=0 runs the first in one process too.
 PYTEST_WORKERS ?= 2
 TEST_ENV := FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
   FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE)
+PARALLEL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) \
+  --dist loadfile --no-loadscope-reorder -m "not serial"
+SERIAL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=10 -m serial
 unit: setup math-verify-cases
-	$(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) --dist loadfile \
-	  -m "not serial"; a=$$?; \
-	$(TEST_ENV) $(BIN)/pytest -q --durations=10 -m serial; b=$$?; \
+	$(PARALLEL_PHASE); a=$$?; \
+	$(SERIAL_PHASE); b=$$?; \
 	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 # The Docker engine the docker sandbox backend and its tests use: started only when `docker info`
@@ -110,7 +114,16 @@ cluster-image: docker-engine setup
 single-image: docker-engine setup cluster-image
 	@$(call image_is_current,$(SINGLE_IMAGE)) || SRC_KEY=$(SRC_KEY) TAG=$(SINGLE_IMAGE) BASE=$(CERTD_IMAGE) deploy/single/build-image.sh
 
-test: lint typecheck sandbox-image cluster-image single-image unit
+# `make test` is lint, typecheck and unit, with mypy (about 50 CPU-seconds cold, on a fresh
+# clone) niced beside the parallel phase, which leaves a core idle much of the time; its output
+# follows that phase's, and the serial phase starts only after it ends. Fails if any part fails.
+test: lint sandbox-image cluster-image single-image math-verify-cases
+	@log=$$(mktemp); echo "$(TYPECHECK) runs beside the parallel phase"; \
+	nice -n 10 $(TYPECHECK) >$$log 2>&1 & tc=$$!; \
+	echo '$(PARALLEL_PHASE)'; $(PARALLEL_PHASE); a=$$?; \
+	wait $$tc; t=$$?; echo "$(TYPECHECK): exit $$t"; cat $$log; rm -f $$log; \
+	echo '$(SERIAL_PHASE)'; $(SERIAL_PHASE); b=$$?; \
+	[ $$a -eq 0 ] && [ $$t -eq 0 ] && [ $$b -eq 0 ]
 
 # `forkgate run` refuses a workdir holding an earlier run; `make run` replaces its own (out/run).
 RUN_FLAGS ?= --force

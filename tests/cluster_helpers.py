@@ -64,25 +64,35 @@ class Replica:
         self.address = ""
 
     def start(self) -> Replica:
+        """Start the process and wait for its ``serving`` line."""
+        return self.launch().wait_serving()
+
+    def launch(self) -> Replica:
+        """Start the process without waiting: replicas launched together start side by side
+        (each spends seconds importing before it serves), then ``wait_serving`` each."""
         cfg_path = self.data_dir / "config.json"
         cfg_path.write_text(json.dumps(self.config))
-        log = (self.data_dir / "serve.log").open("a")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "certd.cli", "serve",
-                "--data-dir", str(self.data_dir),
-                "--listen", "127.0.0.1:0",
-                "--ledger", self.ledger_url,
-                "--config", str(cfg_path),
-                "--json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        assert self.proc.stdout is not None
+        with (self.data_dir / "serve.log").open("a") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable, "-m", "certd.cli", "serve",
+                    "--data-dir", str(self.data_dir),
+                    "--listen", "127.0.0.1:0",
+                    "--ledger", self.ledger_url,
+                    "--config", str(cfg_path),
+                    "--json",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+        return self
+
+    def wait_serving(self) -> Replica:
+        """Read the launched process's first line: its ``serving`` event and address."""
+        assert self.proc is not None and self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             self.proc.wait(timeout=10)
@@ -145,8 +155,14 @@ class Cluster:
 
     def start(self) -> Cluster:
         self.redis.start()
-        for r in self.replicas:
-            r.start()
+        try:
+            for r in self.replicas:  # side by side, then each one's serving line
+                r.launch()
+            for r in self.replicas:
+                r.wait_serving()
+        except BaseException:
+            self.close()  # no replica outlives a failed start
+            raise
         return self
 
     @property

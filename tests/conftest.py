@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,6 +10,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest modules first (their seconds in ``tests/module_seconds.json``), each
+    module's tests in their own order; modules not listed keep their order, after those listed.
+
+    ``make unit`` hands whole modules to two xdist workers in this order
+    (``--dist loadfile --no-loadscope-reorder``): the long modules start at once and the short
+    ones fill in behind them, so the workers finish together instead of one waiting out a
+    long module that started last. Refresh the table from a run's JUnit XML with
+    ``scripts/module_seconds.py`` when modules grow or move; a stale table reorders only.
+    """
+    seconds: dict[str, float] = json.loads(MODULE_SECONDS.read_text())
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
 
 
 def _test_config(data_dir: Path, *, verify_pool: bool) -> object:

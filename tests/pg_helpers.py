@@ -236,9 +236,11 @@ class PgCluster:
         self.primary.init(synchronous_standby="standby").start()
         self.standby = self.primary.standby("standby")
         self.primary.wait_synchronous("standby")
-        for r in self.replicas:
+        for r in self.replicas:  # side by side, then each one's serving line
             r.ledger_url = self.url
-            r.start()
+            r.launch()
+        for r in self.replicas:
+            r.wait_serving()
         return self
 
     @property
