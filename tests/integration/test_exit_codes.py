@@ -174,6 +174,7 @@ EXIT_TABLE: list[tuple[str, str, int]] = [
     (C, "doctor --config {dir}/no-docker.json", 1),
     (C, "kappa-report --in {dir}/none.jsonl", 2),
     (C, "kappa-fit --rollouts {dir}/none.jsonl --data-dir {tmp}/kf", 2),
+    (C, "kappa-fit --rollouts {dir}/rollouts.jsonl --config {dir}/kappa-fit.json --data-dir {tmp}/none", 2),
     (C, "kappa-fit --rollouts {dir}/rollouts.jsonl --config {dir}/kappa-fit.json --data-dir {tmp}", 3),
     (C, "rotate-key --data-dir {dir}/data --new-key {dir}/none.key", 2),
     (C, "rotate-key --data-dir {dir}/rk --config {dir}/redis-down.json --new-key {dir}/new.key", 3),
