@@ -45,6 +45,11 @@ def _cmd_kappa_fit(args: argparse.Namespace) -> int:
     from certd.service.server import ensure_key, open_ledger
 
     cfg = load_config(args.config, data_dir=args.data_dir, listen=None)
+    if not cfg.data_dir.is_dir():  # a typo must not start a new log under a new key
+        raise InvalidInputError(
+            f"{cfg.data_dir}: no such directory (the data dir of the log to record in)",
+            field="data_dir",
+        )
     rows = read_rollouts(_read(args.rollouts), args.rollouts)
     labeller = LearnedLabeller.from_config(cfg)
     if labeller is None:
@@ -90,8 +95,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         sub,
         "kappa-fit",
         "fit the learned κ on trusted rollouts and record each question's model in the ledger",
-        "0 recorded (or kept), 2 a bad config, rollouts file or too few correct rollouts, "
-        "3 the ledger store unreachable",
+        "0 recorded (or kept), 2 a bad config, rollouts file or data dir, or too few correct "
+        "rollouts, 3 the ledger store unreachable",
         _cmd_kappa_fit,
     )
     f.add_argument("--rollouts", required=True, help="JSONL of {task, responses} ('-': stdin)")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from certd.signing.keys import SigningKey
 from forkgate import CertdClient
 from forkgate.acceptance import register_task_set
 from forkgate.cli import main
@@ -101,6 +102,10 @@ def test_guard_cli_prints_the_support_table(
     obj = json.loads(capsys.readouterr().out)
     assert [d["accepted"] for d in obj["decisions"]][:2] == [True, False]
 
+    stranger = SigningKey.generate("stranger.example/log").verifier().to_vkey()
+    trusting = ["guard", "--server", address, "--run", "guard-demo", "--trust", stranger]
+    assert main(trusting) == 1  # the accepted step's certificate does not verify
+    assert "certificate does NOT verify" in capsys.readouterr().out
     assert main(["guard", "--server", address, "--run", "guard-demo", "--tasks", "nope"]) == 2
     assert main(["guard", "--server", address, "--run", "no-such-run"]) == 2
     assert "no acceptance decision" in capsys.readouterr().err
