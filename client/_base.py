@@ -20,7 +20,7 @@ from grpc_status import rpc_status
 
 from certd.errors import CertdError
 from certd.netaddr import with_default_port
-from certd.v1 import authority_pb2, tasks_pb2, verifier_pb2
+from certd.v1 import authority_pb2, ledger_pb2, tasks_pb2, verifier_pb2
 
 from ._retry import MAX_ATTEMPTS, service_config
 from .errors import (
@@ -430,6 +430,23 @@ def certify_request(
         label=tasks_pb2.Label(kappa=kappa, value=label, fields=dict(fields or {})),
         witness=witness,
     )
+
+
+def rotation_records(reply: ledger_pb2.GetKeyRotationsResponse) -> list[dict[str, object]]:
+    """The records of a GetKeyRotations reply, oldest first, as ``--trust`` takes them
+    (for ``certd.keyrotation.open_rotation_record``; nothing trusted here)."""
+    from certd.keyrotation import rotation_record
+
+    return [
+        rotation_record(
+            r.ledger_index,
+            r.entry,
+            r.inclusion.checkpoint.note,
+            r.inclusion.tree_size,
+            list(r.inclusion.hashes),
+        )
+        for r in reply.rotations
+    ]
 
 
 class StreamChecker:

@@ -40,6 +40,7 @@ from ._base import (
     chunks,
     load_keyring,
     map_rpc_error,
+    rotation_records,
     server_name_options,
     verify_requests,
 )
@@ -285,19 +286,8 @@ class AsyncCertdClient:
     async def key_rotations(self) -> list[dict[str, object]]:
         """The log's key rotations, oldest first, as ``CertdClient.key_rotations`` returns them
         (records for ``certd.keyrotation.open_rotation_record``; nothing trusted from here)."""
-        from certd.keyrotation import rotation_record
-
         req = ledger_pb2.GetKeyRotationsRequest()
         reply: ledger_pb2.GetKeyRotationsResponse = await self._call(
             self._ledger.GetKeyRotations, req
         )
-        return [
-            rotation_record(
-                r.ledger_index,
-                r.entry,
-                r.inclusion.checkpoint.note,
-                r.inclusion.tree_size,
-                list(r.inclusion.hashes),
-            )
-            for r in reply.rotations
-        ]
+        return rotation_records(reply)

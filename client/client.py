@@ -45,6 +45,7 @@ from ._base import (
     chunks,
     load_keyring,
     map_rpc_error,
+    rotation_records,
     server_name_options,
     verify_requests,
 )
@@ -383,20 +384,9 @@ class CertdClient:
         checkpoint the outgoing key signed. Nothing is trusted from here:
         ``certd.keyrotation.open_rotation_record(record, ring)`` verifies one against the keys
         you trust (``certd.keyrotation.follow`` then moves them onto the new key)."""
-        from certd.keyrotation import rotation_record
-
         req = ledger_pb2.GetKeyRotationsRequest()
         reply: ledger_pb2.GetKeyRotationsResponse = self._call(self._ledger.GetKeyRotations, req)
-        return [
-            rotation_record(
-                r.ledger_index,
-                r.entry,
-                r.inclusion.checkpoint.note,
-                r.inclusion.tree_size,
-                list(r.inclusion.hashes),
-            )
-            for r in reply.rotations
-        ]
+        return rotation_records(reply)
 
 
 def _requests_one_by_one(items: Iterable[VerifyLike]) -> Iterator[verifier_pb2.VerifyRequest]:

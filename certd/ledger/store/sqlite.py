@@ -35,6 +35,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from certd.errors import ConfigError, StoreError
 from certd.ledger.store.interface import DuplicateKeyError, Entry, LedgerStore, Node, StoreLimits
@@ -65,6 +66,14 @@ def _blob(value: object) -> bytes | None:
 
 
 _KEY_CHUNK = 500
+
+
+def _rows_in(conn: sqlite3.Connection, query: str, values: Sequence[object]) -> Iterator[Any]:
+    """The rows of ``query IN (values)``, asked ``_KEY_CHUNK`` values at a time (SQLite's
+    limit on bound parameters); ``query`` ends with the column the values match."""
+    for i in range(0, len(values), _KEY_CHUNK):
+        chunk = list(values[i : i + _KEY_CHUNK])
+        yield from conn.execute(f"{query} IN ({','.join('?' * len(chunk))})", chunk)
 
 
 class SQLiteStore(LedgerStore):
@@ -271,15 +280,10 @@ class SQLiteStore(LedgerStore):
         found: dict[int, bytes] = {}
         try:
             with self._read() as conn:
-                for i in range(0, len(indexes), _KEY_CHUNK):
-                    chunk = list(indexes[i : i + _KEY_CHUNK])
-                    marks = ",".join("?" * len(chunk))
-                    for idx, data in conn.execute(
-                        f"SELECT idx, data FROM entries WHERE idx IN ({marks})", chunk
-                    ):
-                        blob = _blob(data)
-                        if blob is not None:
-                            found[int(idx)] = blob
+                for idx, data in _rows_in(conn, "SELECT idx, data FROM entries WHERE idx", indexes):
+                    blob = _blob(data)
+                    if blob is not None:
+                        found[int(idx)] = blob
         except sqlite3.Error as e:
             raise StoreError(f"cannot read {len(indexes)} entries: {e}") from e
         return [found.get(i) for i in indexes]
@@ -288,13 +292,8 @@ class SQLiteStore(LedgerStore):
         found: dict[str, int] = {}
         try:
             with self._read() as conn:
-                for i in range(0, len(keys), _KEY_CHUNK):
-                    chunk = list(keys[i : i + _KEY_CHUNK])
-                    marks = ",".join("?" * len(chunk))
-                    for key, idx in conn.execute(
-                        f"SELECT key, idx FROM entries WHERE key IN ({marks})", chunk
-                    ):
-                        found[key] = int(idx)
+                for key, idx in _rows_in(conn, "SELECT key, idx FROM entries WHERE key", keys):
+                    found[key] = int(idx)
         except sqlite3.Error as e:
             raise StoreError(f"cannot look up keys: {e}") from e
         return found
