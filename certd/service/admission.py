@@ -155,7 +155,10 @@ class Admission:
     def __init__(self, limits: ServiceLimits) -> None:
         self._limits = limits
         self.local_principal = limits.local_principal  # the loopback rule (certd.service.peers)
-        self.server_port: int | None = None  # the bound port: loopback callers found by 4-tuple
+        # the bound port and, for a listen on one address, that address: loopback callers are
+        # found by their connection's four-tuple (certd.service.peers)
+        self.server_port: int | None = None
+        self.server_host: str | None = None
         self._lock = threading.Lock()
         self._per_client: dict[str, int] = {}  # calls held (threads), pending or started
         self._verifying: dict[str, int] = {}  # verification slots held
@@ -365,7 +368,9 @@ class AdmissionExecutor(ThreadPoolExecutor):
     def _client(self, view: _CallView) -> str:
         if self._authenticate is None:
             admission = self._admission
-            return principal_of_peer(view.peer(), admission.local_principal, admission.server_port)
+            return principal_of_peer(
+                view.peer(), admission.local_principal, admission.server_port, admission.server_host
+            )
         return f"principal:{self._authenticate(view).name}"
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:

@@ -37,7 +37,7 @@ from typing import Literal
 
 from certd.service import sockdiag
 
-__all__ = ["LocalPrincipal", "principal_of_peer", "user_of"]
+__all__ = ["LocalPrincipal", "listen_address", "principal_of_peer", "user_of"]
 
 LocalPrincipal = Literal["uid", "process"]
 _SUBUID = "/etc/subuid"
@@ -140,21 +140,49 @@ def user_of(uid: int, subuid: str = _SUBUID) -> int:
     return uid
 
 
-def _connection_of(host: str, port: int, server_port: int | None) -> tuple[int, int] | None:
-    """(inode, uid) of the client socket host:port: asked by four-tuple, else from the table."""
+def listen_address(listen: str) -> str | None:
+    """The one IP address ``listen`` (``host:port``) binds; None for a wildcard or a name."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return None if ip.is_unspecified else str(ip)
+
+
+def _connection_of(
+    host: str, port: int, server_port: int | None, server_host: str | None
+) -> tuple[int, int] | None:
+    """(inode, uid) of the client socket host:port: asked by four-tuple, else from the table.
+
+    With the server's own address (a listen on one address, certd's default) the four-tuple is
+    the connection's and no other socket can answer. A wildcard listen leaves the address the
+    client dialled unknown: its own address, then the family's loopback, are tried, and a
+    socket elsewhere that shares the client's port (the kernel lets connections to different
+    destinations share an ephemeral port) could answer instead; so could the table's first
+    entry for that port.
+    """
     if server_port is not None:
         ip = ipaddress.ip_address(host)
-        for server in dict.fromkeys((host, "127.0.0.1" if ip.version == 4 else "::1")):
-            try:
+        guesses = (host, "127.0.0.1" if ip.version == 4 else "::1")
+        try:
+            for server in (server_host,) if server_host else dict.fromkeys(guesses):
                 found = sockdiag.connection_owner((host, port), (server, server_port))
-            except sockdiag.Unavailable:
-                break
-            if found is not None:
-                return found.inode, found.uid
+                if found is not None:
+                    return found.inode, found.uid
+        except sockdiag.Unavailable:
+            return _socket_of(host, port)
+        if server_host:
+            return None  # the connection is gone; the table could name another socket
     return _socket_of(host, port)
 
 
-def principal_of_peer(peer: str, by: LocalPrincipal = "uid", server_port: int | None = None) -> str:
+def principal_of_peer(
+    peer: str,
+    by: LocalPrincipal = "uid",
+    server_port: int | None = None,
+    server_host: str | None = None,
+) -> str:
     """The principal of an unauthenticated call from ``peer`` (grpc's peer string).
 
     Args:
@@ -162,6 +190,8 @@ def principal_of_peer(peer: str, by: LocalPrincipal = "uid", server_port: int | 
         by: on loopback, ``uid`` (the socket owner's user) or ``process`` (its pid).
         server_port: the port the call came in on, when known: the connection is then looked
             up by its four-tuple rather than found in the whole socket table.
+        server_host: the one address the server listens on (None for a wildcard or a name):
+            the four-tuple is then exact.
     """
     parts = _split(peer)
     if parts is None:
@@ -173,7 +203,7 @@ def principal_of_peer(peer: str, by: LocalPrincipal = "uid", server_port: int | 
         return f"host:{host}"
     if not loopback:
         return f"host:{host}"
-    found = _connection_of(host, port, server_port)
+    found = _connection_of(host, port, server_port, server_host)
     if found is None or found[0] == 0:
         return f"host:{host}"
     inode, uid = found

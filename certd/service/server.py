@@ -56,6 +56,7 @@ from certd.service.observability import (
     MetricsInterceptor,
     serve_metrics,
 )
+from certd.service.peers import listen_address
 from certd.service.taskcache import TaskCache
 from certd.service.verifier import VerifierServicer
 from certd.signing.keys import SigningKey, VerifierKey, load_signing_key, save_signing_key
@@ -328,6 +329,7 @@ class CertdServer:
         if self.port == 0:
             raise ConfigError(f"cannot listen on {self.cfg.listen}")
         self.admission.server_port = self.port
+        self.admission.server_host = listen_address(self.cfg.listen)
         if self.cfg.observability.metrics_listen is not None:
             self._stop_metrics = serve_metrics(self.metrics, self.cfg.observability.metrics_listen)
             self.metrics_port = int(self._stop_metrics.port)  # type: ignore[attr-defined]

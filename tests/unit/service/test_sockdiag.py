@@ -118,3 +118,36 @@ def test_another_users_connection_is_that_user() -> None:
         for fd in (ready_r, done_w):
             os.close(fd)
         server.close()
+
+
+def test_a_port_shared_with_a_connection_elsewhere_does_not_name_the_caller() -> None:
+    """The kernel lets connections to different destinations share a local port. With the
+    server's one address known, the caller's own connection answers, not the other one:
+    the server listens on 127.0.0.2:P, a decoy on 127.0.0.1:P; the caller reaches the
+    server from 127.0.0.1:X and another socket the decoy from the same 127.0.0.1:X. Guessing
+    the address the caller dialled (its own, as a wildcard listen must) finds the other."""
+    server = socket.create_server(("127.0.0.2", 0))
+    port = server.getsockname()[1]
+    decoy = socket.create_server(("127.0.0.1", port))
+    caller, other = (socket.socket() for _ in range(2))
+    try:
+        for s in (caller, other):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        caller.bind(("127.0.0.1", 0))
+        shared = caller.getsockname()[1]
+        other.bind(("127.0.0.1", shared))
+        caller.connect(("127.0.0.2", port))
+        other.connect(("127.0.0.1", port))
+        peer = f"ipv4:127.0.0.1:{shared}"
+        caller_inode = os.fstat(caller.fileno()).st_ino
+        other_inode = os.fstat(other.fileno()).st_ino
+        assert peers._connection_of("127.0.0.1", shared, port, "127.0.0.2")[0] == caller_inode
+        assert peers._connection_of("127.0.0.1", shared, port, None)[0] == other_inode  # a guess
+        assert peers.listen_address("127.0.0.2:50051") == "127.0.0.2"
+        assert peers.listen_address("[::]:50051") is None
+        assert peers.principal_of_peer(peer, server_port=port, server_host="127.0.0.2") == (
+            f"uid:{os.getuid()}"
+        )
+    finally:
+        for s in (caller, other, server, decoy):
+            s.close()
