@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
 
+pytest_plugins = ["cpu_accounting"]  # CPU per module, only with FORKGATE_CPU_REPORT set
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slowest modules first (their seconds in ``tests/module_seconds.json``), each
