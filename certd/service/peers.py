@@ -20,10 +20,12 @@ no bound on a user that forks. A remote peer is its host (``host:ADDR``), the on
 TCP gives it; a peer that is neither (a Unix socket) is its peer string. Lookups are cached
 by socket inode.
 
-A server that knows its own port (``server_port``) asks the kernel for the one connection
-(``certd.service.sockdiag``, a hash lookup) instead of reading the whole socket table; the
-table is read only when that finds nothing (a client that dialled another loopback address than
-its own, or a kernel without sock_diag).
+A server that knows its own port (``server_port``) asks the kernel for the caller's connection
+(``certd.service.sockdiag``) instead of reading the whole socket table: by its four-tuple when
+the server listens on one address, else for the client port's connections to the server's
+port. When two of those share the caller's port (one to each of two server addresses) the
+caller is its connection (``connection:ADDR:PORT``), not a guess that could name another
+user's socket. The table is read only on a kernel without sock_diag.
 """
 
 from __future__ import annotations
@@ -150,31 +152,33 @@ def listen_address(listen: str) -> str | None:
     return None if ip.is_unspecified else str(ip)
 
 
+_AMBIGUOUS = (-1, -1)
+
+
 def _connection_of(
     host: str, port: int, server_port: int | None, server_host: str | None
 ) -> tuple[int, int] | None:
-    """(inode, uid) of the client socket host:port: asked by four-tuple, else from the table.
+    """(inode, uid) of the client socket host:port: asked of the kernel, else from the table.
 
     With the server's own address (a listen on one address, certd's default) the four-tuple is
     the connection's and no other socket can answer. A wildcard listen leaves the address the
-    client dialled unknown: its own address, then the family's loopback, are tried, and a
-    socket elsewhere that shares the client's port (the kernel lets connections to different
-    destinations share an ephemeral port) could answer instead; so could the table's first
-    entry for that port.
+    client dialled unknown: the kernel is asked for every connection from host:port to the
+    server's port. One is the caller's; several (the kernel lets connections to different
+    destinations share an ephemeral port, so the client's port may reach the server on two of
+    its addresses) are ``_AMBIGUOUS``: no socket is taken for the caller's on a guess.
     """
-    if server_port is not None:
-        ip = ipaddress.ip_address(host)
-        guesses = (host, "127.0.0.1" if ip.version == 4 else "::1")
-        try:
-            for server in (server_host,) if server_host else dict.fromkeys(guesses):
-                found = sockdiag.connection_owner((host, port), (server, server_port))
-                if found is not None:
-                    return found.inode, found.uid
-        except sockdiag.Unavailable:
-            return _socket_of(host, port)
+    if server_port is None:
+        return _socket_of(host, port)
+    try:
         if server_host:
-            return None  # the connection is gone; the table could name another socket
-    return _socket_of(host, port)
+            found = sockdiag.connection_owner((host, port), (server_host, server_port))
+            return None if found is None else (found.inode, found.uid)
+        entries = sockdiag.connections_to_port((host, port), server_port)
+    except sockdiag.Unavailable:
+        return _socket_of(host, port)
+    if len(entries) > 1:
+        return _AMBIGUOUS
+    return (entries[0].inode, entries[0].uid) if entries else None
 
 
 def principal_of_peer(
@@ -204,6 +208,8 @@ def principal_of_peer(
     if not loopback:
         return f"host:{host}"
     found = _connection_of(host, port, server_port, server_host)
+    if found == _AMBIGUOUS:
+        return f"connection:{host}:{port}"  # its own share, and no other caller's
     if found is None or found[0] == 0:
         return f"host:{host}"
     inode, uid = found

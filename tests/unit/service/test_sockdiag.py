@@ -125,7 +125,7 @@ def test_a_port_shared_with_a_connection_elsewhere_does_not_name_the_caller() ->
     server's one address known, the caller's own connection answers, not the other one:
     the server listens on 127.0.0.2:P, a decoy on 127.0.0.1:P; the caller reaches the
     server from 127.0.0.1:X and another socket the decoy from the same 127.0.0.1:X. Guessing
-    the address the caller dialled (its own, as a wildcard listen must) finds the other."""
+    the address the caller dialled (its own, as a wildcard listen once did) found the other."""
     server = socket.create_server(("127.0.0.2", 0))
     port = server.getsockname()[1]
     decoy = socket.create_server(("127.0.0.1", port))
@@ -140,9 +140,10 @@ def test_a_port_shared_with_a_connection_elsewhere_does_not_name_the_caller() ->
         other.connect(("127.0.0.1", port))
         peer = f"ipv4:127.0.0.1:{shared}"
         caller_inode = os.fstat(caller.fileno()).st_ino
-        other_inode = os.fstat(other.fileno()).st_ino
         assert peers._connection_of("127.0.0.1", shared, port, "127.0.0.2")[0] == caller_inode
-        assert peers._connection_of("127.0.0.1", shared, port, None)[0] == other_inode  # a guess
+        # without the server's address (a wildcard listen) both sockets are connections from
+        # X to port P: neither is taken for the caller's on a guess
+        assert peers._connection_of("127.0.0.1", shared, port, None) == peers._AMBIGUOUS
         assert peers.listen_address("127.0.0.2:50051") == "127.0.0.2"
         assert peers.listen_address("[::]:50051") is None
         assert peers.principal_of_peer(peer, server_port=port, server_host="127.0.0.2") == (
@@ -150,4 +151,39 @@ def test_a_port_shared_with_a_connection_elsewhere_does_not_name_the_caller() ->
         )
     finally:
         for s in (caller, other, server, decoy):
+            s.close()
+
+
+def test_a_wildcard_listen_names_the_caller_by_its_connections_to_the_server_port() -> None:
+    """A server on 0.0.0.0:P does not know which address the caller dialled. The caller reaches
+    it at 127.0.0.2:P from 127.0.0.1:X; a socket to another server port Q shares X. The kernel's
+    filter on both ports finds the caller alone (the old guess of the dialled address found
+    nothing and read the table, whose first entry for X could be the other socket). When a
+    second connection from X reaches the server on another of its addresses, the caller is its
+    connection, never the other socket's owner."""
+    server = socket.create_server(("0.0.0.0", 0))
+    port = server.getsockname()[1]
+    elsewhere = socket.create_server(("127.0.0.1", 0))
+    caller, other, second = (socket.socket() for _ in range(3))
+    try:
+        for s in (caller, other, second):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 0))
+        shared = other.getsockname()[1]
+        other.connect(elsewhere.getsockname())
+        caller.bind(("127.0.0.1", shared))
+        caller.connect(("127.0.0.2", port))
+        peer = f"ipv4:127.0.0.1:{shared}"
+        found = peers._connection_of("127.0.0.1", shared, port, None)
+        assert found == (os.fstat(caller.fileno()).st_ino, os.getuid())
+        assert peers.principal_of_peer(peer, server_port=port) == f"uid:{os.getuid()}"
+        second.bind(("127.0.0.1", shared))
+        second.connect(("127.0.0.3", port))
+        peers._cache.clear()
+        assert peers.principal_of_peer(peer, server_port=port) == f"connection:127.0.0.1:{shared}"
+        assert peers.principal_of_peer(peer, server_port=port, server_host="127.0.0.2") == (
+            f"uid:{os.getuid()}"
+        )
+    finally:
+        for s in (caller, other, second, server, elsewhere):
             s.close()
