@@ -27,6 +27,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """
     seconds: dict[str, float] = json.loads(MODULE_SECONDS.read_text())
     items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
+    for item in items:
+        if item.get_closest_marker("serial") and not _names_the_serial_mark(item.path):
+            raise pytest.UsageError(
+                f"{item.nodeid} is serial, but its module never writes "
+                f"{SERIAL_MARK!r}: the serial phase would not collect it"
+            )
+
+
+SERIAL_MARK = "mark.serial"
+
+
+def _names_the_serial_mark(path: Path) -> bool:
+    return SERIAL_MARK in path.read_text(encoding="utf-8")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The serial phase (``-m serial``) reads only the test modules that write ``mark.serial``.
+
+    Collecting a module imports it, and the suite's modules import TRL, torch, verl and
+    hypothesis: ~20 CPU-seconds to keep 4 modules' tests. Every other run collects every module,
+    and ``pytest_collection_modifyitems`` refuses a serial test whose module does not write the
+    mark, so this filter cannot leave one out.
+    """
+    if config.getoption("markexpr", "") != "serial" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return True if not _names_the_serial_mark(collection_path) else None
 
 
 def _test_config(data_dir: Path, *, verify_pool: bool) -> object:

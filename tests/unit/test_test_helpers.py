@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import errno
+import shutil
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from port_helpers import closed_port, reserved_port
@@ -44,3 +48,38 @@ def test_a_reserved_port_is_free_for_its_server_once_released() -> None:
             server.bind(("127.0.0.1", port))
             server.listen()
             assert _connect(port) == 0
+
+
+def test_the_serial_phase_reads_only_modules_that_write_the_mark_and_misses_none(
+    tmp_path: Path,
+) -> None:
+    """``-m serial`` skips importing modules without ``mark.serial`` (tests/conftest.py); a
+    module that makes a test serial without writing it is refused in every other run."""
+    here = Path(__file__).resolve().parents[1]
+    for name in ("conftest.py", "module_seconds.json", "cpu_accounting.py"):
+        shutil.copy(here / name, tmp_path / name)
+    (tmp_path / "test_written.py").write_text(
+        "import pytest\n\n@pytest.mark.serial\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n"
+    )
+    (tmp_path / "test_heavy.py").write_text("raise SystemExit('imported')\n")
+
+    def collect(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        return subprocess.run(
+            [*command, "-p", "no:xdist", *args, str(tmp_path)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    serial = collect("-m", "serial", "-o", "markers=serial: alone")
+    assert serial.returncode == 0, serial.stdout + serial.stderr
+    assert "test_written.py::test_a" in serial.stdout and "1 deselected" in serial.stdout
+    (tmp_path / "test_heavy.py").write_text(
+        "import pytest\n\npytestmark = getattr(pytest.mark, 'ser' + 'ial')\n\n"
+        "def test_c():\n    pass\n"
+    )
+    everything = collect("-o", "markers=serial: alone")
+    assert everything.returncode == pytest.ExitCode.USAGE_ERROR, everything.stdout
+    assert "test_heavy.py::test_c is serial, but its module never writes" in everything.stderr
