@@ -122,7 +122,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         f"certd serving on {host}:{port} (data dir {cfg.data_dir}); "
         f"log key {server.key.verifier().to_vkey()}",
     )
-    done.wait()
+    # Woken at least every 0.5 s: the kernel may deliver SIGTERM to any thread (gRPC's, the
+    # committer's), and then only a main thread that runs Python again calls ``on_signal``;
+    # a wait without a timeout would sleep through it.
+    while not done.wait(0.5):
+        pass
     server.stop()
     emit(args, {"event": "stopped"}, "certd stopped")
     return 0

@@ -125,7 +125,7 @@ class LearnedLabeller:
         section = cfg.learned_kappa
         if not section.task_sets:
             return None
-        from certd.kappa.embedder import WEIGHTS, model_dir, sha256_file
+        from certd.kappa.weights import WEIGHTS, model_dir, sha256_file
         from certd.payloads import task_digest
         from certd.task_object import parse_task_object
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from certd.authority.checker import CheckerBase
 from certd.authority.components import ComponentHealth
@@ -46,8 +46,11 @@ from certd.domains.math.first_step import (
 )
 from certd.domains.verdict import Status, Verdict
 from certd.errors import ConfigError, UnsupportedError, WarmingUpError
-from certd.kappa.embedder import StepEmbedder, model_dir, sha256_file
+from certd.kappa.weights import model_dir, sha256_file
 from sandboxes.errors import CheckCancelledError
+
+if TYPE_CHECKING:  # the model (torch, NumPy) loads on first use
+    from certd.kappa.embedder import StepEmbedder
 
 __all__ = ["MathChecker"]
 
@@ -212,6 +215,8 @@ class MathChecker(CheckerBase):
     def _get_embedder(self) -> StepEmbedder:
         with self._embed_lock:
             if self._embedder is None:
+                from certd.kappa.embedder import StepEmbedder
+
                 self._embedder = StepEmbedder.load(
                     threads=self.cfg.embed_threads, screen=self.cfg.embed_screen
                 )

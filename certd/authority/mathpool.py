@@ -48,11 +48,9 @@ from certd.authority.lifeline import die_with
 from certd.domains.math.extract import ExtractConfig
 from certd.domains.math.limits import MathLimits
 from certd.domains.math.names import VERIFIER
-from certd.domains.math.parse import prime_grammar
 from certd.domains.math.route import kappa_route
+from certd.domains.math.shaping import MathShaping
 from certd.domains.math.task import MathTask
-from certd.domains.math.verify import MathShaping, verify_math
-from certd.domains.math.warmup import prime_corpus, warm_up
 from certd.domains.verdict import Status, Verdict
 from certd.errors import CertdError
 from sandboxes.errors import CheckCancelledError, SandboxBusyError
@@ -99,6 +97,12 @@ def _limit_memory(memory_bytes: int) -> None:
 def _worker_main(conn: Connection, work: MathWork, memory_bytes: int, owner: int) -> None:
     """A worker's loop: one (task, response) in, one verdict out, until the pipe closes."""
     die_with(owner)  # before the memory cap: the watch thread needs its stack
+    # the checker (SymPy, the LaTeX grammar) loads here, not in the server: a warm forkserver
+    # (``preload_forkserver``) has it imported already
+    from certd.domains.math.parse import prime_grammar
+    from certd.domains.math.verify import verify_math
+    from certd.domains.math.warmup import prime_corpus, warm_up
+
     _limit_memory(memory_bytes)
     warm_up()  # parser tables and caches; cheap when forked from a warm forkserver
     if work.nice > 0:

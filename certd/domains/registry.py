@@ -11,8 +11,8 @@ The built-ins are found by their package (any ``certd.domains.<pkg>.spec``); ano
 Example:
     >>> [s.name for s in specs()]
     ['countdown', 'math', 'code']
-    >>> get("math").config_section
-    'math'
+    >>> get("math").config_section, get("math").config.__name__
+    ('math', 'MathConfig')
 """
 
 from __future__ import annotations
@@ -45,8 +45,11 @@ class DomainSpec:
         checker: the checker factory, called with the config section: a callable, or an entry
             point ``"module:attr"`` that the authority imports when it builds its checkers (a
             checker that runs sandboxes or worker pools lives above the pure domains).
-        config_section: the ``CertdConfig`` attribute holding the domain's section ("" when it
-            has none: the checker factory gets None).
+        config_section: the ``CertdConfig`` key and attribute of the domain's section ("" when
+            it has none: the checker factory gets None).
+        config: the section's model (a frozen pydantic model whose defaults are the section's
+            defaults); ``certd.config`` adds one section per registered domain that has one,
+            so a domain's config keys come through this registry alone.
         enabled: whether the section asks to serve the domain.
         extra: the pip extra the checker needs (named when its import fails).
         first_step: the learned κ's reader of a response's first step (None: no learned κ).
@@ -61,11 +64,19 @@ class DomainSpec:
     convert: Callable[[Any, Any, str], object]
     checker: str | Callable[[Any], Any]
     config_section: str = ""
+    config: type[Any] | None = None
     enabled: Callable[[Any], bool] = _always
     extra: str = ""
     first_step: Callable[[str], str | None] | None = None
     process_pool: Callable[[Any], tuple[int, int]] | None = None
     warms_up: bool = False
+
+    def __post_init__(self) -> None:
+        if bool(self.config_section) != (self.config is not None):
+            raise ValueError(
+                f"domain {self.task.name!r}: config_section and config go together, "
+                f"got {self.config_section!r} and {self.config!r}"
+            )
 
     @property
     def name(self) -> str:

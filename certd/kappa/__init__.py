@@ -9,14 +9,38 @@ Example::
 
 ``cluster`` and ``agreement`` are pure NumPy/stdlib; ``learned`` binds them to the packaged
 embedding model (loaded only by ``LearnedKappa.load``). See docs/kappa-calibration.md.
+Each public name's module is imported on first use (PEP 562): a server names its math κ
+through ``certd.kappa.weights`` and loads no NumPy until it clusters or embeds.
 """
 
 from __future__ import annotations
 
-from .agreement import adjusted_rand_index, purity
-from .clustering import NO_STEP, OUTSIDE, ClusterModel, ClusterParams, assign, fit_clusters
-from .learned import LearnedKappa, kappa_learned_name
-from .steps import first_step
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agreement import adjusted_rand_index, purity
+    from .clustering import NO_STEP, OUTSIDE, ClusterModel, ClusterParams, assign, fit_clusters
+    from .learned import LearnedKappa, kappa_learned_name
+    from .steps import first_step
+
+_WHERE = {
+    "agreement": ("adjusted_rand_index", "purity"),
+    "clustering": ("NO_STEP", "OUTSIDE", "ClusterModel", "ClusterParams", "assign", "fit_clusters"),
+    "learned": ("LearnedKappa", "kappa_learned_name"),
+    "steps": ("first_step",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ClusterModel",

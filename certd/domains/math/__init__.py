@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .names import KAPPA_FIRST_STEP, KAPPA_ROUTE, VERIFIER
     from .parse import Parsed, parse_answer
     from .route import ROUTES, kappa_route, route_of
+    from .shaping import MathShaping
     from .task import MathTask
-    from .verify import MathShaping, parse_gold, verify_math
+    from .verify import parse_gold, verify_math
 
 # Each public name's module, imported on first use (PEP 562): the domain's spec and task are
 # plain data, and loading the package must not load SymPy (a certd with math disabled).
@@ -38,7 +39,8 @@ _WHERE = {
     "parse": ("Parsed", "parse_answer"),
     "route": ("ROUTES", "kappa_route", "route_of"),
     "task": ("MathTask",),
-    "verify": ("MathShaping", "parse_gold", "verify_math"),
+    "shaping": ("MathShaping",),
+    "verify": ("parse_gold", "verify_math"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

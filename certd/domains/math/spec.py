@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from certd.domains.math.config import MathConfig
 from certd.domains.math.task import MathTask
 from certd.domains.registry import DomainSpec
 from certd.errors import LimitExceededError
@@ -39,6 +40,7 @@ SPEC = DomainSpec(
     convert=convert,
     checker="certd.authority.math_checker:MathChecker",
     config_section="math",
+    config=MathConfig,
     enabled=_enabled,
     extra="math",
     first_step=first_step,

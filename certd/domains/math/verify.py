@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
-from dataclasses import dataclass
 
 import sympy
 
@@ -33,6 +32,7 @@ from .limits import MathLimits
 from .names import VERIFIER
 from .parse import Parsed, normalized, parse_answer
 from .route import kappa_route
+from .shaping import MathShaping
 from .task import MathTask
 
 __all__ = ["MathShaping", "parse_gold", "verify_math"]
@@ -43,15 +43,6 @@ _CHOICE = re.compile(r"^\s*\(?\s*(?:\\text\{\s*)?([A-J])\s*\}?\s*\)?\s*$")
 # the answer's verdict (UNPARSED or WRONG_ANSWER), never INFRA_ERROR.
 _ANSWER_FAULTS = (OverflowError, RecursionError, ArithmeticError)
 _GOLD_EXTRACT = ExtractConfig(priority=("boxed", "display", "inline", "plain"))
-
-
-@dataclass(frozen=True, slots=True)
-class MathShaping:
-    """Rewards per verdict."""
-
-    correct: float = 1.0
-    wrong_answer: float = 0.0
-    unparsed: float = 0.0
 
 
 def _form(p: Parsed) -> str:
