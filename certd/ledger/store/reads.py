@@ -62,6 +62,14 @@ class StoreReads(ABC):
         """
         return [self._read_nodes(level, index, index + 1)[0] for level, index in coords]
 
+    def _read_node_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[bytes | None]]:
+        """Return the nodes of each ``(level, start, end)`` range, None for any that is missing.
+
+        The default reads the ranges one by one; a networked backend overrides it with one
+        round trip.
+        """
+        return [self._read_nodes(level, start, end) for level, start, end in ranges]
+
     @abstractmethod
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         """Return the index of each of ``keys`` that is stored."""
@@ -240,6 +248,37 @@ class StoreReads(ABC):
                 f"expected at most {self.limits.max_read_entries} nodes per read, got {end - start}"
             )
         return self._read_nodes(level, start, end)
+
+    def node_ranges(
+        self, ranges: Sequence[tuple[int, int, int]], *, within: int
+    ) -> list[list[bytes | None]]:
+        """Read the stored nodes of several ``(level, start, end)`` ranges for auditing, in one
+        backend call where the backend can.
+
+        Args:
+            ranges: the ranges, each complete in a tree of ``within`` entries.
+            within: a tree size the caller knows is stored (it read the entries up to it).
+
+        Raises:
+            NotFoundError: a range includes nodes not complete in ``within`` entries.
+            LimitExceededError: a range is longer than ``limits.max_read_entries``.
+            StoreError: the backend failed.
+
+        Returns:
+            Per range, the hashes, None where a node is missing.
+        """
+        for level, start, end in ranges:
+            complete = within >> level if level >= 0 else -1
+            if not 0 <= start <= end <= complete:
+                raise NotFoundError(
+                    f"expected nodes within [0, {complete}) at level {level}, got [{start}, {end})"
+                )
+            if end - start > self.limits.max_read_entries:
+                raise LimitExceededError(
+                    f"expected at most {self.limits.max_read_entries} nodes per read, "
+                    f"got {end - start}"
+                )
+        return self._read_node_ranges(ranges)
 
     def node(self, level: int, index: int) -> bytes:
         """Read the hash of a complete subtree (``merkle.NodeFn``).
