@@ -226,8 +226,11 @@ def summary(rounds: list[dict[str, float]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    reqs = certify_requests(REQUESTS * (ROUNDS + 1) // 2 + 100, seed=77)
-    assert len(reqs) >= REQUESTS * (ROUNDS + 1) // 1, "expected enough requests"
+    needed, puzzles = REQUESTS * (ROUNDS + 1), REQUESTS * (ROUNDS + 1) // 2
+    reqs = certify_requests(puzzles, seed=77)
+    while len(reqs) < needed:  # a puzzle gives one request per family: about 1.5
+        puzzles = puzzles * needed // len(reqs) + 50
+        reqs = certify_requests(puzzles, seed=77)
     per: dict[str, list[dict[str, float]]] = {"sqlite": [], "postgres": []}
     with tempfile.TemporaryDirectory() as tmp, replicas(Path(tmp)) as reps:
         for r in reps.values():

@@ -241,7 +241,7 @@ class LedgerStore(StoreReads):
                     raise DuplicateKeyError(key, stored[key])
             first = self._read_size()
             ids = CompactRange.frontier_ids(first)
-            frontier = CompactRange(first, self.nodes_at(ids))
+            frontier = CompactRange(first, self.nodes_at(ids, within=first))
             nodes: list[Node] = []
             for _, data in entries:
                 nodes.extend(frontier.append(leaf_hash(data)))

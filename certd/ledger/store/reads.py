@@ -333,7 +333,7 @@ class StoreReads(ABC):
             out.append(h)
         return out
 
-    def batched(self, compute: Callable[[NodeFn], _T]) -> _T:
+    def batched(self, compute: Callable[[NodeFn], _T], *, within: int | None = None) -> _T:
         """Run a Merkle computation whose node reads are fetched in one backend call.
 
         ``compute`` runs twice: once with placeholder hashes to learn which nodes it reads
@@ -342,6 +342,7 @@ class StoreReads(ABC):
 
         Args:
             compute: a function of a ``merkle.NodeFn`` (``tree_root``, a proof builder).
+            within: a tree size the caller knows is stored, as for ``nodes_at``.
 
         Raises:
             NotFoundError: a node it reads is not complete.
@@ -359,7 +360,7 @@ class StoreReads(ABC):
 
         compute(record)
         unique = list(dict.fromkeys(wanted))
-        table = dict(zip(unique, self.nodes_at(unique), strict=True))
+        table = dict(zip(unique, self.nodes_at(unique, within=within), strict=True))
         return compute(lambda level, index: table[(level, index)])
 
     def root(self, size: int) -> bytes:
@@ -379,7 +380,8 @@ class StoreReads(ABC):
         current = self._read_size()
         if not 0 <= size <= current:
             raise NotFoundError(f"expected a tree size in [0, {current}], got {size}")
-        return self.batched(lambda node_fn: tree_root(size, node_fn))
+        # the nodes of a tree of ``size`` are complete in it, and it is stored: no second read
+        return self.batched(lambda node_fn: tree_root(size, node_fn), within=size)
 
     def find(self, key: str) -> int | None:
         """Look up the entry appended with a key.
