@@ -8,9 +8,10 @@ bench; each round certifies a fresh slice of requests on each (which goes first 
 from client threads sending CertifyBatch (distinct (task, label) pairs). Per round, the CPU of
 certd (with its children), of both PostgreSQL servers (postmaster and backends, reaped ones
 included) and of this client process is read from /proc before and after, and the primary's
-``pg_stat_statements`` (statements = round trips, transactions) and WAL position (bytes written
-and streamed to the standby) give the store traffic per certificate. The figures reported are
-the medians over rounds, the ratios the medians of the per-round ratios.
+``pg_stat_statements`` (statements = round trips; ``append_batch`` calls = group commits)
+and WAL position (bytes written and streamed to the standby) give the store traffic per
+certificate. The figures reported are the medians over rounds, the ratios the medians of the
+per-round ratios; the stored bytes per entry and per batch reply close the run.
 
 Run: ``.venv/bin/python bench/bench_pg_ledger.py`` → ``bench/results/pg_ledger.json``
 (``BENCH_PG_REQUESTS`` certificates per round and configuration, default 1000;
@@ -48,8 +49,8 @@ REQUESTS = int(os.environ.get("BENCH_PG_REQUESTS", "1000"))
 ROUNDS = int(os.environ.get("BENCH_PG_ROUNDS", "5"))
 PROFILE = os.environ.get("BENCH_PG_PROFILE", "")  # a path prefix: profile certd (slower)
 _STATS = (
-    "SELECT coalesce(sum(calls), 0), coalesce(sum(calls) FILTER (WHERE query ILIKE 'COMMIT%'"
-    " OR query ILIKE 'BEGIN%' OR query ILIKE 'SELECT%append_batch%'), 0),"
+    "SELECT coalesce(sum(calls), 0),"
+    " coalesce(sum(calls) FILTER (WHERE query ILIKE 'SELECT%append_batch%'), 0),"
     " pg_current_wal_lsn() - '0/0'::pg_lsn FROM pg_stat_statements"
     " WHERE query NOT ILIKE '%pg_stat_statements%'"
 )
@@ -58,6 +59,12 @@ _BY_QUERY = (
     "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM pg_stat_statements"
     " WHERE query NOT ILIKE '%pg_stat_statements%'"
     " AND query NOT ILIKE '%pg_current_wal_lsn%' ORDER BY calls DESC LIMIT 20"
+)
+
+_ROW_BYTES = (
+    "SELECT (SELECT avg(octet_length(data))::int FROM certd.entries),"
+    " (SELECT coalesce(avg(pg_column_size(resp)), 0)::int FROM certd.requests"
+    "  WHERE state = 'done'), (SELECT count(*) FROM certd.requests WHERE state = 'done')"
 )
 
 
@@ -154,8 +161,16 @@ class Replica:
             out[query] = round(int(calls) / certificates, 4)
         return out
 
+    def row_bytes(self) -> dict[str, int]:
+        """Mean stored bytes per ledger entry and per idempotency reply (as stored: TOAST
+        compressed), over the whole ledger."""
+        if not self.servers:
+            return {}
+        entry, reply, replies = self.servers[0].sql(_ROW_BYTES).split("|")
+        return {"entry": int(entry), "batch_reply": int(reply), "batch_replies": int(replies)}
+
     def store_counters(self) -> tuple[int, int, int]:
-        """(statements, transactions, WAL bytes) on the primary so far; zeros for SQLite."""
+        """(statements, appends, WAL bytes) on the primary so far; zeros for SQLite."""
         if not self.servers:
             return 0, 0, 0
         calls, tx, wal = self.servers[0].sql(_STATS).split("|")
@@ -182,7 +197,7 @@ class Replica:
             "client": 1e3 * client_cpu / total,
             # the bench's own two stats queries per round are not counted
             "statements": (counters[0] - 2 * bool(self.servers)) / total,
-            "transactions": counters[1] / total,
+            "group_commits": counters[1] / total,
             "wal_bytes": counters[2] / total,
         }
 
@@ -219,7 +234,7 @@ def summary(rounds: list[dict[str, float]]) -> dict[str, Any]:
         },
         "store_per_certificate": {
             "statements": round(med["statements"], 3),
-            "transactions": round(med["transactions"], 3),
+            "group_commits": round(med["group_commits"], 4),
             "wal_bytes": round(med["wal_bytes"]),
         },
     }
@@ -242,6 +257,7 @@ def main() -> None:
                 per[store].append(reps[store].round(chunk))
         total = sum(int(r["certificates"]) for r in per["postgres"])
         by_query = reps["postgres"].statements(total)
+        row_bytes = reps["postgres"].row_bytes()
     pairs = list(zip(per["sqlite"], per["postgres"], strict=True))
     ratios = [p["certd_and_store"] / s["certd_and_store"] for s, p in pairs]
     certd_ratios = [p["certd"] / s["certd"] for s, p in pairs]
@@ -256,6 +272,7 @@ def main() -> None:
             ),
             "per_round_ratios": [round(x, 3) for x in ratios],
             "postgres_statements_per_certificate": by_query,
+            "postgres_stored_bytes": row_bytes,
             "loadavg_1m": round(os.getloadavg()[0], 2),
             "targets": {"cpu_ratio_under": 1.5, "met": ratio < 1.5},
         },

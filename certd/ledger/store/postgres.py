@@ -207,6 +207,7 @@ class PostgresStore(LedgerStore):
             cur.execute(
                 self._sql("SELECT idx, data FROM S.entries WHERE idx >= %s AND idx < %s"),
                 (start, end),
+                binary=True,  # the bytes as they are: no hex on the wire
             )
             for idx, data in cur.fetchall():
                 out[_int(idx) - start] = _bytes(data)
@@ -218,6 +219,7 @@ class PostgresStore(LedgerStore):
             cur.execute(
                 self._sql("SELECT idx, data FROM S.entries WHERE idx = ANY(%b::bigint[])"),
                 (int8_array(indexes),),
+                binary=True,
             )
             found = {_int(i): _bytes(d) for i, d in cur.fetchall()}
         return [found.get(i) for i in indexes]
@@ -232,6 +234,7 @@ class PostgresStore(LedgerStore):
                     "SELECT idx, hash FROM S.nodes WHERE level = %s AND idx >= %s AND idx < %s"
                 ),
                 (level, start, end),
+                binary=True,
             )
             for idx, h in cur.fetchall():
                 out[_int(idx) - start] = _bytes(h)
@@ -253,6 +256,7 @@ class PostgresStore(LedgerStore):
                     int8_array([r[1] for r in ranges]),
                     int8_array([r[2] for r in ranges]),
                 ),
+                binary=True,
             )
             for o, idx, h in cur.fetchall():
                 n = _int(o) - 1
@@ -270,6 +274,7 @@ class PostgresStore(LedgerStore):
                     " ON n.level = c.level AND n.idx = c.idx"
                 ),
                 (int4_array([c[0] for c in coords]), int8_array([c[1] for c in coords])),
+                binary=True,
             )
             found = {(_int(lv), _int(i)): _bytes(h) for lv, i, h in cur.fetchall()}
         return [found.get(c) for c in coords]
