@@ -31,6 +31,7 @@ from bench_cluster import Redis
 from certd.authority.checker import Checkers
 from certd.authority.feasibility import Authority, CertifyRequest
 from certd.config import CertdConfig, CountdownConfig
+from certd.ledger.groupcommit import Committer
 from certd.ledger.log import Ledger
 from certd.ledger.store import LedgerStore
 from certd.ledger.store.redis import RedisStore
@@ -68,20 +69,20 @@ def count_commands() -> None:
 
 def profiled_ledger(store: LedgerStore, key: SigningKey, committer: cProfile.Profile) -> Ledger:
     """A ledger whose committer thread runs under ``committer``."""
-    loop = Ledger._loop
+    loop = Committer._loop
 
-    def run(self: Ledger) -> None:
+    def run(self: Committer) -> None:
         committer.enable()
         try:
             loop(self)
         finally:
             committer.disable()
 
-    Ledger._loop = run  # type: ignore[method-assign]
+    Committer._loop = run  # type: ignore[method-assign]
     try:
         return Ledger(store, key, KEY)
     finally:
-        Ledger._loop = loop  # type: ignore[method-assign]
+        Committer._loop = loop  # type: ignore[method-assign]
 
 
 def run(name: str, stores: list[LedgerStore], reqs: list[Any]) -> dict[str, Any]:

@@ -340,8 +340,8 @@ class Checkpointer:
         if current is not None and current.checkpoint.size > 0:
             old = current.checkpoint
             try:
-                proof = self._store.batched(
-                    lambda node_fn: consistency_proof(old.size, size, node_fn)
+                proof = self._store.batched(  # _recompute read the entries up to size
+                    lambda node_fn: consistency_proof(old.size, size, node_fn), within=size
                 )
                 verify_consistency(old.size, size, proof, old.root_hash, root)
             except ProofError as e:

@@ -158,12 +158,14 @@ class StoreVerifier:
             leaves = [sha256(b"\x00" + data).digest() for data in present]
             self.digests.feed(present)
             levels, frontier = extend_levels(self._range, leaves)
-            for level, lo, hashes in levels:
-                self._compare(level, lo, hashes)
+            ranges = [(level, lo, lo + len(hashes)) for level, lo, hashes in levels]
+            stored = self._store.node_ranges(ranges, within=end)
+            for (level, lo, hashes), nodes in zip(levels, stored, strict=True):
+                self._compare(level, lo, hashes, nodes)
             self._range = frontier
 
-    def _compare(self, level: int, lo: int, hashes: list[bytes]) -> None:
-        stored = self._store.nodes(level, lo, lo + len(hashes))
+    @staticmethod
+    def _compare(level: int, lo: int, hashes: list[bytes], stored: list[bytes | None]) -> None:
         if stored == hashes:
             return
         offset = next(i for i, (a, b) in enumerate(zip(stored, hashes, strict=True)) if a != b)

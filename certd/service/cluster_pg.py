@@ -38,12 +38,25 @@ CREATE TABLE IF NOT EXISTS {s}.rate (
     bucket text PRIMARY KEY, tokens double precision NOT NULL, ts timestamptz NOT NULL);
 """
 
-_CLAIM = """
-INSERT INTO S.requests AS q (record, state, req, owner, resp, expires_at)
-VALUES (%(r)s, 'pending', %(d)s, %(o)s, '', clock_timestamp() + %(ms)s * interval '1 ms')
-ON CONFLICT (record) DO UPDATE SET record = q.record
-RETURNING (xmax = 0) AS new, state, req, resp
+# A claim is one statement (one round trip): drop the record if it expired, then insert it
+# or return the one there. (xmax = 0) tells a row this call inserted from one it found.
+_CLAIM_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.claim_request(
+    p_record text, p_req text, p_owner text, p_ms double precision)
+RETURNS TABLE (o_new boolean, o_state text, o_req text, o_resp bytea)
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM {s}.requests q WHERE q.record = p_record AND q.expires_at < clock_timestamp();
+    RETURN QUERY
+    INSERT INTO {s}.requests AS q (record, state, req, owner, resp, expires_at)
+    VALUES (p_record, 'pending', p_req, p_owner, '', clock_timestamp() + p_ms * interval '1 ms')
+    ON CONFLICT (record) DO UPDATE SET record = q.record
+    RETURNING (q.xmax = 0), q.state, q.req, q.resp;
+END
+$fn$
 """
+
+_CLAIM = "SELECT * FROM S.claim_request(%s, %s, %s, %s)"
 
 _EXPIRED = "DELETE FROM S.requests WHERE expires_at < clock_timestamp()"
 
@@ -83,6 +96,7 @@ class PgClusterState:
             for statement in _TABLES.format(s=schema).split(";"):
                 if statement.strip():
                     cur.execute(statement.encode())
+            cur.execute(_CLAIM_FUNCTION.format(s=schema).encode())
 
     def _sql(self, text: str) -> bytes:
         return text.replace("S.", f"{self._schema}.").encode()
@@ -112,11 +126,10 @@ class PgClusterState:
 
     def claim(self, record: str, digest: str, owner: str, claim_ms: int) -> tuple[str, str, bytes]:
         """Claim ``record`` for ``owner`` unless it exists (see ``ClusterState.claim``)."""
-        with self._conns.transaction("claim an idempotency record") as cur:
+        with self._conns.cursor("claim an idempotency record") as cur:
             if random.random() < 0.01:
                 cur.execute(self._sql(_EXPIRED))
-            cur.execute(self._sql(_EXPIRED + " AND record = %s"), (record,))
-            cur.execute(self._sql(_CLAIM), {"r": record, "d": digest, "o": owner, "ms": claim_ms})
+            cur.execute(self._sql(_CLAIM), (record, digest, owner, claim_ms))
             row = cur.fetchone()
         if row is None:
             raise StoreError("idempotency record: the claim returned no row")

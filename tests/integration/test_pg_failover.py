@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from certify_helpers import Item, certify_until_done
 from cluster_helpers import IN_FLIGHT, Witness, certify_items, check_acknowledged
 from pg_helpers import PgCluster
 
@@ -25,14 +26,12 @@ from certd.ledger.store.postgres import PostgresStore
 from certd.v1 import authority_pb2
 from forkgate import CertdClient, CertificationRefusedError
 from forkgate._base import ClientSettings
-from forkgate.errors import CertdUnavailableError, DeadlineExceededError
 from forkgate.puzzles import countdown_puzzles
 
 pytest.importorskip("psycopg")
 pytestmark = pytest.mark.slow
 
 SETTINGS = ClientSettings(timeout_s=30, wait_for_ready=True, backoff_s=0.2, batch_size=16)
-Item = tuple[dict[str, object], str, str]
 
 
 @pytest.fixture()
@@ -42,37 +41,6 @@ def cluster(tmp_path: Path) -> Iterator[PgCluster]:
         yield c.start()
     finally:
         c.close()
-
-
-def certify_until_done(
-    c: PgCluster,
-    items: list[Item],
-    certs: dict[str, authority_pb2.Certificate],
-    lock: threading.Lock,
-) -> None:
-    """Certify ``items`` 4 at a time; a batch that fails for want of the store is sent again.
-
-    A retried batch gets the same certificates (the ledger key of (task, κ, label) is
-    unique), so every certificate in the ledger ends up acknowledged to some client.
-    """
-    with CertdClient(c.addresses, trusted_keys=[c.vkey], settings=SETTINGS) as cl:
-        for start in range(0, len(items), 4):
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    results = cl.certify_batch(items[start : start + 4])
-                    break
-                except (CertdUnavailableError, DeadlineExceededError):
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-            for r in results:
-                if isinstance(r, CertificationRefusedError):
-                    assert r.reason == "PSEUDO_FORK", r
-                    continue
-                with lock:  # acknowledged, with a verified inclusion proof
-                    prior = certs.setdefault(r.certificate_id, r)
-                    assert prior.ledger_index == r.ledger_index
 
 
 def test_kill_9_of_the_primary_and_promotion_lose_no_acknowledged_certificate(
@@ -85,11 +53,12 @@ def test_kill_9_of_the_primary_and_promotion_lose_no_acknowledged_certificate(
     assert witness.once(cluster.addresses[0], cluster.vkey)["event"] == "cosigned"
     certs: dict[str, authority_pb2.Certificate] = {}
     errors: list[BaseException] = []
-    lock = threading.Lock()
 
     def client(work: list[Item]) -> None:
         try:
-            certify_until_done(cluster, work, certs, lock)
+            certify_until_done(
+                lambda: cluster.addresses, cluster.vkey, work, certs, settings=SETTINGS
+            )
         except BaseException as e:  # noqa: BLE001  # reported by the test thread
             errors.append(e)
 

@@ -24,27 +24,23 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from certify_helpers import Certs, Item, Sent, certify_until_done
 from cluster_helpers import Cluster, Replica, Witness, certify_items, run_certd
 from redis_failover_helpers import ReplicaRedis, ReplicationLink, wait_in_sync
 
 from certd.ledger.store.redis import RedisStore
-from certd.v1 import authority_pb2
-from forkgate import CertdClient, CertificationRefusedError
+from forkgate import CertdClient
 from forkgate._base import ClientSettings
-from forkgate.errors import CertdUnavailableError, DeadlineExceededError
 from forkgate.puzzles import countdown_puzzles
 
 pytestmark = pytest.mark.slow
 
 SETTINGS = ClientSettings(timeout_s=30, wait_for_ready=False, backoff_s=0.2, batch_size=16)
-Item = tuple[dict[str, object], str, str]
-Certs = dict[str, authority_pb2.Certificate]
-Sent = dict[str, Item]
 
 
 @dataclass
@@ -85,29 +81,6 @@ def cluster(tmp_path: Path) -> Iterator[FailoverCluster]:
         yield c.start()
     finally:
         c.close()
-
-
-def certify_until_done(
-    addresses: Callable[[], list[str]], vkey: str, items: list[Item], certs: Certs, sent: Sent
-) -> None:
-    """Certify ``items`` 4 at a time against the replicas of the moment; a batch that fails
-    for want of the store (or of the replicas, restarted elsewhere) is sent again."""
-    for start in range(0, len(items), 4):
-        batch = items[start : start + 4]
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with CertdClient(addresses(), trusted_keys=[vkey], settings=SETTINGS) as cl:
-                    results = cl.certify_batch(batch)
-                break
-            except (CertdUnavailableError, DeadlineExceededError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-        for item, r in zip(batch, results, strict=True):
-            if not isinstance(r, CertificationRefusedError):
-                certs.setdefault(r.certificate_id, r)  # acknowledged, proof verified
-                sent.setdefault(r.certificate_id, item)
 
 
 def witness_refusal(w: Witness, address: str, vkey: str) -> str:
@@ -182,7 +155,11 @@ def run_failover(c: FailoverCluster, witness: Witness, *, hold: bool) -> tuple[F
 
     def client(work: list[Item]) -> None:
         try:
-            certify_until_done(lambda: c.addresses, c.vkey, work, certs, c.sent)
+            # an entry Redis lost is certified again at another index: same_index off
+            certify_until_done(
+                lambda: c.addresses, c.vkey, work, certs,
+                settings=SETTINGS, sent=c.sent, same_index=False,
+            )  # fmt: skip
         except BaseException as e:  # noqa: BLE001  # reported by the test thread
             errors.append(e)
 

@@ -48,6 +48,7 @@ from certd.ledger.store.interface import (
     Node,
     StoreLimits,
 )
+from certd.ledger.store.postgres_arrays import bytea_array, int4_array, int8_array, text_array
 from certd.ledger.store.postgres_conn import PgConnections, postgres_url_ok
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION", "postgres_url_ok"]
@@ -109,6 +110,7 @@ class PostgresStore(LedgerStore):
     """A ``LedgerStore`` in PostgreSQL, shared by any number of certd processes."""
 
     shared = True
+    write_refuses_stored_keys = True  # append_batch refuses a stored key part, writing nothing
 
     def __init__(
         self,
@@ -205,6 +207,7 @@ class PostgresStore(LedgerStore):
             cur.execute(
                 self._sql("SELECT idx, data FROM S.entries WHERE idx >= %s AND idx < %s"),
                 (start, end),
+                binary=True,  # the bytes as they are: no hex on the wire
             )
             for idx, data in cur.fetchall():
                 out[_int(idx) - start] = _bytes(data)
@@ -214,7 +217,9 @@ class PostgresStore(LedgerStore):
         found: dict[int, bytes] = {}
         with self._conns.cursor(f"read {len(indexes)} entries") as cur:
             cur.execute(
-                self._sql("SELECT idx, data FROM S.entries WHERE idx = ANY(%s)"), (list(indexes),)
+                self._sql("SELECT idx, data FROM S.entries WHERE idx = ANY(%b::bigint[])"),
+                (int8_array(indexes),),
+                binary=True,
             )
             found = {_int(i): _bytes(d) for i, d in cur.fetchall()}
         return [found.get(i) for i in indexes]
@@ -229,9 +234,33 @@ class PostgresStore(LedgerStore):
                     "SELECT idx, hash FROM S.nodes WHERE level = %s AND idx >= %s AND idx < %s"
                 ),
                 (level, start, end),
+                binary=True,
             )
             for idx, h in cur.fetchall():
                 out[_int(idx) - start] = _bytes(h)
+        return out
+
+    def _read_node_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[bytes | None]]:
+        out: list[list[bytes | None]] = [[None] * (end - start) for _, start, end in ranges]
+        if not any(end > start for _, start, end in ranges):
+            return out
+        with self._conns.cursor(f"read nodes at {len(ranges)} levels") as cur:
+            cur.execute(
+                self._sql(
+                    "SELECT r.o, n.idx, n.hash FROM unnest(%b::int[], %b::bigint[], %b::bigint[])"
+                    " WITH ORDINALITY AS r(level, lo, hi, o)"
+                    " JOIN S.nodes n ON n.level = r.level AND n.idx >= r.lo AND n.idx < r.hi"
+                ),
+                (
+                    int4_array([r[0] for r in ranges]),
+                    int8_array([r[1] for r in ranges]),
+                    int8_array([r[2] for r in ranges]),
+                ),
+                binary=True,
+            )
+            for o, idx, h in cur.fetchall():
+                n = _int(o) - 1
+                out[n][_int(idx) - ranges[n][1]] = _bytes(h)
         return out
 
     def _read_node_set(self, coords: Sequence[tuple[int, int]]) -> list[bytes | None]:
@@ -241,10 +270,11 @@ class PostgresStore(LedgerStore):
             cur.execute(
                 self._sql(
                     "SELECT n.level, n.idx, n.hash FROM S.nodes n"
-                    " JOIN unnest(%s::int[], %s::bigint[]) AS c(level, idx)"
+                    " JOIN unnest(%b::int[], %b::bigint[]) AS c(level, idx)"
                     " ON n.level = c.level AND n.idx = c.idx"
                 ),
-                ([c[0] for c in coords], [c[1] for c in coords]),
+                (int4_array([c[0] for c in coords]), int8_array([c[1] for c in coords])),
+                binary=True,
             )
             found = {(_int(lv), _int(i)): _bytes(h) for lv, i, h in cur.fetchall()}
         return [found.get(c) for c in coords]
@@ -255,7 +285,10 @@ class PostgresStore(LedgerStore):
         parts = [[p for p in k.split(KEY_SEPARATOR) if p] for k in keys]
         flat = sorted({p for ps in parts for p in ps})
         with self._conns.cursor("look up keys") as cur:
-            cur.execute(self._sql("SELECT key, idx FROM S.keys WHERE key = ANY(%s)"), (flat,))
+            cur.execute(
+                self._sql("SELECT key, idx FROM S.keys WHERE key = ANY(%b::text[])"),
+                (text_array(flat),),
+            )
             at = {str(k): _int(i) for k, i in cur.fetchall()}
         found: dict[str, int] = {}
         for key, ps in zip(keys, parts, strict=True):
@@ -274,12 +307,12 @@ class PostgresStore(LedgerStore):
         key_rows = _key_rows(first, entries)
         params = (
             first,
-            [k for k, _ in key_rows],
-            [i for _, i in key_rows],
-            [data for _, data in entries],
-            [n[0] for n in nodes],
-            [n[1] for n in nodes],
-            [n[2] for n in nodes],
+            text_array([k for k, _ in key_rows]),
+            int8_array([i for _, i in key_rows]),
+            bytea_array([data for _, data in entries]),
+            int4_array([n[0] for n in nodes]),
+            int8_array([n[1] for n in nodes]),
+            bytea_array([n[2] for n in nodes]),
         )
         with self._conns.cursor(f"append {len(entries)} entries at {first}") as cur:
             cur.execute(self._append_sql, params)
@@ -294,19 +327,21 @@ class PostgresStore(LedgerStore):
             raise AppendConflictError(first, _int(rows[0][1]) if rows else -1)
 
     def _write_checkpoint(self, size: int, signed_note: str) -> None:
-        with self._conns.transaction(f"store the checkpoint at size {size}") as cur:
-            cur.execute(self._sql("SELECT value FROM S.meta WHERE name = 'tree_size' FOR SHARE"))
-            row = cur.fetchone()
-            stored = 0 if row is None else _int(row[0])
-            if size > stored:
-                raise StoreError(f"checkpoint at size {size} is beyond the stored tree {stored}")
+        # One statement (one round trip, one commit): the size is checked against tree_size
+        # under FOR SHARE, so no append commits between the check and the insert.
+        with self._conns.cursor(f"store the checkpoint at size {size}") as cur:
             cur.execute(
                 self._sql(
-                    "INSERT INTO S.checkpoints (size, note) VALUES (%s, %s)"
-                    " ON CONFLICT (size) DO UPDATE SET note = excluded.note"
+                    "WITH t AS (SELECT value FROM S.meta WHERE name = 'tree_size' FOR SHARE)"
+                    " INSERT INTO S.checkpoints (size, note) SELECT %s, %s FROM t"
+                    " WHERE %s <= t.value"
+                    " ON CONFLICT (size) DO UPDATE SET note = excluded.note RETURNING size"
                 ),
-                (size, signed_note),
+                (size, signed_note, size),
             )
+            row = cur.fetchone()
+        if row is None:
+            raise StoreError(f"checkpoint at size {size} is beyond the stored tree")
 
     def _read_checkpoint(self, size: int | None) -> tuple[int, str] | None:
         with self._conns.cursor("read checkpoints") as cur:

@@ -62,6 +62,14 @@ class StoreReads(ABC):
         """
         return [self._read_nodes(level, index, index + 1)[0] for level, index in coords]
 
+    def _read_node_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[bytes | None]]:
+        """Return the nodes of each ``(level, start, end)`` range, None for any that is missing.
+
+        The default reads the ranges one by one; a networked backend overrides it with one
+        round trip.
+        """
+        return [self._read_nodes(level, start, end) for level, start, end in ranges]
+
     @abstractmethod
     def _find_keys(self, keys: Sequence[str]) -> dict[str, int]:
         """Return the index of each of ``keys`` that is stored."""
@@ -241,6 +249,37 @@ class StoreReads(ABC):
             )
         return self._read_nodes(level, start, end)
 
+    def node_ranges(
+        self, ranges: Sequence[tuple[int, int, int]], *, within: int
+    ) -> list[list[bytes | None]]:
+        """Read the stored nodes of several ``(level, start, end)`` ranges for auditing, in one
+        backend call where the backend can.
+
+        Args:
+            ranges: the ranges, each complete in a tree of ``within`` entries.
+            within: a tree size the caller knows is stored (it read the entries up to it).
+
+        Raises:
+            NotFoundError: a range includes nodes not complete in ``within`` entries.
+            LimitExceededError: a range is longer than ``limits.max_read_entries``.
+            StoreError: the backend failed.
+
+        Returns:
+            Per range, the hashes, None where a node is missing.
+        """
+        for level, start, end in ranges:
+            complete = within >> level if level >= 0 else -1
+            if not 0 <= start <= end <= complete:
+                raise NotFoundError(
+                    f"expected nodes within [0, {complete}) at level {level}, got [{start}, {end})"
+                )
+            if end - start > self.limits.max_read_entries:
+                raise LimitExceededError(
+                    f"expected at most {self.limits.max_read_entries} nodes per read, "
+                    f"got {end - start}"
+                )
+        return self._read_node_ranges(ranges)
+
     def node(self, level: int, index: int) -> bytes:
         """Read the hash of a complete subtree (``merkle.NodeFn``).
 
@@ -294,7 +333,7 @@ class StoreReads(ABC):
             out.append(h)
         return out
 
-    def batched(self, compute: Callable[[NodeFn], _T]) -> _T:
+    def batched(self, compute: Callable[[NodeFn], _T], *, within: int | None = None) -> _T:
         """Run a Merkle computation whose node reads are fetched in one backend call.
 
         ``compute`` runs twice: once with placeholder hashes to learn which nodes it reads
@@ -303,6 +342,7 @@ class StoreReads(ABC):
 
         Args:
             compute: a function of a ``merkle.NodeFn`` (``tree_root``, a proof builder).
+            within: a tree size the caller knows is stored, as for ``nodes_at``.
 
         Raises:
             NotFoundError: a node it reads is not complete.
@@ -320,7 +360,7 @@ class StoreReads(ABC):
 
         compute(record)
         unique = list(dict.fromkeys(wanted))
-        table = dict(zip(unique, self.nodes_at(unique), strict=True))
+        table = dict(zip(unique, self.nodes_at(unique, within=within), strict=True))
         return compute(lambda level, index: table[(level, index)])
 
     def root(self, size: int) -> bytes:
@@ -340,7 +380,8 @@ class StoreReads(ABC):
         current = self._read_size()
         if not 0 <= size <= current:
             raise NotFoundError(f"expected a tree size in [0, {current}], got {size}")
-        return self.batched(lambda node_fn: tree_root(size, node_fn))
+        # the nodes of a tree of ``size`` are complete in it, and it is stored: no second read
+        return self.batched(lambda node_fn: tree_root(size, node_fn), within=size)
 
     def find(self, key: str) -> int | None:
         """Look up the entry appended with a key.
