@@ -143,6 +143,42 @@ def _load_libsodium_verify() -> Callable[[Ed25519PublicKey, bytes, bytes, bytes]
 
 _verify_ed25519 = _load_libsodium_verify()
 
+_P25519 = 2**255 - 19
+FastVerify = Callable[[bytes, bytes], bool]
+"""``(message, signature) -> ok`` for one public key."""
+
+
+def _load_dalek_verify() -> Callable[[bytes], FastVerify | None] | None:
+    """ed25519-dalek's ``verify_strict`` (through solders' bindings) when it is installed.
+
+    About 1.6x faster than libsodium here (``bench/bench_ed25519.py``), and as strict:
+    ``s`` must be canonical, small-order ``A`` and ``R`` are refused, the equation is the
+    cofactorless one and ``R`` is compared as bytes with the canonical encoding of the
+    recomputed point, so a non-canonical or mixed-order ``R`` fails as in libsodium. The one
+    check dalek leaves out, a canonical encoding of ``A`` (y < p), is made here once per key:
+    a key without it gets no fast path (None) and libsodium keeps answering for it.
+    """
+    try:
+        from solders.pubkey import Pubkey
+        from solders.signature import Signature
+    except ImportError:
+        return None
+
+    def for_key(public: bytes) -> FastVerify | None:
+        if int.from_bytes(public, "little") & ((1 << 255) - 1) >= _P25519:
+            return None
+        pk = Pubkey(public)
+
+        def verify(message: bytes, signature: bytes) -> bool:
+            return bool(Signature(signature).verify(pk, message))
+
+        return verify
+
+    return for_key
+
+
+_fast_verifier = _load_dalek_verify()
+
 
 @dataclass(frozen=True)
 class VerifierKey:
@@ -160,6 +196,7 @@ class VerifierKey:
     sig_type: int = SIG_TYPE_ED25519
     _key: Ed25519PublicKey = field(init=False, repr=False, compare=False)
     _key_id: bytes = field(init=False, repr=False, compare=False)
+    _fast: FastVerify | None = field(init=False, repr=False, compare=False)
 
     def __reduce__(self) -> tuple[type[VerifierKey], tuple[str, bytes, int]]:
         """Pickle by value (the OpenSSL key object is rebuilt), for worker processes."""
@@ -178,6 +215,8 @@ class VerifierKey:
         except ValueError as e:
             raise SigningError(f"invalid Ed25519 public key for {self.name}") from e
         object.__setattr__(self, "_key", key)
+        fast = _fast_verifier(self.public_key) if _fast_verifier is not None else None
+        object.__setattr__(self, "_fast", fast)
         key_id = compute_key_id(self.name, self.sig_type, self.public_key)
         object.__setattr__(self, "_key_id", key_id)
 
@@ -240,7 +279,12 @@ class VerifierKey:
         """
         if len(signature) != _ED25519_SIG_BYTES:
             raise SigningError(f"expected a 64-byte Ed25519 signature, got {len(signature)} bytes")
-        if not _verify_ed25519(self._key, self.public_key, message, signature):
+        fast = self._fast
+        if fast is not None:
+            ok = fast(message, signature)
+        else:
+            ok = _verify_ed25519(self._key, self.public_key, message, signature)
+        if not ok:
             raise SigningError(f"signature does not verify with key {self.name}+{self.key_id_hex}")
 
 
