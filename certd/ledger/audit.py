@@ -208,7 +208,8 @@ def audit_store(
         verify_signatures: verify each entry's DSSE signature (the slow part).
         workers: processes parsing and verifying envelopes in parallel with the rebuild;
             None for one per CPU.
-        chunk_entries: entries read per step, at most the store's read limit.
+        chunk_entries: entries read per step, at most the store's read limit (with an
+            opener, rounded down to a power of two).
         max_faults: faults kept in the report; more are counted only.
         opener: opens the same store again (picklable, e.g. a ``functools.partial`` of
             ``open_store``): each worker then reads its chunks itself, hashes the leaves and
@@ -223,6 +224,8 @@ def audit_store(
     """
     t0 = time.monotonic()
     chunk = max(1, min(chunk_entries, store.limits.max_read_entries))
+    if opener is not None:  # a power of two: every full chunk is a complete subtree
+        chunk = 1 << (chunk.bit_length() - 1)
     audit = _start(
         trusted,
         checkpoint_keys,
