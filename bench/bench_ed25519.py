@@ -81,7 +81,7 @@ def _backends() -> dict[str, Verify]:
     try:
         from certd.signing import keys
 
-        make = keys._fast_verifier
+        make = keys._fast_verifier if keys.enable_fast_verify() else None
         if make is not None:
             cache: dict[bytes, keys.FastVerify | None] = {}
 

@@ -20,6 +20,7 @@ from certd.ledger.auditstate import AuditFault
 from certd.ledger.store import LedgerStore
 from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_envelope
 from certd.signing.dsse import Envelope, KeyRing
+from certd.signing.keys import enable_fast_verify
 from certd.tlog import leaf_hash, node_hash
 
 __all__ = [
@@ -109,7 +110,9 @@ _worker: dict[str, object] = {}
 
 
 def init_worker(opener: Callable[[], LedgerStore] | None, trusted: KeyRing) -> None:
-    """The pool's initializer: the trusted keys and how to open the store, once a process."""
+    """The pool's initializer: the trusted keys and how to open the store, once a process;
+    Ed25519 through ed25519-dalek where it is installed (``enable_fast_verify``)."""
+    enable_fast_verify()
     _worker.clear()
     _worker.update(opener=opener, trusted=trusted, store=None)
 

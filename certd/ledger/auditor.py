@@ -33,7 +33,7 @@ from certd.ledger.auditchunk import (
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
 from certd.ledger.store import LedgerStore
 from certd.signing.dsse import KeyRing
-from certd.signing.keys import VerifierKey
+from certd.signing.keys import VerifierKey, enable_fast_verify
 from certd.tlog import (
     EMPTY_ROOT,
     Checkpoint,
@@ -76,6 +76,8 @@ class AuditRun:
         self.wanted: set[int] = set()
         self.checkpoint: Checkpoint | None = None
         self.verify_signatures = verify_signatures
+        if verify_signatures:
+            enable_fast_verify()  # bulk verification: ed25519-dalek where it is installed
         self.workers = workers
         # Worker processes parse and verify envelopes in parallel with the rebuild (threads
         # would serialise the JSON parsing on the GIL); forkserver: never fork a threaded parent.

@@ -44,6 +44,7 @@ __all__ = [
     "SigningKey",
     "VerifierKey",
     "compute_key_id",
+    "enable_fast_verify",
     "load_signing_key",
     "read_verifier_key",
     "save_signing_key",
@@ -177,7 +178,24 @@ def _load_dalek_verify() -> Callable[[bytes], FastVerify | None] | None:
     return for_key
 
 
-_fast_verifier = _load_dalek_verify()
+_fast_verifier: Callable[[bytes], FastVerify | None] | None = None
+_fast_by_key: dict[bytes, FastVerify | None] = {}
+
+
+def enable_fast_verify() -> bool:
+    """Verify through ed25519-dalek from now on in this process, when solders is installed.
+
+    For bulk verification (the audit and its workers call it): importing solders takes
+    ~0.2 s, more than a client verifying a few certificates would save, so nothing loads it
+    on import. Idempotent.
+
+    Returns:
+        Whether the fast path is in use.
+    """
+    global _fast_verifier
+    if _fast_verifier is None:
+        _fast_verifier = _load_dalek_verify()
+    return _fast_verifier is not None
 
 
 @dataclass(frozen=True)
@@ -196,7 +214,6 @@ class VerifierKey:
     sig_type: int = SIG_TYPE_ED25519
     _key: Ed25519PublicKey = field(init=False, repr=False, compare=False)
     _key_id: bytes = field(init=False, repr=False, compare=False)
-    _fast: FastVerify | None = field(init=False, repr=False, compare=False)
 
     def __reduce__(self) -> tuple[type[VerifierKey], tuple[str, bytes, int]]:
         """Pickle by value (the OpenSSL key object is rebuilt), for worker processes."""
@@ -215,8 +232,6 @@ class VerifierKey:
         except ValueError as e:
             raise SigningError(f"invalid Ed25519 public key for {self.name}") from e
         object.__setattr__(self, "_key", key)
-        fast = _fast_verifier(self.public_key) if _fast_verifier is not None else None
-        object.__setattr__(self, "_fast", fast)
         key_id = compute_key_id(self.name, self.sig_type, self.public_key)
         object.__setattr__(self, "_key_id", key_id)
 
@@ -279,7 +294,12 @@ class VerifierKey:
         """
         if len(signature) != _ED25519_SIG_BYTES:
             raise SigningError(f"expected a 64-byte Ed25519 signature, got {len(signature)} bytes")
-        fast = self._fast
+        fast = None
+        if _fast_verifier is not None:  # enable_fast_verify(): one prepared verifier a key
+            try:
+                fast = _fast_by_key[self.public_key]
+            except KeyError:
+                fast = _fast_by_key.setdefault(self.public_key, _fast_verifier(self.public_key))
         if fast is not None:
             ok = fast(message, signature)
         else:

@@ -4,6 +4,8 @@ agree, on honest signatures and on forged ones (``tests/ed25519_ref.py``)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import ed25519_ref
 import pytest
@@ -44,7 +46,8 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
     """ed25519-dalek's verify_strict (the fast path) refuses every signature libsodium does:
     non-canonical s, mixed-order and small-order R, non-canonical R, small-order keys, flipped
     bits; fresh forgeries each round (a lax verifier accepts several: bench/bench_ed25519.py)."""
-    assert keys._fast_verifier is not None, "solders is installed with the server extra"
+    assert keys.enable_fast_verify(), "solders is installed with the server extra"
+    assert keys._fast_verifier is not None
     for n in range(12):
         seed, msg = os.urandom(32), os.urandom(n * 37)
         pub = ed25519_ref.public_key(seed)
@@ -70,7 +73,16 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
 def test_non_canonical_key_encoding_gets_no_fast_path() -> None:
     """dalek does not check that a key's y is below p; libsodium does, so such a key keeps
     libsodium's answer (a key with y = p + 2 or the identity's y = p + 1)."""
-    assert keys._fast_verifier is not None
+    assert keys.enable_fast_verify() and keys._fast_verifier is not None
     for y in (ed25519_ref.P + 1, ed25519_ref.P + 2, 2**255 - 1):
         assert keys._fast_verifier(int.to_bytes(y, 32, "little")) is None
     assert keys._fast_verifier(SigningKey.generate("test.example/k").public_key) is not None
+
+
+def test_importing_the_keys_does_not_load_solders() -> None:
+    """solders takes ~0.2 s to import: only bulk verification (the audit) turns it on."""
+    code = (
+        "import sys; import certd.signing.keys as k; assert 'solders' not in sys.modules; "
+        "assert k.enable_fast_verify() and 'solders' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
