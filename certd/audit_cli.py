@@ -15,6 +15,7 @@ unreachable.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -106,23 +107,22 @@ def _remote_audit(
         channel.close()
 
 
-def _open_store(args: argparse.Namespace) -> LedgerStore:
-    """The store ``--ledger`` names (a store URL, ``certd.ledger.store``) or ``--data-dir`` holds.
+def _store_opener(args: argparse.Namespace) -> Callable[[], LedgerStore]:
+    """Opens the store ``--ledger`` names (a store URL, ``certd.ledger.store``) or
+    ``--data-dir`` holds; picklable, so the audit's workers open it too.
 
     Raises:
         InvalidInputError: the data dir holds no ledger.
-        ConfigError: the URL is not valid.
-        StoreError: the store cannot be opened.
     """
     prefix = args.redis_prefix or "certd"
     # An auditor only reads: any Redis persistence policy will do.
     options = StoreOptions(redis_prefix=prefix, redis_appendfsync="any", postgres_schema=prefix)
     if args.ledger:
-        return open_store(args.ledger, options)
+        return functools.partial(open_store, args.ledger, options)
     path = args.data_dir / "ledger.sqlite"
     if not path.is_file():
         raise InvalidInputError(f"--data-dir: no ledger at {path}", field="data_dir")
-    return open_store(str(path), options)
+    return functools.partial(open_store, str(path), options)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -131,10 +131,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         state = _audit_state(args, keys)
         report = _remote_audit(args.server, keys, state, args)
     else:
-        store = _open_store(args)
+        opener = _store_opener(args)  # ConfigError: the URL is not valid
+        store = opener()  # StoreError: the store cannot be opened
         try:
             state = _audit_state(args, keys)
-            report = audit_store(store, keys, state)
+            report = audit_store(store, keys, state, opener=opener)
         finally:
             store.close()
     obj = {

@@ -70,6 +70,7 @@ def _start(
     verify_signatures: bool,
     workers: int | None,
     max_faults: int,
+    opener: Callable[[], LedgerStore] | None = None,
 ) -> AuditRun:
     ring = _ring(trusted)
     keys = list(checkpoint_keys) if checkpoint_keys is not None else [t.key for t in ring]
@@ -88,6 +89,7 @@ def _start(
         verify_signatures=verify_signatures,
         workers=workers if workers is not None else (os.cpu_count() or 1),
         max_faults=max_faults,
+        opener=opener,
     )
     if state_fault is not None:
         audit.fault("state", None, f"trusted state unusable: {state_fault}")
@@ -95,7 +97,12 @@ def _start(
 
 
 def _feed_store(audit: AuditRun, store: LedgerStore, chunk: int, max_faults: int) -> int:
-    """Open the store's latest checkpoint, then feed every entry; return the store's size."""
+    """Open the store's latest checkpoint, then feed every entry; return the store's size.
+
+    With an opener for the workers, they read, verify and hash the chunks (``AuditRun.chunks``)
+    and the entries never pass through this process; a chunk with a missing entry is read
+    here, gaps and stored leaf hashes included.
+    """
     try:
         latest = store.latest_checkpoint()
     except CertdError as e:
@@ -111,6 +118,14 @@ def _feed_store(audit: AuditRun, store: LedgerStore, chunk: int, max_faults: int
     size = store.size()
     for item in store.unexplained(limit=max_faults):
         audit.fault("store", None, f"the store holds state its tree does not explain: {item}")
+    if audit.pool is not None and audit.opener is not None:
+        for result in audit.chunks(size, chunk):
+            if result.leaves is None:
+                end = min(size, result.start + chunk)
+                audit.compare_nodes(_feed_with_gaps(audit, store, result.start, end), store.nodes)
+            else:
+                audit.compare_nodes(audit.take_chunk(result), store.nodes)
+        return size
     for start in range(0, size, chunk):
         end = min(size, start + chunk)
         entries: list[bytes | None]
@@ -123,6 +138,15 @@ def _feed_store(audit: AuditRun, store: LedgerStore, chunk: int, max_faults: int
         created = audit.feed(start, entries, leaves)
         audit.compare_nodes(created, store.nodes)
     return size
+
+
+def _feed_with_gaps(
+    audit: AuditRun, store: LedgerStore, start: int, end: int
+) -> list[tuple[int, int, bytes]]:
+    """Feed a chunk a worker could not read whole, its signatures checked here."""
+    entries = store.entries_with_gaps(start, end)
+    audit.take_signatures(start, entries)
+    return audit.feed(start, entries, store.nodes(0, start, end), signatures=False)
 
 
 def _feed_remote(
@@ -167,6 +191,7 @@ def audit_store(
     workers: int | None = None,
     chunk_entries: int = 4096,
     max_faults: int = 1000,
+    opener: Callable[[], LedgerStore] | None = None,
 ) -> AuditReport:
     """Audit a ledger store end to end.
 
@@ -183,8 +208,13 @@ def audit_store(
         verify_signatures: verify each entry's DSSE signature (the slow part).
         workers: processes parsing and verifying envelopes in parallel with the rebuild;
             None for one per CPU.
-        chunk_entries: entries read per step, at most the store's read limit.
+        chunk_entries: entries read per step, at most the store's read limit (with an
+            opener, rounded down to a power of two).
         max_faults: faults kept in the report; more are counted only.
+        opener: opens the same store again (picklable, e.g. a ``functools.partial`` of
+            ``open_store``): each worker then reads its chunks itself, hashes the leaves and
+            compares the chunk's stored nodes, so only leaf hashes come back here. None:
+            this process reads every entry and sends it to the workers.
 
     Raises:
         LedgerError: the state file cannot be written after a passing audit.
@@ -194,8 +224,17 @@ def audit_store(
     """
     t0 = time.monotonic()
     chunk = max(1, min(chunk_entries, store.limits.max_read_entries))
+    if opener is not None:  # a power of two: every full chunk is a complete subtree
+        chunk = 1 << (chunk.bit_length() - 1)
     audit = _start(
-        trusted, checkpoint_keys, origin, state_path, verify_signatures, workers, max_faults
+        trusted,
+        checkpoint_keys,
+        origin,
+        state_path,
+        verify_signatures,
+        workers,
+        max_faults,
+        opener,
     )
     try:
         size = _feed_store(audit, store, chunk, max_faults)

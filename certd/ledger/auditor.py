@@ -7,7 +7,9 @@ Example (through ``certd.ledger.audit``, which drives it)::
 ``AuditRun`` takes entries in order (``feed``), rebuilds the tree with a ``CompactRange``,
 compares the complete nodes it creates with the stored ones (``compare_nodes``), checks the
 entries' signatures in worker processes, and ``finish`` compares the roots with the signed
-checkpoint and the auditor's trusted state.
+checkpoint and the auditor's trusted state. Given a way to open the store (``opener``), the
+workers read their own chunks and return leaf hashes and checked subtree roots instead
+(``chunks``, ``take_chunk``; ``certd.ledger.auditchunk``), and the tree is checked once here.
 """
 
 from __future__ import annotations
@@ -15,16 +17,23 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 
 from certd.errors import CertdError, LedgerError, SigningError
 from certd.keyrotation import Rotation, follow, open_rotation, outside_windows
+from certd.ledger.auditchunk import (
+    ChunkResult,
+    Signers,
+    audit_chunk,
+    init_worker,
+    verify_signatures,
+)
 from certd.ledger.auditstate import AuditFault, AuditReport, AuditState
-from certd.opening import PREDICATE_KEY_ROTATION, PREDICATE_TYPES, open_envelope
-from certd.signing.dsse import Envelope, KeyRing
-from certd.signing.keys import VerifierKey
+from certd.ledger.store import LedgerStore
+from certd.signing.dsse import KeyRing
+from certd.signing.keys import VerifierKey, enable_fast_verify
 from certd.tlog import (
     EMPTY_ROOT,
     Checkpoint,
@@ -37,64 +46,6 @@ from certd.tlog import (
 __all__ = ["AuditRun"]
 
 _SIG_TASK_ENTRIES = 2048
-
-
-Signers = list[tuple[int, int, frozenset[str]]]
-"""Runs of entries ``[start, end)`` whose verified signatures are by the same key ids."""
-
-
-def _verify_signatures(
-    start: int, entries: Sequence[bytes | None], trusted: KeyRing
-) -> tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]:
-    """Open every entry as a statement certd signs (``certd.opening.open_envelope``).
-
-    Returns the faults, the runs of signers (for the key-rotation windows, checked once
-    every rotation is known) and the key-rotation entries.
-    """
-    faults: list[AuditFault] = []
-    runs: Signers = []
-    rotations: list[tuple[int, bytes]] = []
-    for offset, data in enumerate(entries):
-        if data is None:
-            continue
-        index = start + offset
-        try:
-            env = Envelope.from_json(data)  # parsed once: opened, then its signers read
-            st = open_envelope(env, trusted, PREDICATE_TYPES)
-            signers = _signers(env, trusted)
-        except SigningError as e:
-            faults.append(
-                AuditFault(
-                    "signature",
-                    index,
-                    f"entry {index} does not verify as a signed statement "
-                    f"({type(e).__name__}): {e}",
-                )
-            )
-            continue
-        if st.predicate_type == PREDICATE_KEY_ROTATION:
-            rotations.append((index, data))
-        if runs and runs[-1][1] == index and runs[-1][2] == signers:
-            runs[-1] = (runs[-1][0], index + 1, signers)
-        else:
-            runs.append((index, index + 1, signers))
-    return faults, runs, rotations
-
-
-def _signers(env: Envelope, trusted: KeyRing) -> frozenset[str]:
-    """The key ids whose signatures verify on an envelope that opened (one, but for a
-    key rotation's two)."""
-    if len(env.signatures) == 1:
-        return frozenset({env.signatures[0].keyid})
-    out = set()
-    for sig in env.signatures:
-        for key in trusted.lookup(sig.keyid):
-            try:
-                key.verify(env.pae(), sig.sig)
-            except SigningError:
-                continue
-            out.add(sig.keyid)
-    return frozenset(out)
 
 
 class AuditRun:
@@ -110,6 +61,7 @@ class AuditRun:
         verify_signatures: bool,
         workers: int,
         max_faults: int,
+        opener: Callable[[], LedgerStore] | None = None,
     ) -> None:
         self.trusted = trusted
         self.checkpoint_keys = checkpoint_keys
@@ -124,13 +76,20 @@ class AuditRun:
         self.wanted: set[int] = set()
         self.checkpoint: Checkpoint | None = None
         self.verify_signatures = verify_signatures
+        if verify_signatures:
+            enable_fast_verify()  # bulk verification: ed25519-dalek where it is installed
         self.workers = workers
         # Worker processes parse and verify envelopes in parallel with the rebuild (threads
         # would serialise the JSON parsing on the GIL); forkserver: never fork a threaded parent.
+        # With an opener the workers read their chunks from the store themselves.
         self.pool: Executor | None = None
-        if verify_signatures and workers > 1:
+        self.opener = opener
+        if workers > 1 and (verify_signatures or opener is not None):
             self.pool = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("forkserver")
+                workers,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=init_worker,
+                initargs=(opener, trusted),
             )
         self.pending: deque[Future[tuple[list[AuditFault], Signers, list[tuple[int, bytes]]]]]
         self.pending = deque()
@@ -140,7 +99,7 @@ class AuditRun:
         self.mismatched: set[tuple[int, int]] = set()
 
     def close(self) -> None:
-        """Stop the signature threads (also when the audit is cut short by an error)."""
+        """Stop the worker processes (also when the audit is cut short by an error)."""
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
@@ -173,14 +132,20 @@ class AuditRun:
         return cp
 
     def feed(
-        self, start: int, entries: Sequence[bytes | None], stored_leaves: Sequence[bytes | None]
+        self,
+        start: int,
+        entries: Sequence[bytes | None],
+        stored_leaves: Sequence[bytes | None],
+        *,
+        signatures: bool = True,
     ) -> list[tuple[int, int, bytes]]:
         """Hash and append entries [start, start+len); return the complete nodes created.
 
         A missing entry (None) is replaced by its stored leaf hash when there is one, so
-        the rebuild can go on; otherwise the rebuild stops there.
+        the rebuild can go on; otherwise the rebuild stops there. ``signatures=False``: the
+        caller has checked them (``take_signatures``).
         """
-        if self.verify_signatures:
+        if self.verify_signatures and signatures:
             self._queue_signatures(start, entries)
         created: list[tuple[int, int, bytes]] = []
         if self.broken_at is not None:
@@ -204,19 +169,64 @@ class AuditRun:
                 self.roots[self.tree.size] = self.tree.root()
         return created
 
+    def take_signatures(self, start: int, entries: Sequence[bytes | None]) -> None:
+        """Check the signatures of entries [start, start+len) in this process."""
+        if self.verify_signatures:
+            self._take(verify_signatures(start, entries, self.trusted))
+
     def _queue_signatures(self, start: int, entries: Sequence[bytes | None]) -> None:
         for lo in range(0, len(entries), _SIG_TASK_ENTRIES):
             part = list(entries[lo : lo + _SIG_TASK_ENTRIES])
             if self.pool is None:
-                self._take(_verify_signatures(start + lo, part, self.trusted))
+                self._take(verify_signatures(start + lo, part, self.trusted))
             else:
                 self.pending.append(
-                    self.pool.submit(_verify_signatures, start + lo, part, self.trusted)
+                    self.pool.submit(verify_signatures, start + lo, part, self.trusted)
                 )
         # Bound memory: keep at most a few tasks per worker in flight.
         limit = 4 * self.workers
         while len(self.pending) > limit:
             self._drain_one()
+
+    def chunks(self, size: int, chunk: int) -> Iterator[ChunkResult]:
+        """Hand ``[0, size)`` to the workers chunk by chunk (they read the store through the
+        opener); yield their results in order, a few chunks a worker in flight."""
+        assert self.pool is not None and self.opener is not None
+        in_flight: deque[Future[ChunkResult]] = deque()
+        for start in range(0, size, chunk):
+            end = min(size, start + chunk)
+            in_flight.append(self.pool.submit(audit_chunk, start, end, self.verify_signatures))
+            if len(in_flight) > 3 * self.workers:
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+
+    def take_chunk(self, result: ChunkResult) -> list[tuple[int, int, bytes]]:
+        """Take a worker's chunk (``chunks``; its leaves are not None); return the complete
+        nodes created that the worker has not already compared with the stored ones.
+
+        A chunk whose stored subtree matched is appended by its root, unless the root at a
+        size inside it is wanted; otherwise its leaves are appended one by one and every
+        node they create is returned, for ``compare_nodes`` to name the first wrong one.
+        """
+        self._take((result.faults, result.signers, result.rotations))
+        leaves = result.leaves
+        assert leaves is not None
+        if self.broken_at is not None:
+            return []
+        start, end = result.start, result.start + len(leaves)
+        inside = any(start < size < end for size in self.wanted)
+        if result.root is not None and not inside and self.tree.size == start:
+            merged = self.tree.append_subtree(len(leaves).bit_length() - 1, result.root)
+            if self.tree.size in self.wanted:
+                self.roots[self.tree.size] = self.tree.root()
+            return merged[1:]
+        created: list[tuple[int, int, bytes]] = []
+        for leaf in leaves:
+            created.extend(self.tree.append(leaf))
+            if self.tree.size in self.wanted:
+                self.roots[self.tree.size] = self.tree.root()
+        return created
 
     def _drain_one(self) -> None:
         self._take(self.pending.popleft().result())

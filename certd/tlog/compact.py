@@ -123,6 +123,36 @@ class CompactRange:
         self._size += 1
         return created
 
+    def append_subtree(self, level: int, root: bytes) -> list[tuple[int, int, bytes]]:
+        """Append a complete subtree of ``2**level`` leaves by its root hash.
+
+        The same frontier as appending its leaves one by one; the size must be a multiple
+        of ``2**level`` (the subtree is aligned, as every complete node is).
+
+        Raises:
+            ProofError: the hash is not 32 bytes, or the size is not aligned.
+
+        Returns:
+            The complete nodes created at ``level`` and above, the subtree's root first.
+        """
+        check_hash(root, "subtree root")
+        if level < 0 or self._size & ((1 << level) - 1):
+            raise ProofError(
+                f"expected a size that is a multiple of 2**{level} to append a subtree, "
+                f"got {self._size}"
+            )
+        index = self._size >> level
+        created = [(level, index, root)]
+        h = root
+        while index & 1:
+            h = node_hash(self._hashes.pop(), h)
+            level += 1
+            index >>= 1
+            created.append((level, index, h))
+        self._hashes.append(h)
+        self._size += 1 << created[0][0]
+        return created
+
     def extend(self, leaves: Iterable[bytes]) -> list[tuple[int, int, bytes]]:
         """Append several leaf hashes.
 

@@ -1,7 +1,13 @@
-"""The auditor finds each kind of tampering, and passes and records state on a clean log."""
+"""The auditor finds each kind of tampering, and passes and records state on a clean log.
+
+Each test runs twice: the parent reading every entry and sending it to the workers, and the
+workers reading their own 8-entry chunks from the store (``opener``), so complete chunks
+are checked by their subtree roots and a tampered one falls back to node-by-node naming.
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -36,10 +42,28 @@ def make_log(path: Path, n: int, start: int = 0) -> None:
             ledger.append([(f"k{i}", envelope(i)) for i in range(start, start + n)])
 
 
+_WORKERS_READ = {"on": False}
+
+
+@pytest.fixture(autouse=True, params=["parent-reads", "workers-read"])
+def _mode(request: pytest.FixtureRequest) -> None:
+    _WORKERS_READ["on"] = request.param == "workers-read"
+
+
 def audit(path: Path, state: Path | None = None, max_faults: int = 1000) -> AuditReport:
     store = SQLiteStore(path)
+    workers_read = _WORKERS_READ["on"]
     try:
-        return audit_store(store, RING, state, origin=ORIGIN, workers=2, max_faults=max_faults)
+        return audit_store(
+            store,
+            RING,
+            state,
+            origin=ORIGIN,
+            workers=2,
+            max_faults=max_faults,
+            opener=functools.partial(SQLiteStore, str(path)) if workers_read else None,
+            chunk_entries=8 if workers_read else 4096,
+        )
     finally:
         store.close()
 

@@ -1,13 +1,19 @@
-"""Ed25519 verification through libsodium (PyNaCl) and cryptography agree."""
+"""Ed25519 verification through ed25519-dalek (solders), libsodium (PyNaCl) and cryptography
+agree, on honest signatures and on forged ones (``tests/ed25519_ref.py``)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
+import ed25519_ref
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from certd.errors import SigningError
 from certd.signing import keys
-from certd.signing.keys import SigningKey
+from certd.signing.keys import SigningKey, VerifierKey
 
 
 def test_both_backends_accept_good_and_reject_bad_signatures() -> None:
@@ -23,3 +29,60 @@ def test_both_backends_accept_good_and_reject_bad_signatures() -> None:
             assert verify(pub, key.public_key, msg, sig)
             assert not verify(pub, key.public_key, msg, flipped)
             assert not verify(pub, key.public_key, msg + b"x", sig)
+
+
+def _sodium_accepts(public: bytes, message: bytes, signature: bytes) -> bool:
+    from nacl.bindings import crypto_sign_open
+    from nacl.exceptions import BadSignatureError
+
+    try:
+        crypto_sign_open(signature + message, public)
+    except BadSignatureError:
+        return False
+    return True
+
+
+def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
+    """ed25519-dalek's verify_strict (the fast path) refuses every signature libsodium does:
+    non-canonical s, mixed-order and small-order R, non-canonical R, small-order keys, flipped
+    bits; fresh forgeries each round (a lax verifier accepts several: bench/bench_ed25519.py)."""
+    assert keys.enable_fast_verify(), "solders is installed with the server extra"
+    assert keys._fast_verifier is not None
+    for n in range(12):
+        seed, msg = os.urandom(32), os.urandom(n * 37)
+        pub = ed25519_ref.public_key(seed)
+        good = ed25519_ref.sign_with(seed, msg)
+        fast = keys._fast_verifier(pub)
+        assert fast is not None
+        assert _sodium_accepts(pub, msg, good) and fast(msg, good)
+        assert good == SigningKey(  # the reference signs as RFC 8032 does
+            "test.example/ref", seed
+        ).sign(msg)
+        for what, bad_pub, bad_sig in ed25519_ref.bad_signatures(seed, msg):
+            assert not _sodium_accepts(bad_pub, msg, bad_sig), what
+            bad_fast = keys._fast_verifier(bad_pub)
+            assert bad_fast is None or not bad_fast(msg, bad_sig), what
+            try:
+                key = VerifierKey("test.example/forged", bad_pub)
+            except SigningError:
+                continue
+            with pytest.raises(SigningError):
+                key.verify(msg, bad_sig)
+
+
+def test_non_canonical_key_encoding_gets_no_fast_path() -> None:
+    """dalek does not check that a key's y is below p; libsodium does, so such a key keeps
+    libsodium's answer (a key with y = p + 2 or the identity's y = p + 1)."""
+    assert keys.enable_fast_verify() and keys._fast_verifier is not None
+    for y in (ed25519_ref.P + 1, ed25519_ref.P + 2, 2**255 - 1):
+        assert keys._fast_verifier(int.to_bytes(y, 32, "little")) is None
+    assert keys._fast_verifier(SigningKey.generate("test.example/k").public_key) is not None
+
+
+def test_importing_the_keys_does_not_load_solders() -> None:
+    """solders takes ~0.2 s to import: only bulk verification (the audit) turns it on."""
+    code = (
+        "import sys; import certd.signing.keys as k; assert 'solders' not in sys.modules; "
+        "assert k.enable_fast_verify() and 'solders' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

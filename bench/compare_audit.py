@@ -1,0 +1,126 @@
+"""``certd audit`` of one ledger by two source trees side by side, interleaved (A/B).
+
+Builds an N-entry data dir as ``bench_ledger.py`` does (once), ``git archive``s the base
+commit and the head commit (so edits in progress never leak in), then runs the real command
+``certd audit --data-dir`` round by round: base, head, head without the ed25519-dalek fast
+path (solders hidden), base, head, ... so every variant sees the same machine load. Each run
+is timed for wall seconds and the CPU seconds of its whole process tree (the audit, its
+forkserver and workers: ``bench_ledger._tree_cpu_seconds``). The medians and the ratios to
+the base go to ``bench/results/<out>.json``.
+
+Run: ``.venv/bin/python bench/compare_audit.py --base 13591cf --head HEAD --entries 100000
+--rounds 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import write
+from bench_ledger import _count_descendants, _tree_cpu_seconds, envelopes
+
+from certd.ledger.log import Ledger
+from certd.ledger.store.sqlite import SQLiteStore
+from certd.signing.keys import SigningKey, save_signing_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _build(data: Path, n: int) -> None:
+    data.mkdir()
+    key = SigningKey.generate("bench.local/certd")
+    save_signing_key(data / "signing.key", key)
+    (data / "signing.pub").write_text(key.verifier().to_vkey() + "\n")
+    distinct = envelopes(key, 1000)
+    store = SQLiteStore(data / "ledger.sqlite", synchronous="NORMAL")
+    for start in range(0, n, 10_000):
+        store.append([(None, distinct[i % 1000]) for i in range(start, min(n, start + 10_000))])
+    Ledger(store, key, "bench.local/certd").close()
+
+
+def _tree(commit: str, into: Path) -> Path:
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "certd"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def _run(path: str, data: Path, state: Path) -> tuple[float, float]:
+    env_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = path
+    try:
+        state.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "certd.cli", "audit", "--data-dir", str(data)]
+        done, wall, cpu = _tree_cpu_seconds([*cmd, "--state", str(state), "--json"])
+    finally:
+        if env_path is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = env_path
+    report = json.loads(done.stdout)
+    assert report["ok"], done.stdout[:2000] + done.stderr[-2000:]
+    return wall, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--head", default="HEAD")
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="audit_ab")
+    args = ap.parse_args()
+    assert _count_descendants(), "needs Linux (child subreaper) to count the workers' CPU"
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        _build(tmp / "data", args.entries)
+        base, head = _tree(args.base, tmp / "base"), _tree(args.head, tmp / "head")
+        hide = tmp / "hide" / "solders"
+        hide.mkdir(parents=True)
+        (hide / "__init__.py").write_text('raise ImportError("hidden: no dalek fast path")\n')
+        variants = {
+            "base": str(base),
+            "head": str(head),
+            "head-no-dalek": f"{hide.parent}{os.pathsep}{head}",
+        }
+        runs: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
+        for r in range(args.rounds):
+            for name, path in variants.items():
+                wall, cpu = _run(path, tmp / "data", tmp / "state.json")
+                runs[name].append((wall, cpu))
+                print(f"round {r} {name:14s} wall {wall:6.2f} s  cpu {cpu:6.2f} s", flush=True)
+    med = {
+        v: {
+            "wall_s": statistics.median(w for w, _ in rs),
+            "cpu_s": statistics.median(c for _, c in rs),
+            "runs": [[round(w, 2), round(c, 2)] for w, c in rs],
+        }
+        for v, rs in runs.items()
+    }
+    for m in med.values():
+        m["wall_vs_base"] = round(m["wall_s"] / med["base"]["wall_s"], 3)
+        m["cpu_vs_base"] = round(m["cpu_s"] / med["base"]["cpu_s"], 3)
+        m["wall_s"], m["cpu_s"] = round(m["wall_s"], 2), round(m["cpu_s"], 2)
+    result = {
+        "entries": args.entries,
+        "base": args.base,
+        "head": args.head,
+        "rounds": args.rounds,
+        "loadavg_1m_after": round(os.getloadavg()[0], 2),
+        "medians": med,
+    }
+    print(json.dumps(result, indent=2))
+    write(args.out, result)
+
+
+if __name__ == "__main__":
+    main()
