@@ -60,8 +60,9 @@ def _procs() -> dict[int, tuple[int, str, float]]:
     return out
 
 
-def own_cpu_s(root: int | None = None) -> float:
-    """CPU seconds of ``root``'s process tree (default this process) and the container engine."""
+def own_cpu_s(root: int | None = None, *, engine: bool = True) -> float:
+    """CPU seconds of ``root``'s process tree (default this process) and, with ``engine``, the
+    container engine's processes (dockerd, containerd, the shims; not the containers)."""
     procs = _procs()
     mine = {os.getpid() if root is None else root}
     grew = True
@@ -69,8 +70,9 @@ def own_cpu_s(root: int | None = None) -> float:
         kids = {pid for pid, (ppid, _, _) in procs.items() if ppid in mine and pid not in mine}
         mine |= kids
         grew = bool(kids)
-    engine = {p for p, (_, comm, _) in procs.items() if comm.startswith(_ENGINE)}
-    return sum(procs[p][2] for p in mine | engine if p in procs)
+    if engine:
+        mine |= {p for p, (_, comm, _) in procs.items() if comm.startswith(_ENGINE)}
+    return sum(procs[p][2] for p in mine if p in procs)
 
 
 def wait_quiet(

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _code import code_server, code_task, human_eval_problems
 from _common import write
-from _quiet import wait_quiet
+from _quiet import own_cpu_s, wait_quiet
 
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2
@@ -130,13 +130,17 @@ def warm_up(srv: CertdServer, c: CertdClient, probs: list[dict[str, Any]]) -> fl
 def timed_batch(c: CertdClient, probs: list[dict[str, Any]]) -> dict[str, Any]:
     """The 164 canonical solutions as one ``VerifyBatch``: rate and verdicts."""
     items = [VerifyItem(task(p), p["canonical_solution"], p["task_id"]) for p in probs]
-    t0 = time.perf_counter()
+    c0, t0 = own_cpu_s(engine=False), time.perf_counter()
     verdicts = c.verify_batch(items)
     wall = time.perf_counter() - t0
+    # This process (certd, gRPC both ends) and its process tree: every bwrap sandbox; on
+    # Docker the containers are the engine's children, not ours, so only certd's share.
+    cpu = own_cpu_s(engine=False) - c0
     bad = [(v.id, v.detail) for v in verdicts if v.status != tasks_pb2.CORRECT]
     return {
         "wall_s": round(wall, 3),
         "checks_per_s": round(len(probs) / wall, 2),
+        "cpu_ms_per_check": round(cpu * 1e3 / len(probs), 2),
         "correct": len(probs) - len(bad),
         "not_correct": bad[:10],
     }
