@@ -31,15 +31,31 @@ def code_task(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def code_server(backend: str, tmp: Path, *, pool: int, cpu_s: float, wall_s: float) -> CertdServer:
-    """A started certd on 127.0.0.1 whose code checks run on ``backend`` (bwrap or docker)."""
+def code_server(
+    backend: str,
+    tmp: Path,
+    *,
+    pool: int,
+    cpu_s: float,
+    wall_s: float,
+    math: bool = True,
+    batch_threads: int = 0,
+) -> CertdServer:
+    """A started certd on 127.0.0.1 whose code checks run on ``backend`` (bwrap or docker).
+
+    ``math=False`` turns the math domain off: with it on, a fresh server's math pool starts two
+    worker processes and primes their grammars in the background for its first half minute or
+    so, CPU that a throughput figure taken next to it (or a peer measured meanwhile) pays for.
+    """
     cfg = CertdConfig.model_validate(
         {
+            "math": {"enabled": math},
             "data_dir": str(tmp / f"certd-{backend}"),
             "listen": "127.0.0.1:0",
             "code": {
                 "backend": backend,
                 "pool_size": pool,
+                "batch_threads": batch_threads,
                 "cpu_time_s": cpu_s,
                 "wall_time_s": wall_s,
                 "memory_bytes": 512 << 20,

