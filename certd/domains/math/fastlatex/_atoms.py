@@ -21,7 +21,7 @@ from latex2sympy2_extended.symbols import get_symbol
 
 from ._build import _divide, _no_matrix, _number
 from ._expr import _ExprReader
-from ._lexer import _AFTER_ABS, _ENDS_TERM, _TRIG, _Decline
+from ._lexer import _AFTER_ABS, _ENDS_TERM, _HYPERBOLIC, _TRIG, _Decline
 
 __all__ = ["_AtomReader"]
 
@@ -154,7 +154,7 @@ class _AtomReader(_ExprReader):
             if not ends and (self.starts_factor() or self.kind in ("^", "_", "!", "*", "/", ":")):
                 raise _Decline("a function argument without parentheses")
         _no_matrix(arg)
-        if name in _TRIG:
+        if name in _TRIG or name in _HYPERBOLIC:
             if power == -1:
                 name, power = "a" + name, None
             value = getattr(sympy, name)(arg, evaluate=False)

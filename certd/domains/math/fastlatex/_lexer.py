@@ -23,6 +23,7 @@ __all__ = [
     "_Cursor",
     "_Decline",
     "_ENDS_TERM",
+    "_HYPERBOLIC",
     "_TRIG",
     "_tokens",
 ]
@@ -55,7 +56,9 @@ _RELATIONS = {
     "\\approx": "approx",
 }
 _TRIG = frozenset("sin cos tan csc sec cot".split())
-_FUNCTIONS = _TRIG | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
+# The grammar's hyperbolic functions: built as the trigonometric ones (a power -1 is the inverse).
+_HYPERBOLIC = frozenset("sinh cosh tanh".split())
+_FUNCTIONS = _TRIG | _HYPERBOLIC | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
 _MATRICES = frozenset({"pmatrix", "bmatrix", "matrix"})
 _SIMPLE_COMMANDS = {
     "\\frac": "frac",
