@@ -65,6 +65,8 @@ class _AtomReader(_ExprReader):
             value = self.expr()
             self.take(")")
             return value
+        if k in ("lfloor", "lceil"):
+            return self._rounding()
         if k == "frac":
             self.i += 1
             top = self._braced()
@@ -88,6 +90,15 @@ class _AtomReader(_ExprReader):
         if self._is_call():
             raise _Decline("a Greek letter applied to an atom")
         return self._symbol(name, "")
+
+    def _rounding(self) -> Any:
+        """``\\lfloor x\\rfloor``, ``\\lceil x\\rceil``: the grammar's ``floor_group`` and
+        ``ceil_group`` (an ``expr`` between the two, as in parentheses), unevaluated."""
+        floor = self.take(self.kind) == "\\lfloor"
+        value = self.expr()
+        self.take("rfloor" if floor else "rceil")
+        _no_matrix(value)
+        return (sympy.floor if floor else sympy.ceiling)(value, evaluate=False)
 
     def _sqrt(self) -> Any:
         """``\\sqrt{x}`` or ``\\sqrt[n]{x}``, unevaluated."""
