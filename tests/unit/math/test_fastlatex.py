@@ -204,6 +204,22 @@ _SHAPES = [
     # a bare function argument ends at the next function
     r"2 \sin b \cos a", r"\sin b \cos a", r"\sin x \sqrt{2}", r"\sin x \ln y",
     r"\sin x \cos^2 x", r"\sin x \cos(x)", r"\sin^2 x \cos x", r"\log_2 8 \ln 3",
+    # the grammar's hyperbolic functions, built as the trigonometric ones
+    r"\tanh(x^{2}+143)", r"\tanh x", r"\sinh^{2} x", r"\cosh^{-1}(x)", r"\tanh^{-1} x",
+    r"2\sinh b\cosh a", r"\tanh x \sqrt{2}", r"3x-3-1+\tanh(x^{2}+143)", r"\cosh^2(x)",
+    r"9x\cdot\tanh(x^{2}+143)", r"\sinh(x)\cosh(x)", r"\tanh|x|", r"\sinh 2", r"\cosh\pi",
+    r"\sech x", r"\coth x", r"\csch x", r"\tanh", r"\sinh^{3}(2x) = 1", r"x = \tanh 1, 2",
+    # \lfloor…\rfloor and \lceil…\rceil: an expression between the two, as in parentheses
+    r"\lfloor x-30\rfloor", r"\lceil x-30\rceil-1", r"\lfloor\frac{x}{3}\rfloor", r"\lceil x\rceil",
+    r"5x-1+\lfloor\frac{1}{1+(x+13)^{2}}\rfloor", r"x+\lfloor x\rfloor-\lceil x\rceil+1",
+    r"-\lfloor -x\rfloor", r"2\lfloor x\rfloor", r"\lfloor x\rfloor^{2}", r"\lfloor x\rfloor!",
+    r"\lfloor x\rfloor(x+1)", r"f\lfloor x\rfloor", r"\lfloor \lceil x\rceil\rfloor",
+    r"|\lfloor x\rfloor|", r"\lfloor |x|\rfloor", r"\lfloor x\rfloor, \lceil y\rceil",
+    r"(\lfloor x\rfloor, 2]", r"\lceil 3\rceil", r"\{\lfloor x\rfloor\}", r"\sin(\lfloor x\rfloor)",
+    r"\lfloor 2.5\rfloor", r"e^{\lfloor x\rfloor}", r"x = \lfloor y\rfloor, 2",
+    r"3 \div \lceil x\rceil", r"f(\lfloor x\rfloor)", r"\lfloor x, y\rfloor",
+    r"\lfloor x = 1\rfloor", r"\sin\lfloor x\rfloor", r"\lfloor x\rceil", r"\lfloor x", r"x\rfloor",
+    r"\lfloor 204_5\rfloor", r"\lfloor x\rfloor_2", r"\lfloor\rfloor", r"\lceil x\rceil^{T}",
     # names = values: one relation to the values (a set when there are several)
     "n=1, 2, 3", "n=2, 3, 4", r"x = 1 \pm 2", r"x = \pm 2", r"x = 1, 2 \pm 3", "(p,q)=(3,2)",
     "(p,q,r)=(3,2,7)", "D = (0, 1)", "D = (0, 1.5)", "x = [0, 1]", "x = (1)", "(x) = 1",

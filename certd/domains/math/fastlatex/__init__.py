@@ -33,11 +33,12 @@ The subset (anything else returns ``None`` and the caller uses the grammar):
 - ``+ -`` (binary and unary), ``* \\cdot \\times / \\div :``, implicit products (with the
   grammar's mixed-number reading: ``2\\frac{1}{2}`` is 5/2), ``^`` with a braced, digit or
   letter exponent (not the transpose ``^T``), ``!``, ``\\frac{}{}``, ``\\sqrt{}``,
-  ``\\sqrt[n]{}``, parentheses, ``|…|`` (``Abs``) where no bar could be read otherwise;
-- ``\\sin``-family functions, ``\\arcsin``-family, ``\\exp``, ``\\ln``, ``\\log``,
-  ``\\log_b`` with a parenthesised argument or a lone atom (``\\sin x``, which ends at the next
-  function: ``2\\sin b \\cos a``), ``\\sin^2(x)``, ``\\sin^{-1}(x)``; ``\\sum_{k=a}^{b}`` and
-  ``\\prod`` over a product chain;
+  ``\\sqrt[n]{}``, parentheses, ``\\lfloor…\\rfloor`` and ``\\lceil…\\rceil``, ``|…|``
+  (``Abs``) where no bar could be read otherwise;
+- ``\\sin``-family functions, ``\\sinh``, ``\\cosh``, ``\\tanh``, ``\\arcsin``-family,
+  ``\\exp``, ``\\ln``, ``\\log``, ``\\log_b`` with a parenthesised argument or a lone
+  atom (``\\sin x``, which ends at the next function: ``2\\sin b \\cos a``), ``\\sin^2(x)``,
+  ``\\sin^{-1}(x)``; ``\\sum_{k=a}^{b}`` and ``\\prod`` over a product chain;
 - a letter applied to one atom, which the grammar reads as a call: ``f(x)``, ``f(2)``,
   ``f^2(x)`` are ``Function('f')(…)``; before anything else in parentheses a letter is a
   factor (``x(x+1)``, ``f(-1)``);

@@ -21,7 +21,7 @@ from latex2sympy2_extended.symbols import get_symbol
 
 from ._build import _divide, _no_matrix, _number
 from ._expr import _ExprReader
-from ._lexer import _AFTER_ABS, _ENDS_TERM, _TRIG, _Decline
+from ._lexer import _AFTER_ABS, _ENDS_TERM, _HYPERBOLIC, _TRIG, _Decline
 
 __all__ = ["_AtomReader"]
 
@@ -65,6 +65,8 @@ class _AtomReader(_ExprReader):
             value = self.expr()
             self.take(")")
             return value
+        if k in ("lfloor", "lceil"):
+            return self._rounding()
         if k == "frac":
             self.i += 1
             top = self._braced()
@@ -88,6 +90,15 @@ class _AtomReader(_ExprReader):
         if self._is_call():
             raise _Decline("a Greek letter applied to an atom")
         return self._symbol(name, "")
+
+    def _rounding(self) -> Any:
+        """``\\lfloor x\\rfloor``, ``\\lceil x\\rceil``: the grammar's ``floor_group`` and
+        ``ceil_group`` (an ``expr`` between the two, as in parentheses), unevaluated."""
+        floor = self.take(self.kind) == "\\lfloor"
+        value = self.expr()
+        self.take("rfloor" if floor else "rceil")
+        _no_matrix(value)
+        return (sympy.floor if floor else sympy.ceiling)(value, evaluate=False)
 
     def _sqrt(self) -> Any:
         """``\\sqrt{x}`` or ``\\sqrt[n]{x}``, unevaluated."""
@@ -154,7 +165,7 @@ class _AtomReader(_ExprReader):
             if not ends and (self.starts_factor() or self.kind in ("^", "_", "!", "*", "/", ":")):
                 raise _Decline("a function argument without parentheses")
         _no_matrix(arg)
-        if name in _TRIG:
+        if name in _TRIG or name in _HYPERBOLIC:
             if power == -1:
                 name, power = "a" + name, None
             value = getattr(sympy, name)(arg, evaluate=False)

@@ -23,6 +23,7 @@ __all__ = [
     "_Cursor",
     "_Decline",
     "_ENDS_TERM",
+    "_HYPERBOLIC",
     "_TRIG",
     "_tokens",
 ]
@@ -55,7 +56,9 @@ _RELATIONS = {
     "\\approx": "approx",
 }
 _TRIG = frozenset("sin cos tan csc sec cot".split())
-_FUNCTIONS = _TRIG | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
+# The grammar's hyperbolic functions: built as the trigonometric ones (a power -1 is the inverse).
+_HYPERBOLIC = frozenset("sinh cosh tanh".split())
+_FUNCTIONS = _TRIG | _HYPERBOLIC | {"ln", "log", "exp", "arcsin", "arccos", "arctan"}
 _MATRICES = frozenset({"pmatrix", "bmatrix", "matrix"})
 _SIMPLE_COMMANDS = {
     "\\frac": "frac",
@@ -73,6 +76,10 @@ _SIMPLE_COMMANDS = {
     "\\)": ")v",
     "\\pm": "pm",
     "\\mp": "pm",
+    "\\lfloor": "lfloor",
+    "\\rfloor": "rfloor",
+    "\\lceil": "lceil",
+    "\\rceil": "rceil",
 }
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])"
@@ -81,6 +88,7 @@ _TOKEN = re.compile(
 )
 _STARTS_FACTOR = frozenset(
     {"num", "letter", "greek", "pi", "infty", "(", "frac", "sqrt", "func", "sum", "begin"}
+    | {"lfloor", "lceil"}
 )
 # What may follow a number's ignored subscript (``204_5``) without another reading.
 _ENDS_TERM = frozenset(
@@ -176,8 +184,8 @@ class _Cursor:
         self.i += 1
         return v
 
-    _OPEN = ("(", "[", "(v", "{", "{set")
-    _CLOSE = (")", "]", ")v", "}", "}set")
+    _OPEN = ("(", "[", "(v", "{", "{set", "lfloor", "lceil")
+    _CLOSE = (")", "]", ")v", "}", "}set", "rfloor", "rceil")
 
     def _script_end(self, j: int) -> int:
         """Where a sub- or superscript's argument starting at ``j`` ends."""
