@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from pg_helpers import PgServer, remove_root
 
-from certd.errors import ConfigError, StoreError
+from certd.errors import ConfigError, NotFoundError, StoreError
 from certd.ledger.log import Ledger
 from certd.ledger.store import KEY_SEPARATOR, AppendConflictError, DuplicateKeyError
 from certd.ledger.store.postgres import PostgresStore
@@ -176,3 +176,39 @@ def test_request_state_idempotency_records_and_rate_buckets(pg: PgServer) -> Non
         assert state.take("carol", 1.0, 2) is None  # buckets are per client
     finally:
         state.close()
+
+
+def test_binary_array_parameters_round_trip(store: PostgresStore) -> None:
+    from certd.ledger.store.postgres_arrays import bytea_array, int4_array, int8_array, text_array
+
+    texts = ["", "k", "é✓ ключ", "x" * 600, KEY_SEPARATOR.join(["a", "b"])]
+    blobs = [b"", b"\x00\xff", bytes(range(256)) * 40]
+    big = [0, -1, 2**63 - 1, -(2**63), 7]
+    small = [0, -1, 2**31 - 1, -(2**31)]
+    with store._conns.cursor("round trip") as cur:
+        cur.execute(
+            b"SELECT %b::text[], %b::bytea[], %b::bigint[], %b::integer[], %b::text[], %b::bytea[]",
+            (
+                text_array(texts),
+                bytea_array(blobs),
+                int8_array(big),
+                int4_array(small),
+                text_array([]),
+                bytea_array([]),
+            ),
+        )
+        row = cur.fetchone()
+    assert row is not None
+    assert list(row) == [texts, blobs, big, small, [], []]
+
+
+def test_node_ranges_read_like_sqlite(store: PostgresStore) -> None:
+    ref = SQLiteStore(":memory:")
+    batch = [(f"n{i}", b"entry %d" % i) for i in range(13)]
+    store.append(batch)
+    ref.append(batch)
+    ranges = [(0, 3, 13), (1, 0, 6), (2, 1, 3), (3, 0, 1), (1, 2, 2)]
+    assert store.node_ranges(ranges, within=13) == ref.node_ranges(ranges, within=13)
+    assert store.node_ranges(ranges, within=13)[0][0] == leaf_hash(b"entry 3")
+    with pytest.raises(NotFoundError):
+        store.node_ranges([(2, 0, 4)], within=13)  # the 4th node of level 2 is incomplete
