@@ -25,6 +25,7 @@ health status. Without ``warm_start`` they start on first use.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import threading
 import time
@@ -55,6 +56,21 @@ if TYPE_CHECKING:  # the model (torch, NumPy) loads on first use
 __all__ = ["MathChecker"]
 
 log = logging.getLogger("certd.math")
+
+# What the pool's workers import to check (``certd.domains.math.verify``): found here, not
+# imported, so a server that never checks math loads none of it, and one without the math
+# extra still refuses to serve math at start (``Checkers`` names the extra in one line).
+_WORKER_NEEDS = ("sympy", "mpmath", "latex2sympy2_extended")
+
+
+def _require_the_math_extra() -> None:
+    """Raise ModuleNotFoundError (naming the module) when the math extra is not installed."""
+    for name in _WORKER_NEEDS:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+_require_the_math_extra()
 
 
 @functools.lru_cache(maxsize=4)

@@ -62,9 +62,9 @@ def test_without_the_math_extra_certd_and_local_certd_name_it_in_one_line(
     never ``KeyError: 'address'`` (issue 32)."""
     shadow = tmp_path / "no-math-extra"
     shadow.mkdir()
-    (shadow / "sympy.py").write_text(
-        "raise ModuleNotFoundError(\"No module named 'sympy'\", name='sympy')\n"
-    )
+    # sympy not installed: neither found nor importable (the server only looks for it; its
+    # math workers import it), in every interpreter started with this PYTHONPATH
+    (shadow / "sitecustomize.py").write_text("import sys\n\nsys.modules['sympy'] = None\n")
     path = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(shadow), path])))
     serve = subprocess.run(
