@@ -351,6 +351,12 @@ class CertdConfig(_CertdSections):
     """The whole configuration tree."""
 
     if TYPE_CHECKING:
+        # For the type checker only: the built-in domains' sections keep their types (at run
+        # time every section, these included, comes from the registry); another domain's
+        # section reads as Any.
+        countdown: CountdownConfig
+        math: MathConfig
+        code: CodeConfig
 
         def __getattr__(self, name: str) -> Any:  # a domain's section, from the registry
             ...
