@@ -155,8 +155,8 @@ def main() -> None:
             "targets": {
                 "inclusion_proof_ms_under": 1.0,
                 "proof_met": proof_ms < 1.0,
-                "audit_1m_seconds_under": 60.0,
-                "audit_met": n == 1_000_000 and audit_s < 60.0,
+                "audit_1m_seconds_under": 30.0,  # issue 35 (it was 60 s before)
+                "audit_met": n == 1_000_000 and audit_s < 30.0,
             },
         },
     )
