@@ -171,6 +171,34 @@ def test_inline_runs_share_no_module_state(worker: Worker) -> None:
     assert a[2] != b[2]  # random is not seeded in the template
 
 
+def test_inline_runs_get_their_own_main_and_leave_nothing_in_the_template(worker: Worker) -> None:
+    """A run's ``__main__`` is a new module; the template's globals (its ballast of free
+    blocks included), reachable through the frames, hold nothing of a run and what a run
+    writes there never reaches the next one."""
+    code = (
+        "import sys\n"
+        "names = sorted(vars(sys.modules['__main__']))\n"
+        "f, others, ballast = sys._getframe(), {}, []\n"
+        "while f is not None:\n"
+        "    if f.f_globals is not globals():\n"
+        "        others[id(f.f_globals)] = f.f_globals\n"
+        "    f = f.f_back\n"
+        "seen = any('LEFT_BY_A_RUN' in g for g in others.values())\n"
+        "for g in others.values():\n"
+        "    ballast = g.get('_BALLAST', ballast)\n"
+        "    g['LEFT_BY_A_RUN'] = 1\n"
+        "clean = all(o == 0.5 + int(o) if isinstance(o, float) else not any(o) for o in\n"
+        "    ballast if not type(o) is object)\n"
+        "ballast.append(b'from a run')\n"
+        "print(names, seen, len(ballast) > 1, clean)\n"
+    )
+    first, second = (worker.run(py(code, inline_python=True), SHORT) for _ in range(2))
+    assert first.ok and second.ok, (first.detail, second.detail)
+    main = "['__builtins__', '__cached__', '__doc__', '__file__', '__loader__', '__name__', "
+    main += "'__package__', '__spec__', 'sys']"
+    assert first.stdout == second.stdout == f"{main} False True True\n".encode()
+
+
 def test_a_daemonised_child_is_killed_and_reported(worker: Worker) -> None:
     code = (
         "import os, time\n"

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import gc
 import os
 import signal
 import struct
@@ -337,6 +338,7 @@ def main(entry: str) -> None:
     resp_r, resp_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()  # no collection in either process walks (and copies) what both share
     try:
         pid = os.fork()
     except OSError as exc:  # no solution code has run: the sandbox's limits leave no room
