@@ -79,11 +79,11 @@ def _backends() -> dict[str, Verify]:
     except ImportError:
         pass
     try:
-        from certd.signing import keys
+        from certd.signing import ed25519
 
-        make = keys._fast_verifier if keys.enable_fast_verify() else None
+        make = ed25519.fast_verifier if ed25519.enable_fast_verify() else None
         if make is not None:
-            cache: dict[bytes, keys.FastVerify | None] = {}
+            cache: dict[bytes, ed25519.FastVerify | None] = {}
 
             def certd_fast(pub: bytes, msg: bytes, sig: bytes) -> bool:
                 if pub not in cache:

@@ -91,6 +91,22 @@ def _tree_cpu_seconds(run: list[str]) -> tuple[subprocess.CompletedProcess[str],
     return done, wall, cpu
 
 
+def build_store(data: Path, n: int) -> tuple[SigningKey, list[bytes], SQLiteStore, float]:
+    """A certd data dir at ``data`` (a new key) whose SQLite store holds ``n`` entries cycling
+    through 1,000 distinct signed envelopes; the key, the envelopes, the store and the seconds
+    the appends took."""
+    data.mkdir()
+    key = SigningKey.generate("bench.local/certd")
+    save_signing_key(data / "signing.key", key)
+    (data / "signing.pub").write_text(key.verifier().to_vkey() + "\n")
+    distinct = envelopes(key, 1000)
+    store = SQLiteStore(data / "ledger.sqlite", synchronous="NORMAL")
+    t0 = time.perf_counter()
+    for start in range(0, n, 10_000):
+        store.append([(None, distinct[i % 1000]) for i in range(start, min(n, start + 10_000))])
+    return key, distinct, store, time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=1_000_000)
@@ -98,17 +114,7 @@ def main() -> None:
     n = ns.entries
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "certd-data"
-        data.mkdir()
-        key = SigningKey.generate("bench.local/certd")
-        save_signing_key(data / "signing.key", key)
-        (data / "signing.pub").write_text(key.verifier().to_vkey() + "\n")
-        distinct = envelopes(key, 1000)
-        store = SQLiteStore(data / "ledger.sqlite", synchronous="NORMAL")
-        t0 = time.perf_counter()
-        batch = 10_000
-        for start in range(0, n, batch):
-            store.append([(None, distinct[i % 1000]) for i in range(start, min(n, start + batch))])
-        build_s = time.perf_counter() - t0
+        key, distinct, store, build_s = build_store(data, n)
         ledger = Ledger(store, key, "bench.local/certd")
         cp = ledger.checkpoint().checkpoint
         assert cp.size == n

@@ -24,24 +24,15 @@ import tempfile
 from pathlib import Path
 
 from _common import write
-from bench_ledger import _count_descendants, _tree_cpu_seconds, envelopes
+from bench_ledger import _count_descendants, _tree_cpu_seconds, build_store
 
 from certd.ledger.log import Ledger
-from certd.ledger.store.sqlite import SQLiteStore
-from certd.signing.keys import SigningKey, save_signing_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _build(data: Path, n: int) -> None:
-    data.mkdir()
-    key = SigningKey.generate("bench.local/certd")
-    save_signing_key(data / "signing.key", key)
-    (data / "signing.pub").write_text(key.verifier().to_vkey() + "\n")
-    distinct = envelopes(key, 1000)
-    store = SQLiteStore(data / "ledger.sqlite", synchronous="NORMAL")
-    for start in range(0, n, 10_000):
-        store.append([(None, distinct[i % 1000]) for i in range(start, min(n, start + 10_000))])
+    key, _, store, _ = build_store(data, n)
     Ledger(store, key, "bench.local/certd").close()
 
 

@@ -15,8 +15,9 @@ through ``certd.kappa.weights`` and loads no NumPy until it clusters or embeds.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from certd.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from .agreement import adjusted_rand_index, purity
@@ -30,16 +31,7 @@ _WHERE = {
     "learned": ("LearnedKappa", "kappa_learned_name"),
     "steps": ("first_step",),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [

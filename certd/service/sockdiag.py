@@ -31,6 +31,8 @@ import ipaddress
 import socket
 import struct
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 __all__ = ["SockEntry", "Unavailable", "connection_owner", "connections_to_port"]
@@ -146,6 +148,28 @@ def _ask(sock: socket.socket, request: bytes, seq: int) -> SockEntry | None:
         return SockEntry(uid, inode) if inode else None
 
 
+@contextmanager
+def _diag() -> Iterator[tuple[socket.socket, Callable[[], int]]]:
+    """A sock_diag netlink socket and a source of fresh sequence numbers; any OSError (no
+    interface, or one failing mid-request) is ``Unavailable``."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+    except OSError as e:
+        raise Unavailable(str(e)) from e
+
+    def seq() -> int:
+        with _seq_lock:
+            return next(_seq)
+
+    try:
+        sock.settimeout(2.0)
+        yield sock, seq
+    except OSError as e:
+        raise Unavailable(str(e)) from e
+    finally:
+        sock.close()
+
+
 def connection_owner(local: tuple[str, int], remote: tuple[str, int]) -> SockEntry | None:
     """The socket whose local end is ``local`` and remote end ``remote``, or None.
 
@@ -155,25 +179,15 @@ def connection_owner(local: tuple[str, int], remote: tuple[str, int]) -> SockEnt
     Raises:
         Unavailable: no sock_diag interface.
     """
-    try:
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
-    except OSError as e:
-        raise Unavailable(str(e)) from e
     families = [socket.AF_INET6]
     if ipaddress.ip_address(local[0]).version == 4 and ipaddress.ip_address(remote[0]).version == 4:
         families.insert(0, socket.AF_INET)
-    try:
-        sock.settimeout(2.0)
+    with _diag() as (sock, next_seq):
         for family in families:
-            with _seq_lock:
-                seq = next(_seq)
+            seq = next_seq()
             found = _ask(sock, _request(family, local, remote, seq), seq)
             if found is not None:
                 return found
-    except OSError as e:
-        raise Unavailable(str(e)) from e
-    finally:
-        sock.close()
     return None
 
 
@@ -188,24 +202,13 @@ def connections_to_port(local: tuple[str, int], remote_port: int) -> list[SockEn
     Raises:
         Unavailable: no sock_diag interface.
     """
-    try:
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
-    except OSError as e:
-        raise Unavailable(str(e)) from e
-    ip = ipaddress.ip_address(local[0])
     wanted = {socket.AF_INET6: _packed(local[0], socket.AF_INET6)}
-    if ip.version == 4:
+    if ipaddress.ip_address(local[0]).version == 4:
         wanted[socket.AF_INET] = _packed(local[0], socket.AF_INET)
     found: list[SockEntry] = []
-    try:
-        sock.settimeout(2.0)
+    with _diag() as (sock, next_seq):
         for family, address in wanted.items():
-            with _seq_lock:
-                seq = next(_seq)
+            seq = next_seq()
             sock.send(_dump_request(family, local[1], remote_port, seq))
             found += [entry for at, entry in _dumped(sock, seq) if at == address]
-    except OSError as e:
-        raise Unavailable(str(e)) from e
-    finally:
-        sock.close()
     return found

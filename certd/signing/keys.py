@@ -24,11 +24,9 @@ import base64
 import binascii
 import hashlib
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
@@ -37,6 +35,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 
 from certd.atomicfile import write_atomic
 from certd.errors import SigningError
+from certd.signing import ed25519
+from certd.signing.ed25519 import enable_fast_verify
 
 __all__ = [
     "SIG_TYPE_COSIGNATURE_V1",
@@ -108,94 +108,6 @@ def _check_key_id_hex(text: str, what: str) -> bytes:
     if len(text) != 8 or any(c not in "0123456789abcdef" for c in text):
         raise SigningError(f"expected 8 lowercase hex digits as key id in {what}, got {text!r}")
     return bytes.fromhex(text)
-
-
-def _verify_with_cryptography(
-    key: Ed25519PublicKey, public: bytes, message: bytes, signature: bytes
-) -> bool:
-    try:
-        key.verify(signature, message)
-    except InvalidSignature:
-        return False
-    return True
-
-
-def _load_libsodium_verify() -> Callable[[Ed25519PublicKey, bytes, bytes, bytes], bool]:
-    """libsodium's Ed25519 verification when PyNaCl is installed (about 2x faster here).
-
-    libsodium is at least as strict as OpenSSL (it also rejects small-order keys), so a
-    signature it accepts is one OpenSSL accepts; without PyNaCl, cryptography does the work.
-    """
-    try:
-        from nacl.bindings import crypto_sign_open
-        from nacl.exceptions import BadSignatureError
-    except ImportError:
-        return _verify_with_cryptography
-
-    def verify(key: Ed25519PublicKey, public: bytes, message: bytes, signature: bytes) -> bool:
-        try:
-            crypto_sign_open(signature + message, public)
-        except BadSignatureError:
-            return False
-        return True
-
-    return verify
-
-
-_verify_ed25519 = _load_libsodium_verify()
-
-_P25519 = 2**255 - 19
-FastVerify = Callable[[bytes, bytes], bool]
-"""``(message, signature) -> ok`` for one public key."""
-
-
-def _load_dalek_verify() -> Callable[[bytes], FastVerify | None] | None:
-    """ed25519-dalek's ``verify_strict`` (through solders' bindings) when it is installed.
-
-    About 1.6x faster than libsodium here (``bench/bench_ed25519.py``), and as strict:
-    ``s`` must be canonical, small-order ``A`` and ``R`` are refused, the equation is the
-    cofactorless one and ``R`` is compared as bytes with the canonical encoding of the
-    recomputed point, so a non-canonical or mixed-order ``R`` fails as in libsodium. The one
-    check dalek leaves out, a canonical encoding of ``A`` (y < p), is made here once per key:
-    a key without it gets no fast path (None) and libsodium keeps answering for it.
-    """
-    try:
-        from solders.pubkey import Pubkey
-        from solders.signature import Signature
-    except ImportError:
-        return None
-
-    def for_key(public: bytes) -> FastVerify | None:
-        if int.from_bytes(public, "little") & ((1 << 255) - 1) >= _P25519:
-            return None
-        pk = Pubkey(public)
-
-        def verify(message: bytes, signature: bytes) -> bool:
-            return bool(Signature(signature).verify(pk, message))
-
-        return verify
-
-    return for_key
-
-
-_fast_verifier: Callable[[bytes], FastVerify | None] | None = None
-_fast_by_key: dict[bytes, FastVerify | None] = {}
-
-
-def enable_fast_verify() -> bool:
-    """Verify through ed25519-dalek from now on in this process, when solders is installed.
-
-    For bulk verification (the audit and its workers call it): importing solders takes
-    ~0.2 s, more than a client verifying a few certificates would save, so nothing loads it
-    on import. Idempotent.
-
-    Returns:
-        Whether the fast path is in use.
-    """
-    global _fast_verifier
-    if _fast_verifier is None:
-        _fast_verifier = _load_dalek_verify()
-    return _fast_verifier is not None
 
 
 @dataclass(frozen=True)
@@ -294,16 +206,11 @@ class VerifierKey:
         """
         if len(signature) != _ED25519_SIG_BYTES:
             raise SigningError(f"expected a 64-byte Ed25519 signature, got {len(signature)} bytes")
-        fast = None
-        if _fast_verifier is not None:  # enable_fast_verify(): one prepared verifier a key
-            try:
-                fast = _fast_by_key[self.public_key]
-            except KeyError:
-                fast = _fast_by_key.setdefault(self.public_key, _fast_verifier(self.public_key))
+        fast = ed25519.fast_for(self.public_key)  # None unless enable_fast_verify()
         if fast is not None:
             ok = fast(message, signature)
         else:
-            ok = _verify_ed25519(self._key, self.public_key, message, signature)
+            ok = ed25519.verify(self._key, self.public_key, message, signature)
         if not ok:
             raise SigningError(f"signature does not verify with key {self.name}+{self.key_id_hex}")
 

@@ -42,7 +42,14 @@ def test_all_is_sorted_and_names_exist(path: Path) -> None:
     tree = ast.parse(path.read_text())
     exported: list[str] | None = None
     defined: set[str] = set()
-    lazy = any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body)
+    lazy = any(  # a PEP 562 module: ``def __getattr__`` or ``__getattr__ = lazy_exports(…)``
+        (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")
+        or (
+            isinstance(n, ast.Assign)
+            and any(getattr(t, "id", "") == "__getattr__" for t in n.targets)
+        )
+        for n in tree.body
+    )
     for node in _with_lazy_imports(tree.body, lazy):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets

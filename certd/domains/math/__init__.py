@@ -13,8 +13,9 @@ deadline and memory cap are the worker pool's job (``certd.authority.mathpool``)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from certd.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from .equiv import equivalent, values_equal
@@ -42,16 +43,7 @@ _WHERE = {
     "shaping": ("MathShaping",),
     "verify": ("parse_gold", "verify_math"),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 # Plain sorted() order, which tests/unit/test_packaging.py checks.

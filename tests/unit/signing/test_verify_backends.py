@@ -12,20 +12,20 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from certd.errors import SigningError
-from certd.signing import keys
+from certd.signing import ed25519
 from certd.signing.keys import SigningKey, VerifierKey
 
 
 def test_both_backends_accept_good_and_reject_bad_signatures() -> None:
     key = SigningKey.generate("test.example/backends")
     pub = Ed25519PublicKey.from_public_bytes(key.public_key)
-    fast = keys._load_libsodium_verify()
-    assert fast is not keys._verify_with_cryptography, "PyNaCl is installed with the server extra"
+    fast = ed25519.load_libsodium_verify()
+    assert fast is not ed25519.verify_with_cryptography, "PyNaCl is installed with the server extra"
     for n in range(50):
         msg = os.urandom(n * 7)
         sig = key.sign(msg)
         flipped = bytes([sig[0] ^ 1]) + sig[1:]
-        for verify in (fast, keys._verify_with_cryptography):
+        for verify in (fast, ed25519.verify_with_cryptography):
             assert verify(pub, key.public_key, msg, sig)
             assert not verify(pub, key.public_key, msg, flipped)
             assert not verify(pub, key.public_key, msg + b"x", sig)
@@ -46,13 +46,13 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
     """ed25519-dalek's verify_strict (the fast path) refuses every signature libsodium does:
     non-canonical s, mixed-order and small-order R, non-canonical R, small-order keys, flipped
     bits; fresh forgeries each round (a lax verifier accepts several: bench/bench_ed25519.py)."""
-    assert keys.enable_fast_verify(), "solders is installed with the server extra"
-    assert keys._fast_verifier is not None
+    assert ed25519.enable_fast_verify(), "solders is installed with the server extra"
+    assert ed25519.fast_verifier is not None
     for n in range(12):
         seed, msg = os.urandom(32), os.urandom(n * 37)
         pub = ed25519_ref.public_key(seed)
         good = ed25519_ref.sign_with(seed, msg)
-        fast = keys._fast_verifier(pub)
+        fast = ed25519.fast_verifier(pub)
         assert fast is not None
         assert _sodium_accepts(pub, msg, good) and fast(msg, good)
         assert good == SigningKey(  # the reference signs as RFC 8032 does
@@ -60,7 +60,7 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
         ).sign(msg)
         for what, bad_pub, bad_sig in ed25519_ref.bad_signatures(seed, msg):
             assert not _sodium_accepts(bad_pub, msg, bad_sig), what
-            bad_fast = keys._fast_verifier(bad_pub)
+            bad_fast = ed25519.fast_verifier(bad_pub)
             assert bad_fast is None or not bad_fast(msg, bad_sig), what
             try:
                 key = VerifierKey("test.example/forged", bad_pub)
@@ -73,10 +73,10 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
 def test_non_canonical_key_encoding_gets_no_fast_path() -> None:
     """dalek does not check that a key's y is below p; libsodium does, so such a key keeps
     libsodium's answer (a key with y = p + 2 or the identity's y = p + 1)."""
-    assert keys.enable_fast_verify() and keys._fast_verifier is not None
+    assert ed25519.enable_fast_verify() and ed25519.fast_verifier is not None
     for y in (ed25519_ref.P + 1, ed25519_ref.P + 2, 2**255 - 1):
-        assert keys._fast_verifier(int.to_bytes(y, 32, "little")) is None
-    assert keys._fast_verifier(SigningKey.generate("test.example/k").public_key) is not None
+        assert ed25519.fast_verifier(int.to_bytes(y, 32, "little")) is None
+    assert ed25519.fast_verifier(SigningKey.generate("test.example/k").public_key) is not None
 
 
 def test_importing_the_keys_does_not_load_solders() -> None:
