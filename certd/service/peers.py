@@ -23,9 +23,10 @@ by socket inode.
 A server that knows its own port (``server_port``) asks the kernel for the caller's connection
 (``certd.service.sockdiag``) instead of reading the whole socket table: by its four-tuple when
 the server listens on one address, else for the client port's connections to the server's
-port. When two of those share the caller's port (one to each of two server addresses) the
-caller is its connection (``connection:ADDR:PORT``), not a guess that could name another
-user's socket. The table is read only on a kernel without sock_diag.
+port. When two of those share the caller's port (one to each of two server addresses), one
+user owning them all is that user, and sockets of two users make the caller its connection
+(``connection:ADDR:PORT``), not a guess that could name another user's socket. The table is
+read only on a kernel without sock_diag.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def listen_address(listen: str) -> str | None:
 
 
 _AMBIGUOUS = (-1, -1)
+_ONE_USER = -2  # the inode of (inode, uid) when several sockets answer, all of one user
 
 
 def _connection_of(
@@ -165,7 +167,9 @@ def _connection_of(
     client dialled unknown: the kernel is asked for every connection from host:port to the
     server's port. One is the caller's; several (the kernel lets connections to different
     destinations share an ephemeral port, so the client's port may reach the server on two of
-    its addresses) are ``_AMBIGUOUS``: no socket is taken for the caller's on a guess.
+    its addresses) are that user's when one user owns them all (``(_ONE_USER, uid)``: a user
+    gains no principal by sharing its ports), else ``_AMBIGUOUS``: no socket is taken for the
+    caller's on a guess.
     """
     if server_port is None:
         return _socket_of(host, port)
@@ -177,7 +181,8 @@ def _connection_of(
     except sockdiag.Unavailable:
         return _socket_of(host, port)
     if len(entries) > 1:
-        return _AMBIGUOUS
+        uids = {e.uid for e in entries}
+        return (_ONE_USER, uids.pop()) if len(uids) == 1 else _AMBIGUOUS
     return (entries[0].inode, entries[0].uid) if entries else None
 
 
@@ -210,6 +215,8 @@ def principal_of_peer(
     found = _connection_of(host, port, server_port, server_host)
     if found == _AMBIGUOUS:
         return f"connection:{host}:{port}"  # its own share, and no other caller's
+    if found is not None and found[0] == _ONE_USER:
+        return f"uid:{user_of(found[1])}"  # the process is unknown: the user is not
     if found is None or found[0] == 0:
         return f"host:{host}"
     inode, uid = found

@@ -142,8 +142,9 @@ def test_a_port_shared_with_a_connection_elsewhere_does_not_name_the_caller() ->
         caller_inode = os.fstat(caller.fileno()).st_ino
         assert peers._connection_of("127.0.0.1", shared, port, "127.0.0.2")[0] == caller_inode
         # without the server's address (a wildcard listen) both sockets are connections from
-        # X to port P: neither is taken for the caller's on a guess
-        assert peers._connection_of("127.0.0.1", shared, port, None) == peers._AMBIGUOUS
+        # X to port P: neither is taken for the caller's on a guess; both are this user's
+        found = peers._connection_of("127.0.0.1", shared, port, None)
+        assert found == (peers._ONE_USER, os.getuid())
         assert peers.listen_address("127.0.0.2:50051") == "127.0.0.2"
         assert peers.listen_address("[::]:50051") is None
         assert peers.principal_of_peer(peer, server_port=port, server_host="127.0.0.2") == (
@@ -160,7 +161,8 @@ def test_a_wildcard_listen_names_the_caller_by_its_connections_to_the_server_por
     filter on both ports finds the caller alone (the old guess of the dialled address found
     nothing and read the table, whose first entry for X could be the other socket). When a
     second connection from X reaches the server on another of its addresses, the caller is its
-    connection, never the other socket's owner."""
+    connection's user when it owns both, and its connection, never the other socket's owner, when
+    another user's socket shares the port (below)."""
     server = socket.create_server(("0.0.0.0", 0))
     port = server.getsockname()[1]
     elsewhere = socket.create_server(("127.0.0.1", 0))
@@ -180,10 +182,56 @@ def test_a_wildcard_listen_names_the_caller_by_its_connections_to_the_server_por
         second.bind(("127.0.0.1", shared))
         second.connect(("127.0.0.3", port))
         peers._cache.clear()
-        assert peers.principal_of_peer(peer, server_port=port) == f"connection:127.0.0.1:{shared}"
+        # two connections of one user: that user (sharing ports gains it no principal)
+        assert peers.principal_of_peer(peer, server_port=port) == f"uid:{os.getuid()}"
+        assert peers.principal_of_peer(peer, by="process", server_port=port) == (
+            f"uid:{os.getuid()}"
+        )
         assert peers.principal_of_peer(peer, server_port=port, server_host="127.0.0.2") == (
             f"uid:{os.getuid()}"
         )
     finally:
         for s in (caller, other, second, server, elsewhere):
             s.close()
+
+
+def test_a_port_shared_with_another_users_connection_makes_the_caller_its_connection() -> None:
+    """On a wildcard listen, ``nobody`` connects from the caller's port to another of the
+    server's addresses: the kernel shows two users' sockets, and neither user is named."""
+    server = socket.create_server(("0.0.0.0", 0))
+    port = server.getsockname()[1]
+    caller = socket.socket()
+    caller.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    caller.bind(("127.0.0.1", 0))
+    shared = caller.getsockname()[1]
+    caller.connect(("127.0.0.2", port))
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    "127.0.0.1".encode("idna")  # the codec a host string needs, imported before dropping to nobody
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            other = socket.socket()
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            other.bind(("127.0.0.1", shared))
+            other.connect(("127.0.0.3", port))
+            os.write(ready_w, b"1")
+            os.read(done_r, 1)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        assert os.read(ready_r, 1) == b"1", "nobody could not share the port"
+        peers._cache.clear()
+        principal = peers.principal_of_peer(f"ipv4:127.0.0.1:{shared}", server_port=port)
+        assert principal == f"connection:127.0.0.1:{shared}"
+    finally:
+        os.write(done_w, b"x")
+        os.waitpid(child, 0)
+        for fd in (ready_r, done_w):
+            os.close(fd)
+        caller.close()
+        server.close()
