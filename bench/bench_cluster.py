@@ -47,7 +47,7 @@ from certd.signing.keys import SigningKey, save_signing_key
 from certd.statements import PREDICATE_FEASIBILITY
 from certd.tlog import inclusion_proof
 from forkgate import CertdClient, CertificationRefusedError
-from forkgate._base import ClientSettings
+from forkgate._channel import ClientSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_NAME = "forkgate.bench/cluster"

@@ -38,7 +38,7 @@ from bench_cluster import KEY_NAME, cpu_seconds
 
 from certd.signing.keys import SigningKey, save_signing_key
 from forkgate import CertdClient, CertificationRefusedError
-from forkgate._base import ClientSettings
+from forkgate._channel import ClientSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from pg_helpers import PgServer, remove_root  # the tests' PostgreSQL harness

@@ -9,7 +9,8 @@ It imports only the light parts of certd (the ``certd.v1`` stubs and the verific
 primitives), never the server, stores or domains.
 """
 
-from ._base import ClientSettings, VerifyItem
+from ._base import VerifyItem
+from ._channel import ClientSettings
 from .aio import AsyncCertdClient
 from .client import CertdClient
 from .connection import Connection

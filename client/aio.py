@@ -27,22 +27,24 @@ from certd.v1 import (
 )
 
 from ._base import (
-    ClientSettings,
     StreamChecker,
     VerifyItem,
     VerifyLike,
-    call_metadata,
     certify_request,
-    channel_credentials,
-    channel_target,
     check_batch,
     check_certificate,
     chunks,
     load_keyring,
     map_rpc_error,
     rotation_records,
-    server_name_options,
     verify_requests,
+)
+from ._channel import (
+    ClientSettings,
+    call_metadata,
+    channel_credentials,
+    channel_target,
+    server_name_options,
 )
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task

@@ -38,7 +38,7 @@ from certd.exitcodes import EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_USAGE, exit_cod
 from certd.taskspec import domain_names
 from certd.v1 import authority_pb2
 
-from ._base import ClientSettings
+from ._channel import ClientSettings
 from .cli_admit import add_parser as add_admit_parser
 from .cli_admit import default_ratchet_state
 from .cli_io import (

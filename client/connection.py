@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ._base import ClientSettings, channel_credentials, server_name_options
+from ._channel import ClientSettings, channel_credentials, server_name_options
 from .aio import AsyncCertdClient
 from .client import CertdClient
 from .errors import InvalidRequestError

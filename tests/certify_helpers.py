@@ -12,8 +12,7 @@ import time
 from collections.abc import Callable
 
 from certd.v1 import authority_pb2
-from forkgate import CertdClient, CertificationRefusedError
-from forkgate._base import ClientSettings
+from forkgate import CertdClient, CertificationRefusedError, ClientSettings
 from forkgate.errors import CertdUnavailableError, DeadlineExceededError
 
 __all__ = ["Certs", "Item", "Sent", "certify_until_done"]

@@ -26,7 +26,8 @@ from certd.signing.keys import VerifierKey
 from certd.statements import task_digest
 from certd.v1 import tasks_pb2, verifier_pb2
 
-from .._base import ClientSettings, VerifyItem
+from .._base import VerifyItem
+from .._channel import ClientSettings
 from ..aio import AsyncCertdClient
 from ..client import CertdClient
 from ..connection import Connection, split_addresses

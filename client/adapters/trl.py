@@ -40,7 +40,7 @@ from trl.trainer.grpo_trainer import GRPOTrainer
 from certd.signing.dsse import KeyRing
 from certd.signing.keys import VerifierKey
 
-from .._base import ClientSettings
+from .._channel import ClientSettings
 from ..advantages import (
     StratifiedAdvantages,
     grpo_advantages,

@@ -25,7 +25,8 @@ from certd.signing.keys import VerifierKey
 from certd.statements import verify_certificate
 from certd.v1 import authority_pb2, authority_pb2_grpc
 from forkgate import CertdClient, CertificationRefusedError, make_task
-from forkgate._base import ClientSettings, certify_request
+from forkgate._base import certify_request
+from forkgate._channel import ClientSettings
 from forkgate.puzzles import countdown_puzzles
 
 pytest.importorskip("redis")

@@ -25,7 +25,7 @@ from pg_helpers import PgCluster
 from certd.ledger.store.postgres import PostgresStore
 from certd.v1 import authority_pb2
 from forkgate import CertdClient, CertificationRefusedError
-from forkgate._base import ClientSettings
+from forkgate._channel import ClientSettings
 from forkgate.puzzles import countdown_puzzles
 
 pytest.importorskip("psycopg")

@@ -35,7 +35,7 @@ from redis_failover_helpers import ReplicaRedis, ReplicationLink, wait_in_sync
 
 from certd.ledger.store.redis import RedisStore
 from forkgate import CertdClient
-from forkgate._base import ClientSettings
+from forkgate._channel import ClientSettings
 from forkgate.puzzles import countdown_puzzles
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from certd.netaddr import DEFAULT_PORT, with_default_port
-from forkgate._base import channel_target
+from forkgate._channel import channel_target
 from forkgate.errors import SetupError
 from forkgate.local import LocalCertd
 
