@@ -1,8 +1,12 @@
 """Returning a sandbox to its start state after a run, and checking that it is (stdlib only).
 
-Example (inside a sandbox, as pid 1 after killing every other process)::
+Example (inside a sandbox, as pid 1)::
 
+    kill_except(None)                         # every other process of the namespace goes
     left = cleanup(self_state(), keep=None)   # [] when the sandbox is empty again
+
+Children that ``kill_except`` reaps are recorded, so ``collect(pid)`` still returns a run's
+exit status and resource usage after the run was killed.
 
 The zygote runs this as part of its own source: ``worker.zygote_source()`` inlines everything
 below the ``inline`` marker into ``_zygote.py``. Nothing here recurses: a directory tree is
@@ -17,9 +21,20 @@ import ctypes
 import errno
 import os
 import resource
+import signal
 import time
+from typing import Any
 
-__all__ = ["cleanup", "exited", "open_pidfd", "other_pids", "run_delay", "self_state"]
+__all__ = [
+    "cleanup",
+    "collect",
+    "exited",
+    "kill_except",
+    "open_pidfd",
+    "other_pids",
+    "run_delay",
+    "self_state",
+]
 
 # ---- inline: worker.zygote_source() copies everything below into the zygote ----
 _WIPE = ("/work", "/tmp", "/dev/shm")
@@ -32,6 +47,7 @@ _IPC_LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_GET_TIMERSLACK = 30
 _SYS_IOPRIO_GET = 252 if os.uname().machine == "x86_64" else None
 _IOPRIO_WHO_PROCESS = 1
+_REAPED: dict[int, tuple[int, Any]] = {}  # children reaped while killing: pid -> (status, usage)
 _RLIMITS = tuple(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
 
 
@@ -57,6 +73,69 @@ def exited(pid: int) -> bool:
 def other_pids() -> list[int]:
     me = os.getpid()
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+
+def _kill_all() -> None:
+    try:
+        os.kill(-1, signal.SIGKILL)  # as pid 1: every process of the namespace but itself
+    except ProcessLookupError:
+        pass
+
+
+def _reap_nohang() -> None:
+    """Reap every child that has exited; ``collect`` hands out what each one left."""
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _REAPED[pid] = (status, usage)
+
+
+def collect(pid: int) -> tuple[int, Any] | None:
+    """Wait for child ``pid`` (or take what an earlier reap recorded)."""
+    if pid in _REAPED:
+        return _REAPED.pop(pid)
+    try:
+        _, status, usage = os.wait4(pid, 0)
+    except ChildProcessError:
+        return None
+    return status, usage
+
+
+def kill_except(keep: int | None) -> None:
+    """Kill every process of the namespace but pid 1 and ``keep``, until none is left.
+
+    When that does not settle (or /proc cannot be listed) everything goes, template included;
+    a missing template is started again for the next inline run.
+    """
+    if keep is None or not _kill_others(keep):
+        _kill_all()
+    _reap_nohang()
+
+
+def _kill_others(keep: int) -> bool:
+    for _ in range(200):
+        try:
+            os.kill(keep, signal.SIGCONT)  # a stopped template could not reap the run
+        except ProcessLookupError:
+            return False
+        try:
+            pids = [p for p in other_pids() if p != keep]
+        except OSError:  # pid 1 cannot list /proc (its fd limit was lowered from outside)
+            return False
+        if not pids:
+            return True
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap_nohang()
+        time.sleep(0.0005)  # zombies of the template's child go when it reaps them
+    return False
 
 
 def _empty_dir(path: str, budget_end: float) -> bool:

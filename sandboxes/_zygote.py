@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # inside the sandbox these come from the inlined _cleanup.py (see below)
     from sandboxes._cleanup import (
         cleanup,
+        collect,
         exited,
+        kill_except,
         open_pidfd,
         other_pids,
         run_delay,
@@ -61,7 +63,6 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 _TEMPLATE_SOURCE = ""  # sandboxes/_template.py, put here by worker.zygote_source()
 # @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here
-_REAPED: dict[int, tuple[int, Any]] = {}  # children reaped while killing: pid -> (status, usage)
 
 
 def _read_exact(fd: int, n: int) -> bytearray:
@@ -211,69 +212,7 @@ class _Template:
         except ProcessLookupError:
             pass
         self.sock.close()
-        _collect(self.pid)
-
-
-def _kill_all() -> None:
-    try:
-        os.kill(-1, signal.SIGKILL)  # as pid 1: every process of the namespace but itself
-    except ProcessLookupError:
-        pass
-
-
-def _reap_nohang() -> None:
-    while True:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        _REAPED[pid] = (status, usage)
-
-
-def _collect(pid: int) -> tuple[int, Any] | None:
-    """Wait for child ``pid`` (or take what an earlier reap recorded)."""
-    if pid in _REAPED:
-        return _REAPED.pop(pid)
-    try:
-        _, status, usage = os.wait4(pid, 0)
-    except ChildProcessError:
-        return None
-    return status, usage
-
-
-def _kill_except(keep: int | None) -> None:
-    """Kill every process of the namespace but pid 1 and ``keep``, until none is left.
-
-    When that does not settle (or /proc cannot be listed) everything goes, template included;
-    a missing template is started again for the next inline run.
-    """
-    if keep is None or not _kill_others(keep):
-        _kill_all()
-    _reap_nohang()
-
-
-def _kill_others(keep: int) -> bool:
-    for _ in range(200):
-        try:
-            os.kill(keep, signal.SIGCONT)  # a stopped template could not reap the run
-        except ProcessLookupError:
-            return False
-        try:
-            pids = [p for p in other_pids() if p != keep]
-        except OSError:  # pid 1 cannot list /proc (its fd limit was lowered from outside)
-            return False
-        if not pids:
-            return True
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        _reap_nohang()
-        time.sleep(0.0005)  # zombies of the template's child go when it reaps them
-    return False
+        collect(self.pid)
 
 
 def _write_files(req: dict[str, Any], blobs: memoryview, stdin_fd: int) -> None:
@@ -360,7 +299,7 @@ def _wall_kill(box: dict[str, Any]) -> float:
 
 def _kill_run(box: dict[str, Any]) -> None:
     template = box.get("template")
-    _kill_except(template.pid if template is not None else None)
+    kill_except(template.pid if template is not None else None)
 
 
 def _supervise(run: dict[str, Any], lim: dict[str, Any], box: dict[str, Any]) -> dict[str, Any]:
@@ -435,7 +374,7 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
         leftovers = [p for p in other_pids() if p not in (pid, keep)]
     except OSError:
         leftovers = []  # the cleanup cannot list /proc either: the sandbox is replaced
-    _kill_except(keep)
+    kill_except(keep)
     outcome: tuple[int, float, int] | None = None
     if req.get("inline") and template is not None:
         outcome = template.report()
@@ -443,7 +382,7 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
             box.pop("template").kill()
             seen["killed_for"] = seen["killed_for"] or "interference"
     if outcome is None:
-        reaped = _collect(pid)
+        reaped = collect(pid)
         if reaped is not None:
             status, usage = reaped
             outcome = status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
