@@ -141,22 +141,6 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
             save_signing_key(data / "signing.key", key)
             procs.append(start_certd(data, redis.url if redis else None))
         addresses = [a for _, a in procs]
-        settings = ClientSettings(timeout_s=300, batch_size=BATCH, wait_for_ready=True)
-        work = [reqs[i::CLIENTS] for i in range(CLIENTS)]
-        errors: list[BaseException] = []
-        done = [0] * CLIENTS
-
-        def client(n: int) -> None:
-            try:
-                with CertdClient(addresses, settings=settings) as c:
-                    for start in range(0, len(work[n]), BATCH):
-                        results = c.certify_batch(work[n][start : start + BATCH])
-                        bad = [r for r in results if isinstance(r, CertificationRefusedError)]
-                        assert not bad, bad[:2]
-                        done[n] += len(results)
-            except BaseException as e:  # noqa: BLE001  # reported below
-                errors.append(e)
-
         # Warm up each replica (connections, imports) outside the timed window.
         for a in addresses:
             with CertdClient(a) as c:
@@ -166,11 +150,7 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
         redis_cpu0 = cpu_seconds(redis.proc.pid) if redis else 0.0
         self_cpu0 = time.process_time()
         t0 = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        done, errors = _certify_from_clients(addresses, reqs)
         wall = time.perf_counter() - t0
         certd_cpu = sum(cpu_seconds(pid) - cpu0[pid] for pid in pids)
         redis_cpu = (cpu_seconds(redis.proc.pid) - redis_cpu0) if redis else 0.0
@@ -190,15 +170,53 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
             "certificates": total,
             "seconds": round(wall, 2),
             "certificates_per_second": round(total / wall, 1),
-            "cpu_ms_per_certificate": {
-                "certd": round(1e3 * certd_cpu / total, 3),
-                "redis": round(1e3 * redis_cpu / total, 3),
-                "client": round(1e3 * client_cpu / total, 3),
-            },
-            "cpu_utilisation_of_machine": round(
-                (certd_cpu + redis_cpu + client_cpu) / (wall * (os.cpu_count() or 1)), 2
-            ),
+            **_cpu_shares(total, wall, certd_cpu, redis_cpu, client_cpu),
         }
+
+
+def _certify_from_clients(
+    addresses: list[str], reqs: list[Any]
+) -> tuple[list[int], list[BaseException]]:
+    """``CLIENTS`` threads, each certifying its share of ``reqs`` in batches; the certificates
+    each got and the errors raised."""
+    settings = ClientSettings(timeout_s=300, batch_size=BATCH, wait_for_ready=True)
+    work = [reqs[i::CLIENTS] for i in range(CLIENTS)]
+    errors: list[BaseException] = []
+    done = [0] * CLIENTS
+
+    def client(n: int) -> None:
+        try:
+            with CertdClient(addresses, settings=settings) as c:
+                for start in range(0, len(work[n]), BATCH):
+                    results = c.certify_batch(work[n][start : start + BATCH])
+                    bad = [r for r in results if isinstance(r, CertificationRefusedError)]
+                    assert not bad, bad[:2]
+                    done[n] += len(results)
+        except BaseException as e:  # noqa: BLE001  # reported by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done, errors
+
+
+def _cpu_shares(
+    total: int, wall: float, certd_cpu: float, redis_cpu: float, client_cpu: float
+) -> dict[str, Any]:
+    """CPU per certificate of each process kind, and the share of the machine they used."""
+    return {
+        "cpu_ms_per_certificate": {
+            "certd": round(1e3 * certd_cpu / total, 3),
+            "redis": round(1e3 * redis_cpu / total, 3),
+            "client": round(1e3 * client_cpu / total, 3),
+        },
+        "cpu_utilisation_of_machine": round(
+            (certd_cpu + redis_cpu + client_cpu) / (wall * (os.cpu_count() or 1)), 2
+        ),
+    }
 
 
 def synthetic_certificate(i: int) -> tuple[str, bytes]:
@@ -254,6 +272,32 @@ def percentile(xs: list[float], q: float) -> float:
     return ys[min(len(ys) - 1, int(q * len(ys)))]
 
 
+def _store_proof_ms(store: RedisStore, rng: random.Random, size: int) -> list[float]:
+    """Milliseconds of ``PROOF_SAMPLES`` inclusion proofs read straight from the store."""
+    out = []
+    for _ in range(PROOF_SAMPLES):
+        i = rng.randrange(size)
+        s0 = time.perf_counter()
+        store.batched(lambda f, i=i: inclusion_proof(i, size, f))  # type: ignore[misc]
+        out.append(1e3 * (time.perf_counter() - s0))
+    return out
+
+
+def _grpc_proof_ms(address: str, rng: random.Random, size: int) -> list[float]:
+    """Milliseconds of ``PROOF_SAMPLES`` GetInclusionProof calls (after 200 to warm up)."""
+    out = []
+    with CertdClient(address) as c:
+        for _ in range(200):
+            c.inclusion_proof(rng.randrange(size))  # warm the connection
+        for _ in range(PROOF_SAMPLES):
+            i = rng.randrange(size)
+            s0 = time.perf_counter()
+            proof = c.inclusion_proof(i)
+            out.append(1e3 * (time.perf_counter() - s0))
+            assert proof.leaf_index == i and proof.tree_size == size
+    return out
+
+
 def proof_latency() -> dict[str, Any]:
     key = SigningKey.generate(KEY_NAME)
     with tempfile.TemporaryDirectory() as tmp:
@@ -270,31 +314,17 @@ def proof_latency() -> dict[str, Any]:
             build_s = time.perf_counter() - t0
             # One checkpoint over the whole tree, signed by the ledger (checks included).
             Ledger(store, key, KEY_NAME).close()
-            store_lat = []
             store2 = RedisStore(redis.url)
             size = store2.size()
-            for _ in range(PROOF_SAMPLES):
-                i = rng.randrange(size)
-                s0 = time.perf_counter()
-                store2.batched(lambda f, i=i: inclusion_proof(i, size, f))  # type: ignore[misc]
-                store_lat.append(1e3 * (time.perf_counter() - s0))
+            store_lat = _store_proof_ms(store2, rng, size)
             data = root / "replica"
             data.mkdir()
             save_signing_key(data / "signing.key", key)
             s0 = time.perf_counter()
             proc, address = start_certd(data, redis.url)  # reads its index from the ledger
             startup_s = time.perf_counter() - s0
-            grpc_lat = []
             try:
-                with CertdClient(address) as c:
-                    for _ in range(200):
-                        c.inclusion_proof(rng.randrange(size))  # warm the connection
-                    for _ in range(PROOF_SAMPLES):
-                        i = rng.randrange(size)
-                        s0 = time.perf_counter()
-                        proof = c.inclusion_proof(i)
-                        grpc_lat.append(1e3 * (time.perf_counter() - s0))
-                        assert proof.leaf_index == i and proof.tree_size == size
+                grpc_lat = _grpc_proof_ms(address, rng, size)
             finally:
                 proc.terminate()
                 proc.wait(timeout=60)

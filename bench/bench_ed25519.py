@@ -26,7 +26,8 @@ from ed25519_ref import bad_signatures
 Verify = Callable[[bytes, bytes, bytes], bool]  # (public, message, signature) -> ok
 
 
-def _backends() -> dict[str, Verify]:
+def _c_backends() -> dict[str, Verify]:
+    """libsodium (when PyNaCl is installed) and OpenSSL (always)."""
     out: dict[str, Verify] = {}
     try:
         from nacl.bindings import crypto_sign_open
@@ -53,6 +54,11 @@ def _backends() -> dict[str, Verify]:
         return True
 
     out["OpenSSL (cryptography)"] = openssl
+    return out
+
+
+def _backends() -> dict[str, Verify]:
+    out = _c_backends()
     try:
         from solders.pubkey import Pubkey
         from solders.signature import Signature

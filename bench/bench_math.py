@@ -183,28 +183,8 @@ def run_certd(
             _wait_math_ready(certd.address)  # the pool and the model warm up in the background
             client.verify_batch(warm)
             time.sleep(SETTLE_S)
-            seconds = []
-            verdicts: list[Any] = []
-            cpu: dict[str, float] = {}
-            for k in range(PASSES):
-                before = _cpu_seconds(certd.process.pid)
-                t0 = time.perf_counter()
-                verdicts = client.verify_batch(items)
-                seconds.append(time.perf_counter() - t0)
-                if k == 0:  # where pass 1's CPU went: the serving process, the math workers
-                    after = _cpu_seconds(certd.process.pid)
-                    used = {p: t - before.get(p, 0.0) for p, t in after.items()}
-                    serving = used.pop(certd.process.pid, 0.0)
-                    cpu = {
-                        "serving_process": round(serving, 3),
-                        "math_workers": round(sum(used.values()), 3),
-                    }
-            statuses: dict[str, int] = {}
-            for v in verdicts:
-                name = {1: "CORRECT", 2: "WRONG_ANSWER", 5: "TIME_LIMIT", 9: "UNPARSED"}.get(
-                    v.status, str(v.status)
-                )
-                statuses[name] = statuses.get(name, 0) + 1
+            seconds, verdicts, cpu = _passes(client, certd.process.pid, items)
+            statuses = _statuses(verdicts)
             agree = sum((v.status == 1) == c.expected for v, c in zip(verdicts, cases, strict=True))
             if not overruns:
                 return {
@@ -214,23 +194,65 @@ def run_certd(
                     "agreement": agree / len(cases),
                     "statuses_last_pass": statuses,
                 }
-            over: dict[str, float] = {}
-            bomb_status: dict[str, int] = {}
-            for name, text in BOMBS.items():
-                t0 = time.perf_counter()
-                v = client.verify({"domain": "math", "gold": "3"}, text)
-                over[name] = time.perf_counter() - t0 - DEADLINE_S
-                bomb_status[name] = v.status
-            case_overrun = -DEADLINE_S
-            for item in items:
-                t0 = time.perf_counter()
-                client.verify(item.task, item.response)
-                case_overrun = max(case_overrun, time.perf_counter() - t0 - DEADLINE_S)
+            overruns_found = _overruns(client, items)
     return {
         "seconds_per_pass": seconds,
         "pass_1_cpu_s": cpu,
         "agreement": agree / len(cases),
         "statuses_last_pass": statuses,
+        **overruns_found,
+    }
+
+
+def _passes(
+    client: CertdClient, pid: int, items: list[VerifyItem]
+) -> tuple[list[float], list[Any], dict[str, float]]:
+    """Wall seconds of each pass, the last pass's verdicts, where pass 1's CPU went."""
+    seconds = []
+    verdicts: list[Any] = []
+    cpu: dict[str, float] = {}
+    for k in range(PASSES):
+        before = _cpu_seconds(pid)
+        t0 = time.perf_counter()
+        verdicts = client.verify_batch(items)
+        seconds.append(time.perf_counter() - t0)
+        if k == 0:  # where pass 1's CPU went: the serving process, the math workers
+            after = _cpu_seconds(pid)
+            used = {p: t - before.get(p, 0.0) for p, t in after.items()}
+            serving = used.pop(pid, 0.0)
+            cpu = {
+                "serving_process": round(serving, 3),
+                "math_workers": round(sum(used.values()), 3),
+            }
+    return seconds, verdicts, cpu
+
+
+def _statuses(verdicts: list[Any]) -> dict[str, int]:
+    """How many verdicts carry each status (by name)."""
+    statuses: dict[str, int] = {}
+    for v in verdicts:
+        name = {1: "CORRECT", 2: "WRONG_ANSWER", 5: "TIME_LIMIT", 9: "UNPARSED"}.get(
+            v.status, str(v.status)
+        )
+        statuses[name] = statuses.get(name, 0) + 1
+    return statuses
+
+
+def _overruns(client: CertdClient, items: list[VerifyItem]) -> dict[str, Any]:
+    """How far past the deadline each bomb, and the slowest case checked alone, returned."""
+    over: dict[str, float] = {}
+    bomb_status: dict[str, int] = {}
+    for name, text in BOMBS.items():
+        t0 = time.perf_counter()
+        v = client.verify({"domain": "math", "gold": "3"}, text)
+        over[name] = time.perf_counter() - t0 - DEADLINE_S
+        bomb_status[name] = v.status
+    case_overrun = -DEADLINE_S
+    for item in items:
+        t0 = time.perf_counter()
+        client.verify(item.task, item.response)
+        case_overrun = max(case_overrun, time.perf_counter() - t0 - DEADLINE_S)
+    return {
         "bomb_overrun_s": {k: round(v, 4) for k, v in over.items()},
         "bomb_status": bomb_status,
         "max_case_overrun_s": round(case_overrun, 4),
@@ -244,6 +266,32 @@ def _ratio(rounds: list[dict[str, Any]], side: str, *, first: bool) -> list[floa
         mv, ours = rd["math_verify"]["seconds_per_pass"], rd[side]["seconds_per_pass"]
         out.append(mv[0] / ours[0] if first else min(mv[1:]) / min(ours[1:]))
     return out
+
+
+def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pass 1's CPU seconds and wall seconds of each side, medians over the rounds."""
+    return {
+        "median_pass_1_cpu_s": {
+            "math_verify_2proc": statistics.median(
+                rd["math_verify"]["pass_1_cpu_s"] for rd in rounds
+            ),
+            "certd_grpc": statistics.median(
+                sum(rd["certd"]["pass_1_cpu_s"].values()) for rd in rounds
+            ),
+            "certd_grpc_route_only": statistics.median(
+                sum(rd["certd_route_only"]["pass_1_cpu_s"].values()) for rd in rounds
+            ),
+        },
+        "median_seconds_first_pass": {
+            "math_verify_2proc": statistics.median(
+                rd["math_verify"]["seconds_per_pass"][0] for rd in rounds
+            ),
+            "certd_grpc": statistics.median(rd["certd"]["seconds_per_pass"][0] for rd in rounds),
+            "certd_grpc_route_only": statistics.median(
+                rd["certd_route_only"]["seconds_per_pass"][0] for rd in rounds
+            ),
+        },
+    }
 
 
 def main() -> None:
@@ -282,28 +330,7 @@ def main() -> None:
                 "first_pass_route_only": [round(x, 2) for x in first_route],
                 "repeat_passes": [round(x, 2) for x in repeat],
             },
-            "median_pass_1_cpu_s": {
-                "math_verify_2proc": statistics.median(
-                    rd["math_verify"]["pass_1_cpu_s"] for rd in rounds
-                ),
-                "certd_grpc": statistics.median(
-                    sum(rd["certd"]["pass_1_cpu_s"].values()) for rd in rounds
-                ),
-                "certd_grpc_route_only": statistics.median(
-                    sum(rd["certd_route_only"]["pass_1_cpu_s"].values()) for rd in rounds
-                ),
-            },
-            "median_seconds_first_pass": {
-                "math_verify_2proc": statistics.median(
-                    rd["math_verify"]["seconds_per_pass"][0] for rd in rounds
-                ),
-                "certd_grpc": statistics.median(
-                    rd["certd"]["seconds_per_pass"][0] for rd in rounds
-                ),
-                "certd_grpc_route_only": statistics.median(
-                    rd["certd_route_only"]["seconds_per_pass"][0] for rd in rounds
-                ),
-            },
+            **_medians(rounds),
             "targets": {
                 "agreement_at_least": 0.97,
                 "agreement_measured": round(agreement, 4),

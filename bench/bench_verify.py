@@ -43,6 +43,25 @@ def answers() -> list[tuple[dict[str, object], str]]:
     return out
 
 
+def _grpc_runs(
+    pairs: list[tuple[dict[str, object], str]], responses: list[str]
+) -> tuple[list[float], list[float]]:
+    """Wall seconds of VerifyBatch over all answers: plain, then with receipts checked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with LocalCertd(Path(tmp) / "d") as certd:
+            address, vkey = certd.address, certd.vkey
+            items = [
+                VerifyItem(p, r, str(i))
+                for i, ((p, _), r) in enumerate(zip(pairs, responses, strict=True))
+            ]
+            with CertdClient(address) as client:
+                client.verify_batch(items[:1000])  # warm-up
+                grpc_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
+            with CertdClient(address, trusted_keys=[vkey]) as client:
+                grpc_checked_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
+    return grpc_s, grpc_checked_s
+
+
 def main() -> None:
     import reasoning_gym
 
@@ -70,19 +89,7 @@ def main() -> None:
     rg_s = timed_runs(run_rg, REPEATS)
     ours_s = timed_runs(run_ours, REPEATS)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        with LocalCertd(Path(tmp) / "d") as certd:
-            address, vkey = certd.address, certd.vkey
-            items = [
-                VerifyItem(p, r, str(i))
-                for i, ((p, _), r) in enumerate(zip(pairs, responses, strict=True))
-            ]
-            with CertdClient(address) as client:
-                client.verify_batch(items[:1000])  # warm-up
-                grpc_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
-            with CertdClient(address, trusted_keys=[vkey]) as client:
-                grpc_checked_s = timed_runs(lambda: client.verify_batch(items), REPEATS)
-
+    grpc_s, grpc_checked_s = _grpc_runs(pairs, responses)
     n = len(pairs)
     rates = {
         "reasoning_gym_score_answer_in_process": n / median(rg_s),

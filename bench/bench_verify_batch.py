@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _common import median, timed_runs, write
@@ -74,6 +75,50 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
+def _write_input(pairs: list[tuple[dict[str, object], str]], src: Path) -> None:
+    """The JSONL that ``forkgate verify-batch`` reads: one line per answer."""
+    with src.open("w") as f:
+        for i, (p, a) in enumerate(pairs):
+            task = {"numbers": p["numbers"], "target": p["target"]}
+            line = {
+                "id": i,
+                "domain": "countdown",
+                "task": task,
+                "response": f"<answer>{a}</answer>",
+            }
+            f.write(json.dumps(line) + "\n")
+
+
+def _statuses(dst: Path) -> dict[str, int]:
+    """How many output lines carry each status."""
+    statuses: dict[str, int] = {}
+    for line in dst.read_text().splitlines():
+        s = json.loads(line)["status"]
+        statuses[s] = statuses.get(s, 0) + 1
+    return statuses
+
+
+def _rounds(
+    run_rg: Callable[[], None], certd: LocalCertd, base: list[str]
+) -> dict[str, list[float]]:
+    """Interleaved, one of each per round, so that a shared machine's load changes hit both
+    sides alike; the per-round ratios are reported beside the medians."""
+    t: dict[str, list[float]] = {k: [] for k in ("rg", "cli", "cli_trust", "startup")}
+    t["rg_cpu"], t["cli_cpu"] = [], []  # CPU seconds: load-independent beside the wall times
+    for _ in range(REPEATS):
+        c0 = time.process_time()
+        t["rg"] += timed_runs(run_rg, 1)
+        t["rg_cpu"].append(time.process_time() - c0)
+        server0 = _tree_cpu_s(certd.process.pid)
+        t0 = time.perf_counter()
+        own = _cli(*base)
+        t["cli"].append(time.perf_counter() - t0)
+        t["cli_cpu"].append(own + _tree_cpu_s(certd.process.pid) - server0)
+        t["cli_trust"] += timed_runs(lambda: _cli(*base, "--trust", certd.vkey), 1)
+        t["startup"] += timed_runs(lambda: _cli("--version"), 1)
+    return t
+
+
 def main(*, default_config: bool = False) -> None:
     """Run the comparison; ``default_config``: certd's default config instead of Countdown only."""
     import reasoning_gym
@@ -90,16 +135,7 @@ def main(*, default_config: bool = False) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
-        with src.open("w") as f:
-            for i, (p, a) in enumerate(pairs):
-                task = {"numbers": p["numbers"], "target": p["target"]}
-                line = {
-                    "id": i,
-                    "domain": "countdown",
-                    "task": task,
-                    "response": f"<answer>{a}</answer>",
-                }
-                f.write(json.dumps(line) + "\n")
+        _write_input(pairs, src)
         config: Path | None = Path(tmp) / "config.json"
         if default_config:
             config = None  # certd's embedded default: math on
@@ -108,27 +144,17 @@ def main(*, default_config: bool = False) -> None:
         with LocalCertd(Path(tmp) / "d", config=config) as certd:
             base = ["verify-batch", "--server", certd.address, "--in", str(src), "--out", str(dst)]
             _cli(*base)  # warm-up (the server's pools, the page cache)
-            # Interleaved, one of each per round, so that a shared machine's load changes
-            # hit both sides alike; the per-round ratios are reported beside the medians.
-            rg_s, cli_s, cli_trust_s, startup_s = [], [], [], []
-            rg_cpu, cli_cpu = [], []  # CPU seconds: load-independent beside the wall times
-            for _ in range(REPEATS):
-                c0 = time.process_time()
-                rg_s += timed_runs(run_rg, 1)
-                rg_cpu.append(time.process_time() - c0)
-                server0 = _tree_cpu_s(certd.process.pid)
-                t0 = time.perf_counter()
-                own = _cli(*base)
-                cli_s.append(time.perf_counter() - t0)
-                cli_cpu.append(own + _tree_cpu_s(certd.process.pid) - server0)
-                cli_trust_s += timed_runs(lambda: _cli(*base, "--trust", certd.vkey), 1)
-                startup_s += timed_runs(lambda: _cli("--version"), 1)
-            statuses: dict[str, int] = {}
-            for line in dst.read_text().splitlines():
-                s = json.loads(line)["status"]
-                statuses[s] = statuses.get(s, 0) + 1
+            t = _rounds(run_rg, certd, base)
+            statuses = _statuses(dst)
+    _report(len(pairs), t, default_config, load, statuses)
 
-    n = len(pairs)
+
+def _report(
+    n: int, t: dict[str, list[float]], default_config: bool, load: float, statuses: dict[str, int]
+) -> None:
+    """Write ``bench/results/verify_batch[_default].json``."""
+    rg_s, cli_s, cli_trust_s, startup_s = t["rg"], t["cli"], t["cli_trust"], t["startup"]
+    rg_cpu, cli_cpu = t["rg_cpu"], t["cli_cpu"]
     rg_rate = n / median(rg_s)
     ratio = median(rg_s) / median(cli_s)
     ratio_trust = median(rg_s) / median(cli_trust_s)
