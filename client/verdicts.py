@@ -38,6 +38,9 @@ class Status(enum.IntEnum):
     INFRA_ERROR = 10  # certd or its host failed; never a wrong answer
 
 
+_STATUS: dict[int, Status] = {s.value: s for s in Status}
+
+
 @dataclass(frozen=True, slots=True)
 class TypedVerdict:
     """One verdict with plain Python fields.
@@ -68,14 +71,21 @@ class TypedVerdict:
 
     @classmethod
     def of(cls, v: verifier_pb2.Verdict) -> TypedVerdict:
-        """The typed view of a protobuf verdict."""
+        """The typed view of a protobuf verdict.
+
+        Raises:
+            ValueError: a status this client does not know.
+        """
         has = v.HasField("family")
+        family = v.family
+        status = v.status
         return cls(
             id=v.id,
-            status=Status(v.status),
+            # A dict lookup: calling the enum costs more than the rest of the conversion.
+            status=_STATUS[status] if status in _STATUS else Status(status),
             reward=float(v.reward),
-            family=v.family.value if has else None,
-            kappa=v.family.kappa if has else None,
+            family=family.value if has else None,
+            kappa=family.kappa if has else None,
             detail=v.detail,
             verifier=v.verifier,
             answer=v.answer,
