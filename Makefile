@@ -78,9 +78,14 @@ math-verify-cases: setup
 # the slowest modules first (tests/conftest.py, tests/module_seconds.json; not xdist's order);
 # then the modules marked `serial` (they time deadlines or CPU shares), alone. Both phases always
 # run; PYTEST_WORKERS=0 runs the first in one process too.
+# PYTHONDONTWRITEBYTECODE is emptied (Python reads an empty value as unset): where the shell sets
+# it, as this machine's does, no process keeps a .pyc (uv installs none), so every pytest process
+# and every `certd`/`forkgate` child compiled what it imports from source again: torch,
+# transformers and pytest's rewritten test modules cost a worker ~8 of its ~20 CPU-seconds of
+# collection, a `certd serve` start 0.17 of its 0.75. The caches are gitignored __pycache__ folders.
 PYTEST_WORKERS ?= 2
 TEST_ENV := FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
-  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE)
+  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) PYTHONDONTWRITEBYTECODE=
 PARALLEL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) \
   --dist loadfile --no-loadscope-reorder -m "not serial"
 SERIAL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=10 -m serial

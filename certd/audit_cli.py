@@ -20,14 +20,16 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from certd.clihelp import add_verb, emit
 from certd.errors import InvalidInputError, LedgerError, SigningError, StoreError
 from certd.exitcodes import EXIT_OK, EXIT_REFUSED
-from certd.ledger.audit import AuditReport, AuditState, audit_remote, audit_store
-from certd.ledger.store import LedgerStore, StoreOptions, open_store
-from certd.signing.keys import VerifierKey, read_verifier_key
+
+if TYPE_CHECKING:  # imported where a verb runs: building the parser stays light
+    from certd.ledger.audit import AuditReport
+    from certd.ledger.store import LedgerStore
+    from certd.signing.keys import VerifierKey
 
 __all__ = ["add_parser"]
 
@@ -44,6 +46,7 @@ def _default_state(keys: list[VerifierKey]) -> Path:
 
 def _trusted(args: argparse.Namespace) -> list[VerifierKey]:
     from certd.ops_cli import stdin_text
+    from certd.signing.keys import read_verifier_key
 
     sources = list(args.trust)
     if not sources and args.data_dir is not None:
@@ -66,6 +69,7 @@ def _remote_audit(
 ) -> AuditReport:
     import grpc
 
+    from certd.ledger.audit import audit_remote
     from certd.ops_cli import log_channel
     from certd.v1 import ledger_pb2, ledger_pb2_grpc
 
@@ -114,6 +118,8 @@ def _store_opener(args: argparse.Namespace) -> Callable[[], LedgerStore]:
     Raises:
         InvalidInputError: the data dir holds no ledger.
     """
+    from certd.ledger.store import StoreOptions, open_store
+
     prefix = args.redis_prefix or "certd"
     # An auditor only reads: any Redis persistence policy will do.
     options = StoreOptions(redis_prefix=prefix, redis_appendfsync="any", postgres_schema=prefix)
@@ -126,6 +132,8 @@ def _store_opener(args: argparse.Namespace) -> Callable[[], LedgerStore]:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    from certd.ledger.audit import audit_store
+
     keys = _trusted(args)
     if args.server:
         state = _audit_state(args, keys)
@@ -173,6 +181,8 @@ def _state_hint(report: AuditReport, state: Path) -> str:
 def _audit_state(args: argparse.Namespace, keys: list[VerifierKey]) -> Path:
     """The auditor state file (``--state`` or the default for the log ``keys`` sign);
     ``--reset-state`` removes it first so this audit trusts the log afresh."""
+    from certd.ledger.audit import AuditState
+
     state: Path = args.state or _default_state(keys)
     if args.reset_state:
         state.unlink(missing_ok=True)

@@ -28,12 +28,11 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from certd.atomicfile import write_atomic
 from certd.audit_cli import add_parser as add_audit_parser
 from certd.clihelp import OneLineErrorParser, add_verb, emit, finish_parser
-from certd.config import CertdConfig, describe_validation_error, load_config
 from certd.errors import (
     CertdError,
     ConfigError,
@@ -44,12 +43,17 @@ from certd.exitcodes import EXIT_INTERRUPTED, exit_code_of
 from certd.kappa_cli import add_parser as add_kappa_fit_parser
 from certd.rotate_cli import add_parser as add_rotate_key_parser
 
+if TYPE_CHECKING:  # the config (pydantic) is imported by the verbs that read one
+    from certd.config import CertdConfig
+
 __all__ = ["main"]
 
 
 def _with_cluster(cfg: CertdConfig, **fields: object) -> CertdConfig:
     """``cfg`` with fields of its cluster section replaced (None values ignored)."""
     from pydantic import ValidationError
+
+    from certd.config import CertdConfig, describe_validation_error
 
     cluster = cfg.cluster.model_dump()
     cluster.update({k: v for k, v in fields.items() if v is not None})
@@ -83,6 +87,7 @@ def _check_port_free(listen: str) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from certd.config import load_config
     from certd.service.server import CertdServer
 
     logging.basicConfig(
@@ -244,6 +249,7 @@ def _cmd_kappa_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from certd.config import load_config
     from sandboxes.doctor import diagnose_bwrap, diagnose_docker, diagnose_gvisor
 
     cfg = load_config(args.config)

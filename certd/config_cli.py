@@ -19,15 +19,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+from typing import TYPE_CHECKING, Any
 
 from certd.atomicfile import write_atomic
 from certd.clihelp import add_verb
-from certd.config import config_model, load_config
 from certd.errors import InvalidInputError
+
+if TYPE_CHECKING:  # pydantic and the config model: imported where the verb runs
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
 
 __all__ = ["add_parser", "default_config_json", "schema_markdown"]
 
@@ -36,6 +36,8 @@ _BOUNDS = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"))
 
 def default_config_json() -> str:
     """The whole default config as the JSON ``certd serve --config`` loads (sorted, indented)."""
+    from certd.config import config_model
+
     return json.dumps(config_model()().model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
 
 
@@ -66,6 +68,8 @@ def _constraints(info: FieldInfo) -> str:
 
 
 def _default(info: FieldInfo) -> str:
+    from pydantic import BaseModel
+
     if info.is_required():
         return "required"
     value = info.get_default(call_default_factory=True)
@@ -79,6 +83,8 @@ def _cell(text: str) -> str:
 
 
 def _element_model(annotation: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     args = getattr(annotation, "__args__", ())
@@ -100,6 +106,8 @@ def _sections(model: type[BaseModel], path: str) -> list[tuple[str, type[BaseMod
 
 def schema_markdown() -> str:
     """The reference page of every config key (``docs/config-schema.md``), from the models."""
+    from certd.config import config_model
+
     lines = [
         "# certd configuration reference",
         "",
@@ -145,6 +153,8 @@ def _write(text: str, out: str) -> None:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
+    from certd.config import config_model, load_config
+
     if args.check is not None:
         load_config(Path(args.check))  # ConfigError: one line, exit 2
         print(f"{args.check}: valid certd config", file=sys.stderr)

@@ -96,6 +96,20 @@ def _start(
     return audit
 
 
+def _workers_for(size: int, chunk: int, workers: int | None) -> int:
+    """Worker processes for a log of ``size`` entries read ``chunk`` at a time: ``workers``
+    (None: one per CPU), but no more than there are chunks to share out.
+
+    A pool pays for itself only across chunks: with one chunk a single worker would do all
+    the work while this process waits, after starting a forkserver and worker processes that
+    import the store and signing code (about 0.2 CPU-seconds and 0.4 s on an 8-entry SQLite
+    log here, more on Redis); this process checks it instead.
+    """
+    wanted = workers if workers is not None else (os.cpu_count() or 1)
+    chunks = max(1, -(-size // chunk))
+    return max(1, min(wanted, chunks))
+
+
 def _feed_store(audit: AuditRun, store: LedgerStore, chunk: int, max_faults: int) -> int:
     """Open the store's latest checkpoint, then feed every entry; return the store's size.
 
@@ -207,7 +221,8 @@ def audit_store(
         origin: the expected checkpoint origin, or None to accept any.
         verify_signatures: verify each entry's DSSE signature (the slow part).
         workers: processes parsing and verifying envelopes in parallel with the rebuild;
-            None for one per CPU.
+            None for one per CPU; at most one per chunk of the log, so a log of one chunk
+            is audited in this process.
         chunk_entries: entries read per step, at most the store's read limit (with an
             opener, rounded down to a power of two).
         max_faults: faults kept in the report; more are counted only.
@@ -232,7 +247,7 @@ def audit_store(
         origin,
         state_path,
         verify_signatures,
-        workers,
+        _workers_for(store.size(), chunk, workers),
         max_faults,
         opener,
     )

@@ -5,6 +5,11 @@ kill -9 of a replica mid-load (clients fail over, no acknowledged certificate lo
 restarted from its AOF (audit passes, appends continue); ledger entries edited, deleted or
 reordered by hand in Redis (``certd audit`` names the index and fails); idempotency keys
 and rate limits across replicas.
+
+The tests that leave the cluster serving share the module's one cluster (``cluster``: every
+replica a test killed is started again before the next; each test checks the log from the size
+it found, ``ledger_size``), each certifying puzzles no other test certifies; a test that
+tampers with the log or runs another config starts its own.
 """
 
 from __future__ import annotations
@@ -35,13 +40,28 @@ pytestmark = pytest.mark.slow
 SETTINGS = ClientSettings(timeout_s=60, wait_for_ready=True, backoff_s=0.05, batch_size=16)
 
 
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path / "cluster").start()
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster")).start()
     try:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture()
+def cluster(shared_cluster: Cluster) -> Cluster:
+    """The module's 3-replica cluster, every replica serving."""
+    return shared_cluster.revive()
+
+
+def ledger_size(c: Cluster) -> int:
+    """The log's size in Redis now (where a test on the shared cluster starts)."""
+    store = RedisStore(c.redis.url, appendfsync="any")
+    try:
+        return store.size()
+    finally:
+        store.close()
 
 
 def audit(c: Cluster) -> dict[str, object]:
@@ -51,9 +71,14 @@ def audit(c: Cluster) -> dict[str, object]:
 
 
 def check_ledger(
-    c: Cluster, certs: dict[str, authority_pb2.Certificate], *, lost_replies: int = 0
+    c: Cluster,
+    certs: dict[str, authority_pb2.Certificate],
+    *,
+    lost_replies: int = 0,
+    since: int = 0,
 ) -> int:
-    """Every acknowledged certificate is in the ledger at its index; the indexes are dense.
+    """Every acknowledged certificate is in the ledger at its index; the indexes from ``since``
+    (the size before the test wrote) are dense.
 
     ``lost_replies``: how many entries may be in the ledger without an acknowledgement (a
     process killed after the append was durable and before its reply left); 0 without faults.
@@ -61,7 +86,7 @@ def check_ledger(
     store = RedisStore(c.redis.url, appendfsync="any")
     try:
         size = store.size()
-        check_acknowledged(store.entry, size, certs, lost_replies)
+        check_acknowledged(store.entry, size, certs, lost_replies, start=since)
     finally:
         store.close()
     report = audit(c)
@@ -107,13 +132,14 @@ def test_concurrent_certify_batch_against_three_replicas(cluster: Cluster) -> No
     items = certify_items(countdown_puzzles(24, seed=11))
     # 8 clients; each item is sent by two clients, so replicas race on the same labels.
     work = [items[i::4] for i in range(4)] * 2
+    base = ledger_size(cluster)
     certs: dict[str, authority_pb2.Certificate] = {}
     errors: list[BaseException] = []
     for t in certify_all(cluster, work, certs, errors, threading.Lock()):
         t.join()
     assert not errors, errors
     assert len(certs) >= len(items) // 2
-    check_ledger(cluster, certs)
+    check_ledger(cluster, certs, since=base)
     # Each (task, label) has exactly one certificate.
     keys = KeyRing([VerifierKey.from_vkey(cluster.vkey)])
     seen: set[tuple[str, str]] = set()
@@ -127,6 +153,7 @@ def test_same_label_at_two_replicas_at_once_yields_one_certificate(cluster: Clus
     task, label, witness = certify_items(countdown_puzzles(1, seed=5))[0]
     got: list[authority_pb2.Certificate] = []
     barrier = threading.Barrier(6)
+    base = ledger_size(cluster)
 
     def one(address: str) -> None:
         with CertdClient(address, trusted_keys=[cluster.vkey]) as c:
@@ -139,8 +166,8 @@ def test_same_label_at_two_replicas_at_once_yields_one_certificate(cluster: Clus
     for t in threads:
         t.join()
     assert len(got) == 6 and len({c.certificate_id for c in got}) == 1
-    assert {c.ledger_index for c in got} == {0}
-    check_ledger(cluster, {got[0].certificate_id: got[0]})
+    assert {c.ledger_index for c in got} == {base}
+    check_ledger(cluster, {got[0].certificate_id: got[0]}, since=base)
 
 
 def test_kill_9_of_a_replica_mid_load_loses_no_acknowledged_certificate(
@@ -148,6 +175,7 @@ def test_kill_9_of_a_replica_mid_load_loses_no_acknowledged_certificate(
 ) -> None:
     items = certify_items(countdown_puzzles(40, seed=23))
     work = [items[i::6] for i in range(6)]
+    base = ledger_size(cluster)
     certs: dict[str, authority_pb2.Certificate] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -162,7 +190,7 @@ def test_kill_9_of_a_replica_mid_load_loses_no_acknowledged_certificate(
         t.join()
     assert not errors, errors
     assert acknowledged_before_kill >= 20 and len(certs) > acknowledged_before_kill
-    size = check_ledger(cluster, certs, lost_replies=IN_FLIGHT)
+    size = check_ledger(cluster, certs, lost_replies=IN_FLIGHT, since=base)
     victim.start()  # a restarted replica rejoins the same ledger
     with CertdClient(victim.address, trusted_keys=[cluster.vkey]) as c:
         assert c.checkpoint().size == size
@@ -171,6 +199,7 @@ def test_kill_9_of_a_replica_mid_load_loses_no_acknowledged_certificate(
 def test_redis_restarted_from_its_aof(cluster: Cluster) -> None:
     items = certify_items(countdown_puzzles(12, seed=31))
     half = len(items) // 2
+    base = ledger_size(cluster)
     certs: dict[str, authority_pb2.Certificate] = {}
     with CertdClient(cluster.addresses, trusted_keys=[cluster.vkey], settings=SETTINGS) as c:
         for r in c.certify_batch(items[:half]):
@@ -181,11 +210,23 @@ def test_redis_restarted_from_its_aof(cluster: Cluster) -> None:
         for r in c.certify_batch(items[half:]):
             if not isinstance(r, CertificationRefusedError):
                 certs[r.certificate_id] = r
-    check_ledger(cluster, certs)
+    check_ledger(cluster, certs, since=base)
+
+
+@pytest.fixture()
+def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of one replica for a test that tampers with the log (Redis is what it edits
+    and ``certd audit`` what it checks; one replica writes the entries)."""
+    c = Cluster(tmp_path / "cluster", n=1).start()
+    try:
+        yield c
+    finally:
+        c.close()
 
 
 @pytest.mark.parametrize("edit", ["edit", "delete", "reorder"])
-def test_hand_edited_redis_entry_is_named_by_audit(cluster: Cluster, edit: str) -> None:
+def test_hand_edited_redis_entry_is_named_by_audit(own_cluster: Cluster, edit: str) -> None:
+    cluster = own_cluster
     items = certify_items(countdown_puzzles(6, seed=41))
     with CertdClient(cluster.addresses[0], trusted_keys=[cluster.vkey]) as c:
         c.certify_batch(items)
@@ -242,13 +283,14 @@ def test_a_reply_planted_in_redis_is_refused_not_replayed(cluster: Cluster) -> N
     items = certify_items(countdown_puzzles(2, seed=53))[:1]
     req = authority_pb2.CertifyBatchRequest(items=[certify_request(t, lb, w) for t, lb, w in items])
     meta = (("idempotency-key", "planted-1"),)
+    r = redis.Redis.from_url(cluster.redis.url)
+    earlier = set(r.scan_iter("{certd}:idem:*"))  # other tests' keys on the shared cluster
     with grpc.insecure_channel(cluster.addresses[0]) as ch:
         reply = authority_pb2_grpc.AuthorityStub(ch).CertifyBatch(req, metadata=meta, timeout=60)
     forged = authority_pb2.CertifyBatchResponse()
     forged.CopyFrom(reply)
     forged.results[0].certificate.envelope = b'{"payload":"forged"}'
-    r = redis.Redis.from_url(cluster.redis.url)
-    [record] = list(r.scan_iter("{certd}:idem:*"))
+    [record] = set(r.scan_iter("{certd}:idem:*")) - earlier
     r.hset(record, "resp", forged.SerializeToString())
     with grpc.insecure_channel(cluster.addresses[1]) as ch:
         with pytest.raises(grpc.RpcError) as info:
@@ -295,6 +337,7 @@ def test_pseudo_fork_rule_holds_across_replicas(cluster: Cluster) -> None:
     one certificate, the other request refused as PSEUDO_FORK."""
     task = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
     claims = [("25,-", "(25-5)*4+3"), ("3,+", "3+4*(25-5)")]  # commuted: the same solution
+    base = ledger_size(cluster)
     outcomes: list[object] = []
     barrier = threading.Barrier(2)
 
@@ -318,4 +361,4 @@ def test_pseudo_fork_rule_holds_across_replicas(cluster: Cluster) -> None:
     refused = [o for o in outcomes if isinstance(o, CertificationRefusedError)]
     assert len(outcomes) == 2 and len(refused) == 1, outcomes
     assert refused[0].reason == "PSEUDO_FORK"
-    assert audit(cluster)["size"] == 1
+    assert audit(cluster)["size"] == base + 1

@@ -6,6 +6,9 @@ certificate must be fetchable by id from **every** replica (a replica that misse
 appended catches up from the ledger before answering NOT_FOUND), the indexes are dense and
 unique, the audit passes, and a witness that cosigned before the faults cosigns the new
 checkpoint (consistency proved across the faults).
+
+The two tests share the module's cluster (every replica serving again before each test; the
+ledger is checked from the size each test found) and certify distinct puzzles.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from cluster_helpers import IN_FLIGHT, Cluster, Witness, certify_items
-from test_cluster import certify_all, check_ledger
+from test_cluster import certify_all, check_ledger, ledger_size
 
 from certd.v1 import authority_pb2
 from forkgate import CertdClient, CertificationRefusedError
@@ -27,13 +30,18 @@ pytest.importorskip("redis")
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path / "cluster").start()
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster")).start()
     try:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture()
+def cluster(shared_cluster: Cluster) -> Cluster:
+    return shared_cluster.revive()
 
 
 def wait_for(certs: dict[str, authority_pb2.Certificate], n: int, errors: list[object]) -> None:
@@ -47,6 +55,7 @@ def test_kill_9_of_a_replica_and_of_redis_every_certificate_readable_everywhere(
 ) -> None:
     witness = Witness(tmp_path / "witness")
     items = certify_items(countdown_puzzles(60, seed=97))
+    base = ledger_size(cluster)
     with CertdClient(cluster.addresses[0], trusted_keys=[cluster.vkey]) as c:
         c.certify_batch(items[:2])
     first = witness.once(cluster.addresses[0], cluster.vkey)
@@ -73,7 +82,7 @@ def test_kill_9_of_a_replica_and_of_redis_every_certificate_readable_everywhere(
     assert len(certs) > killed_at + 20
     # unique indexes, each envelope at its index, audit OK; an entry whose reply died with the
     # killed replica (durable, never acknowledged) is allowed, up to what was in flight
-    size = check_ledger(cluster, certs, lost_replies=IN_FLIGHT)
+    size = check_ledger(cluster, certs, lost_replies=IN_FLIGHT, since=base)
     for replica in cluster.replicas:  # every replica answers for every certificate
         with CertdClient(replica.address, trusted_keys=[cluster.vkey]) as c:
             for cert_id, cert in certs.items():

@@ -5,6 +5,9 @@ balances over the replicas' IP addresses must name the SAN (``tls_server_name``)
 ``CertdClient`` over three addresses with TLS + client certificate + token fails over when a
 replica dies; the TRL reward, verl's ``compute_score`` and the ``forkgate`` CLI take the same
 settings (arguments, flags, or ``FORKGATE_*`` variables) and work against the cluster.
+
+The tests share the module's one cluster (a replica a test killed is started again before the
+next test) and certify puzzles no other test certifies.
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture()
-def cluster(tmp_path: Path, pki: Pki) -> Iterator[Cluster]:
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Cluster]:
     access = {
         "tls_cert_file": str(pki.server_cert),
         "tls_key_file": str(pki.server_key),
@@ -52,11 +55,17 @@ def cluster(tmp_path: Path, pki: Pki) -> Iterator[Cluster]:
         "client_roles": {"trainer": ["verify"]},  # the token adds certify
         "tokens_file": str(pki.tokens_file),
     }
-    c = Cluster(tmp_path / "cluster", config={"access": access}).start()
+    c = Cluster(tmp_path_factory.mktemp("cluster"), config={"access": access}).start()
     try:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture()
+def cluster(shared_cluster: Cluster) -> Cluster:
+    """The module's 3-replica TLS cluster, every replica serving."""
+    return shared_cluster.revive()
 
 
 def connection(c: Cluster, pki: Pki, **overrides: object) -> Connection:
@@ -135,7 +144,9 @@ def test_trl_and_verl_scorers_over_the_tls_cluster(
     assert out["acc"] is True and out["score"] == 1.0
 
 
-def test_cli_verbs_take_the_replicas_and_tls_settings(cluster: Cluster, pki: Pki) -> None:
+def test_cli_verbs_take_the_replicas_and_tls_settings(
+    cluster: Cluster, pki: Pki, tmp_path: Path
+) -> None:
     base = [sys.executable, "-m", "forkgate.cli"]
     flags = [
         "--server", ",".join(cluster.addresses), "--tls-ca", str(pki.ca),
@@ -144,6 +155,11 @@ def test_cli_verbs_take_the_replicas_and_tls_settings(cluster: Cluster, pki: Pki
         "--tls-server-name", pki.server_name,
     ]  # fmt: skip
     task = json.dumps({"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}})
+    with CertdClient(
+        cluster.addresses, tls_ca=pki.ca, tls_cert=pki.client_cert, tls_key=pki.client_key,
+        token="a-token", tls_server_name=pki.server_name,
+    ) as auditor:  # fmt: skip
+        size = auditor.checkpoint().size  # what the module's earlier tests wrote
     certify = [*base, "certify", *flags, "--task", task, "--label", "25,-"]
     done = subprocess.run(
         [*certify, "--witness", "(25-5)*4+3", "--trust", cluster.vkey, "--json"],
@@ -161,7 +177,7 @@ def test_cli_verbs_take_the_replicas_and_tls_settings(cluster: Cluster, pki: Pki
         "FORKGATE_TOKEN_FILE": str(pki.token_file("c-token")),
         "FORKGATE_TLS_SERVER_NAME": pki.server_name,
     }
-    rollouts = Path(cluster.root) / "rollouts.jsonl"
+    rollouts = tmp_path / "rollouts.jsonl"
     rollouts.write_text(json.dumps({"task": TASK, "response": "(25-5)*4+3"}) + "\n")
     done = subprocess.run(
         [*base, "verify-batch", "--in", str(rollouts), "--out", "-", "--json"],
@@ -184,4 +200,4 @@ def test_cli_verbs_take_the_replicas_and_tls_settings(cluster: Cluster, pki: Pki
         token="a-token",
         tls_server_name=pki.server_name,
     ) as auditor:
-        assert auditor.checkpoint().size == 2  # the certificate and the batch receipt
+        assert auditor.checkpoint().size == size + 2  # the certificate and the batch receipt

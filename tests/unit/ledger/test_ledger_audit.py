@@ -1,8 +1,9 @@
 """The auditor finds each kind of tampering, and passes and records state on a clean log.
 
-Each test runs twice: the parent reading every entry and sending it to the workers, and the
-workers reading their own 8-entry chunks from the store (``opener``), so complete chunks
-are checked by their subtree roots and a tampered one falls back to node-by-node naming.
+Each test runs twice, over 8-entry chunks (a log of several chunks: the audit starts its
+worker processes): the parent reading every entry and sending it to the workers, and the
+workers reading their own chunks from the store (``opener``), so complete chunks are checked
+by their subtree roots and a tampered one falls back to node-by-node naming.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def audit(path: Path, state: Path | None = None, max_faults: int = 1000) -> Audi
             workers=2,
             max_faults=max_faults,
             opener=functools.partial(SQLiteStore, str(path)) if workers_read else None,
-            chunk_entries=8 if workers_read else 4096,
+            chunk_entries=8,
         )
     finally:
         store.close()
