@@ -318,6 +318,16 @@ class TrustedKey:
                 f"got {self.not_after} < {self.not_before}"
             )
 
+    @property
+    def unbounded(self) -> bool:
+        """No time or index window: valid at every time and ledger index."""
+        return (
+            self.not_before is None
+            and self.not_after is None
+            and self.first_index is None
+            and self.last_index is None
+        )
+
     def valid_at(self, at_time: int | None) -> bool:
         """Tell whether the key is valid at a time.
 
@@ -352,6 +362,9 @@ class KeyRing:
             keys: keys to trust, each without a window (VerifierKey) or with one (TrustedKey).
         """
         self._by_id: dict[str, list[TrustedKey]] = {}
+        # The keys of an id none of whose keys has a window: ``lookup``'s answer whatever
+        # the time and index (the audit looks one up a million times).
+        self._unbounded: dict[str, tuple[VerifierKey, ...]] = {}
         for k in keys:
             self.add(k if isinstance(k, TrustedKey) else TrustedKey(k))
 
@@ -361,7 +374,12 @@ class KeyRing:
         Args:
             trusted: the key and its validity window.
         """
-        self._by_id.setdefault(trusted.key.key_id_hex, []).append(trusted)
+        keyid = trusted.key.key_id_hex
+        entries = self._by_id.setdefault(keyid, [])
+        entries.append(trusted)
+        self._unbounded.pop(keyid, None)
+        if all(t.unbounded for t in entries):
+            self._unbounded[keyid] = tuple(t.key for t in entries)
 
     def lookup(
         self, keyid_hex: str, at_time: int | None = None, at_index: int | None = None
@@ -376,6 +394,9 @@ class KeyRing:
         Returns:
             The matching keys valid at ``at_time`` and ``at_index`` (usually one).
         """
+        keys = self._unbounded.get(keyid_hex)
+        if keys is not None:
+            return keys
         return tuple(
             t.key
             for t in self._by_id.get(keyid_hex, ())
