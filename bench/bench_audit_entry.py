@@ -3,11 +3,14 @@
 Signs ``--entries`` feasibility envelopes as ``bench_ledger.py`` does (once, with this tree),
 ``git archive``s the base and head commits (so edits in progress never leak in), then runs,
 round by round and alternating base and head, a fresh process per tree that times (process
-CPU, best of 3) what a worker does to each entry: ``verify_signatures`` (envelope parse,
-``open_envelope``: key, signature, statement, predicate shape; the signer runs) and the leaf
-hash, and beside it the bare Ed25519 verify of the same signatures, so the rest
-(total − verify) is the part a parser change can move. Medians over rounds and the head/base
-ratios go to ``bench/results/<out>.json``.
+CPU, best of 5 passes, the loops interleaved) what a worker does to each entry:
+``verify_signatures`` (envelope parse, ``open_envelope``: key, signature, statement,
+predicate shape; the signer runs) and the leaf hash; beside it the bare Ed25519 verify of
+the same signatures, so the rest (total − verify) is the part a parser change can move; and
+``Envelope.from_json`` alone. Medians over rounds and the head/base ratios (median of the
+per-round ratios) go to ``bench/results/<out>.json``. ``--callgrind N1,N2`` counts
+instructions per entry instead (load-independent, but blind to SIMD: pybase64's decoder
+runs far fewer cycles per instruction than the stdlib's).
 
 Run: ``.venv/bin/python bench/bench_audit_entry.py --base main --head HEAD --entries 2000
 --rounds 5``.
@@ -47,32 +50,34 @@ def entry_loop():
     [leaf_hash(e) for e in envs]
 def bare_verify():
     [key.verify(m, s) for m, s in pairs]
-def best(f):
-    f()
-    times = []
-    for _ in range(3):
-        t0 = time.process_time()
-        f()
-        times.append(time.process_time() - t0)
-    return min(times) / len(envs) * 1e6
+def envelope_parse():
+    [Envelope.from_json(e) for e in envs]
+def best(*fs):
+    times = [[] for _ in fs]
+    for _ in range(6):  # interleaved; the first pass warms up
+        for f, acc in zip(fs, times):
+            t0 = time.process_time()
+            f()
+            acc.append(time.process_time() - t0)
+    return [min(acc[1:]) / len(envs) * 1e6 for acc in times]
 if len(sys.argv) > 2:  # under callgrind: one pass over the first n entries, no timing
     n = int(sys.argv[2])
     envs, pairs = envs[:n], pairs[:n]
     (entry_loop if sys.argv[3] == "entry" else bare_verify)()
 else:
-    print(best(entry_loop), best(bare_verify))
+    print(*best(entry_loop, bare_verify, envelope_parse))
 """
 
 
-def _child(tree: Path, data: Path) -> tuple[float, float]:
+def _child(tree: Path, data: Path) -> tuple[float, float, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(data)], env=env, capture_output=True, text=True
     )
     if out.returncode:
         raise SystemExit(out.stderr[-2000:])
-    total, verify = (float(x) for x in out.stdout.split())
-    return total, verify
+    total, verify, parse = (float(x) for x in out.stdout.split())
+    return total, verify, parse
 
 
 def _instructions(tree: Path, data: Path, n: int, what: str) -> int:
@@ -117,7 +122,7 @@ def main() -> None:
     ap.add_argument("--callgrind", metavar="N1,N2", help="instructions per entry instead")
     args = ap.parse_args()
     key = SigningKey.generate("bench.local/certd")
-    runs: dict[str, list[tuple[float, float]]] = {"base": [], "head": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"base": [], "head": []}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "envelopes.pickle"
         data.write_bytes(pickle.dumps((key.verifier().to_vkey(), envelopes(key, args.entries))))
@@ -144,15 +149,20 @@ def main() -> None:
     }
     for name, rows in runs.items():
         result[name] = {
-            "us_per_entry": round(statistics.median(t for t, _ in rows), 2),
-            "us_verify": round(statistics.median(v for _, v in rows), 2),
-            "us_rest": round(statistics.median(t - v for t, v in rows), 2),
-            "rounds": [[round(t, 2), round(v, 2)] for t, v in rows],
+            "us_per_entry": round(statistics.median(t for t, _, _ in rows), 2),
+            "us_verify": round(statistics.median(v for _, v, _ in rows), 2),
+            "us_rest": round(statistics.median(t - v for t, v, _ in rows), 2),
+            "us_envelope_parse": round(statistics.median(e for _, _, e in rows), 2),
+            "rounds": [[round(x, 2) for x in row] for row in rows],
         }
-    ratios = [h[0] / b[0] for b, h in zip(runs["base"], runs["head"], strict=True)]
-    rest = [(h[0] - h[1]) / (b[0] - b[1]) for b, h in zip(runs["base"], runs["head"], strict=True)]
-    result["head_over_base_per_entry"] = round(statistics.median(ratios), 3)
-    result["head_over_base_rest"] = round(statistics.median(rest), 3)
+    pairs = list(zip(runs["base"], runs["head"], strict=True))
+    for what, f in {
+        "per_entry": lambda r: r[0],
+        "rest": lambda r: r[0] - r[1],
+        "envelope_parse": lambda r: r[2],
+    }.items():
+        ratio = statistics.median(f(h) / f(b) for b, h in pairs)
+        result[f"head_over_base_{what}"] = round(ratio, 3)
     write(args.out, result)
 
 
