@@ -72,7 +72,11 @@ else:
 def _child(tree: Path, data: Path) -> tuple[float, float, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(data)], env=env, capture_output=True, text=True
+        # -P: ``-c`` would put the current directory (a checkout) first on sys.path.
+        [sys.executable, "-P", "-c", _CHILD, str(data)],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if out.returncode:
         raise SystemExit(out.stderr[-2000:])
@@ -85,7 +89,7 @@ def _instructions(tree: Path, data: Path, n: int, what: str) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-P"]
         done = subprocess.run(
             [*cmd, "-c", _CHILD, str(data), str(n), what], env=env, capture_output=True, text=True
         )

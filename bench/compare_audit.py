@@ -51,7 +51,9 @@ def _run(path: str, data: Path, state: Path) -> tuple[float, float]:
     os.environ["PYTHONPATH"] = path
     try:
         state.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "certd.cli", "audit", "--data-dir", str(data)]
+        # -P: without it ``-m`` puts the current directory first on sys.path, and run from a
+        # checkout every variant would import that checkout's certd, not its own tree.
+        cmd = [sys.executable, "-P", "-m", "certd.cli", "audit", "--data-dir", str(data)]
         done, wall, cpu = _tree_cpu_seconds([*cmd, "--state", str(state), "--json"])
     finally:
         if env_path is None:
