@@ -9,8 +9,8 @@ predicate shape; the signer runs) and the leaf hash; beside it the bare Ed25519 
 the same signatures, so the rest (total − verify) is the part a parser change can move; and
 ``Envelope.from_json`` alone. Medians over rounds and the head/base ratios (median of the
 per-round ratios) go to ``bench/results/<out>.json``. ``--callgrind N1,N2`` counts
-instructions per entry instead (load-independent, but blind to SIMD: pybase64's decoder
-runs far fewer cycles per instruction than the stdlib's).
+instructions per entry instead (load-independent; valgrind hides AVX-512, so SIMD code
+such as pybase64's takes another path there than on the machine).
 
 Run: ``.venv/bin/python bench/bench_audit_entry.py --base main --head HEAD --entries 2000
 --rounds 5``.
