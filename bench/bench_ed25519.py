@@ -85,6 +85,18 @@ def _backends() -> dict[str, Verify]:
     except ImportError:
         pass
     try:
+        import pyhacl.signature.ed25519 as hacl
+
+        out["HACL* (pyhacl)"] = lambda pub, msg, sig: bool(hacl.verify(pub, msg, sig))
+    except ImportError:
+        pass
+    try:
+        import eddsa
+
+        out["libeddsa (eddsa)"] = lambda pub, msg, sig: bool(eddsa.ed25519_verify(sig, pub, msg))
+    except ImportError:
+        pass
+    try:
         from certd.signing import ed25519
 
         make = ed25519.fast_verifier if ed25519.enable_fast_verify() else None

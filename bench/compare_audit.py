@@ -3,7 +3,8 @@
 Builds an N-entry data dir as ``bench_ledger.py`` does (once), ``git archive``s the base
 commit and the head commit (so edits in progress never leak in), then runs the real command
 ``certd audit --data-dir`` round by round: base, head, head without the ed25519-dalek fast
-path (solders hidden), base, head, ... so every variant sees the same machine load. Each run
+path (solders hidden; ``--no-dalek-variant`` skips it), then the same in reverse order, ...
+so every variant sees the same machine load. Each run
 is timed for wall seconds and the CPU seconds of its whole process tree (the audit, its
 forkserver and workers: ``bench_ledger._tree_cpu_seconds``). The medians and the ratios to
 the base go to ``bench/results/<out>.json``.
@@ -50,7 +51,9 @@ def _run(path: str, data: Path, state: Path) -> tuple[float, float]:
     os.environ["PYTHONPATH"] = path
     try:
         state.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "certd.cli", "audit", "--data-dir", str(data)]
+        # -P: without it ``-m`` puts the current directory first on sys.path, and run from a
+        # checkout every variant would import that checkout's certd, not its own tree.
+        cmd = [sys.executable, "-P", "-m", "certd.cli", "audit", "--data-dir", str(data)]
         done, wall, cpu = _tree_cpu_seconds([*cmd, "--state", str(state), "--json"])
     finally:
         if env_path is None:
@@ -69,6 +72,7 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="audit_ab")
+    ap.add_argument("--no-dalek-variant", action="store_true", help="skip head-no-dalek")
     args = ap.parse_args()
     assert _count_descendants(), "needs Linux (child subreaper) to count the workers' CPU"
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -83,9 +87,12 @@ def main() -> None:
             "head": str(head),
             "head-no-dalek": f"{hide.parent}{os.pathsep}{head}",
         }
+        if args.no_dalek_variant:
+            del variants["head-no-dalek"]
         runs: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
         for r in range(args.rounds):
-            for name, path in variants.items():
+            order = list(variants.items())
+            for name, path in order if r % 2 == 0 else order[::-1]:  # base first every other
                 wall, cpu = _run(path, tmp / "data", tmp / "state.json")
                 runs[name].append((wall, cpu))
                 print(f"round {r} {name:14s} wall {wall:6.2f} s  cpu {cpu:6.2f} s", flush=True)

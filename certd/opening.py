@@ -246,7 +246,10 @@ def open_envelope(
         raise MalformedStatementError(
             f"payloadType: expected {IN_TOTO_PAYLOAD_TYPE!r}, got {env.payload_type!r:.60}"
         )
-    if not any(keys.knows(sig.keyid) for sig in env.signatures):
+    sigs = env.signatures
+    if not (
+        keys.knows(sigs[0].keyid) if len(sigs) == 1 else any(keys.knows(s.keyid) for s in sigs)
+    ):
         ids = ", ".join(sig.keyid for sig in env.signatures)
         raise UnknownKeyError(f"no trusted key has key id {ids}")
     # Parse the payload once, strictly (UTF-8, unique keys): the object the step-by-step

@@ -12,6 +12,7 @@ first wrong node (``AuditRun.take_chunk``). The checks are those of ``AuditRun.f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, cast
 
@@ -74,11 +75,16 @@ def verify_signatures(
     return faults, runs, rotations
 
 
+@functools.lru_cache(maxsize=64)
+def _one_signer(keyid: str) -> frozenset[str]:
+    return frozenset((keyid,))
+
+
 def _signers(env: Envelope, trusted: KeyRing) -> frozenset[str]:
     """The key ids whose signatures verify on an envelope that opened (one, but for a
     key rotation's two)."""
     if len(env.signatures) == 1:
-        return frozenset({env.signatures[0].keyid})
+        return _one_signer(env.signatures[0].keyid)
     out = set()
     for sig in env.signatures:
         for key in trusted.lookup(sig.keyid):

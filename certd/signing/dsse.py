@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import pybase64
+
 from certd.errors import (
     BadSignatureError,
     MalformedStatementError,
@@ -88,7 +90,7 @@ _json_string = json.encoder.encode_basestring  # what json.dumps(..., ensure_asc
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return pybase64.b64encode(data).decode("ascii")
 
 
 def unique_keys(error: type[SigningError]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
@@ -241,12 +243,27 @@ def _plain(text: bytes) -> str | None:
     return out if out.isprintable() else None
 
 
+def _canonical_b64(text: bytes) -> bytes | None:
+    """The bytes ``text`` encodes when it is exactly their standard padded base64 (what
+    ``to_json`` writes), else None.
+
+    pybase64's SIMD decoder (~7x the stdlib's here on a 1 KB payload), trusted only through
+    the re-encoding: equal bytes prove ``text`` is the canonical encoding of the result,
+    which every strict base64 decoder reads as that result.
+    """
+    try:
+        raw = pybase64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if pybase64.b64encode(raw) == text else None
+
+
 def _from_canonical(data: bytes) -> Envelope | None:
     """The envelope when ``data`` has exactly the layout ``to_json`` writes, else None.
 
     Every separator is compared, the strings hold nothing JSON escapes and the base64 is
-    strict (``strict_mode`` refuses all the strict parser refuses, and more), so the result
-    is the one the JSON parser would give; anything else returns None for it to decide.
+    the canonical encoding of its bytes (``_canonical_b64``), so the result is the one the
+    JSON parser would give; anything else returns None for it to decide.
     """
     if not data.startswith(_HEAD) or not data.endswith(_TAIL):
         return None
@@ -264,10 +281,8 @@ def _from_canonical(data: bytes) -> Envelope | None:
     payload_type, keyid = _plain(data[t0:t1]), _plain(data[k0:k1])
     if payload_type is None or keyid is None:
         return None
-    try:
-        payload = binascii.a2b_base64(data[12:p1], strict_mode=True)
-        sig = binascii.a2b_base64(data[s0:s1], strict_mode=True)
-    except binascii.Error:
+    payload, sig = _canonical_b64(data[12:p1]), _canonical_b64(data[s0:s1])
+    if payload is None or sig is None:
         return None
     return Envelope(payload, payload_type, (EnvelopeSignature(keyid, sig),))
 
@@ -303,6 +318,16 @@ class TrustedKey:
                 f"got {self.not_after} < {self.not_before}"
             )
 
+    @property
+    def unbounded(self) -> bool:
+        """No time or index window: valid at every time and ledger index."""
+        return (
+            self.not_before is None
+            and self.not_after is None
+            and self.first_index is None
+            and self.last_index is None
+        )
+
     def valid_at(self, at_time: int | None) -> bool:
         """Tell whether the key is valid at a time.
 
@@ -337,6 +362,9 @@ class KeyRing:
             keys: keys to trust, each without a window (VerifierKey) or with one (TrustedKey).
         """
         self._by_id: dict[str, list[TrustedKey]] = {}
+        # The keys of an id none of whose keys has a window: ``lookup``'s answer whatever
+        # the time and index (the audit looks one up a million times).
+        self._unbounded: dict[str, tuple[VerifierKey, ...]] = {}
         for k in keys:
             self.add(k if isinstance(k, TrustedKey) else TrustedKey(k))
 
@@ -346,7 +374,12 @@ class KeyRing:
         Args:
             trusted: the key and its validity window.
         """
-        self._by_id.setdefault(trusted.key.key_id_hex, []).append(trusted)
+        keyid = trusted.key.key_id_hex
+        entries = self._by_id.setdefault(keyid, [])
+        entries.append(trusted)
+        self._unbounded.pop(keyid, None)
+        if all(t.unbounded for t in entries):
+            self._unbounded[keyid] = tuple(t.key for t in entries)
 
     def lookup(
         self, keyid_hex: str, at_time: int | None = None, at_index: int | None = None
@@ -361,6 +394,9 @@ class KeyRing:
         Returns:
             The matching keys valid at ``at_time`` and ``at_index`` (usually one).
         """
+        keys = self._unbounded.get(keyid_hex)
+        if keys is not None:
+            return keys
         return tuple(
             t.key
             for t in self._by_id.get(keyid_hex, ())

@@ -137,7 +137,7 @@ class Statement:
             raise MalformedStatementError(
                 f"expected a non-empty predicateType, got {self.predicate_type!r}"
             )
-        if not isinstance(self.predicate, Mapping):
+        if self.predicate.__class__ is not dict and not isinstance(self.predicate, Mapping):
             raise MalformedStatementError(
                 f"expected the predicate to be an object, got {type(self.predicate).__name__}"
             )
@@ -239,7 +239,7 @@ def statement_from_object(obj: Any) -> Statement:
     """
     if not isinstance(obj, dict):
         raise MalformedStatementError(f"expected a JSON object, got {type(obj).__name__}")
-    if set(obj) != _STATEMENT_FIELDS:
+    if obj.keys() != _STATEMENT_FIELDS:
         raise MalformedStatementError(
             f"expected fields {sorted(_STATEMENT_FIELDS)}, got {sorted(obj)}"
         )

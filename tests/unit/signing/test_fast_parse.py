@@ -47,6 +47,32 @@ def _mutations(data: bytes, rng: random.Random) -> list[bytes]:
         out.append(data[:i] + rng.choice(specials) + data[i + 1 :])
         out.append(data[:i] + rng.choice(specials) + data[i:])
         out.append(data[:i] + data[i + 1 :])
+    return out + _base64_mutations(data, rng)
+
+
+_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _base64_mutations(data: bytes, rng: random.Random) -> list[bytes]:
+    """Each base64 string of ``data`` (the payload, every sig) with its last characters
+    changed: other alphabet letters (non-zero unused bits: valid but not canonical, or
+    another value), URL-safe letters, padding dropped, added or moved, a newline inside."""
+    out = []
+    strings = data.split(b'"')
+    for k, text in enumerate(strings):
+        if len(text) < 8 or k % 2 == 0 or text.strip(_B64 + b"=") or not text.endswith(b"="):
+            continue
+        end = len(text.rstrip(b"="))
+        variants = [text[:end], text + b"=", text[:end] + b"=" * 3, text[:4] + b"\n" + text[4:]]
+        variants += [
+            text[: end - 1] + b"=" + text[end:],
+            text.replace(b"+", b"-").replace(b"/", b"_"),
+        ]
+        for _ in range(12):
+            i = end - 1 - rng.randrange(3)
+            variants.append(text[:i] + bytes([rng.choice(_B64)]) + text[i + 1 :])
+        for v in variants:
+            out.append(b'"'.join([*strings[:k], v, *strings[k + 1 :]]))
     return out
 
 

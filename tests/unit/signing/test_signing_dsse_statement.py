@@ -86,6 +86,21 @@ def test_keyring_windows() -> None:
     assert len(ring) == 1 and [t.key for t in ring] == [KEY.verifier()]
 
 
+def test_keyring_lookup_answers_the_windows_of_every_key_under_an_id() -> None:
+    """A key without windows is found at any time and index; once a windowed key shares
+    its id (a rotation re-trusting the same key), the windows decide again."""
+    ring = KeyRing([KEY.verifier()])
+    assert ring.lookup(KEY.key_id_hex, at_time=1, at_index=10**9) == (KEY.verifier(),)
+    ring.add(TrustedKey(KEY.verifier(), first_index=5))
+    assert ring.lookup(KEY.key_id_hex, at_index=3) == (KEY.verifier(),)
+    assert ring.lookup(KEY.key_id_hex, at_index=7) == (KEY.verifier(), KEY.verifier())
+    windowed = KeyRing([TrustedKey(KEY.verifier(), last_index=2)])
+    windowed.add(TrustedKey(KEY.verifier(), not_after=50))
+    assert windowed.lookup(KEY.key_id_hex, at_time=60, at_index=1) == (KEY.verifier(),)
+    assert windowed.lookup(KEY.key_id_hex, at_time=60, at_index=3) == ()
+    assert ring.lookup("00000000") == ()
+
+
 def _env_json(**overrides: object) -> bytes:
     obj: dict[str, object] = {
         "payload": base64.b64encode(b"p").decode(),
