@@ -22,6 +22,7 @@ The verifier never trusts what a program says about itself:
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import marshal
 import re
@@ -38,6 +39,8 @@ from .task import CodeTask
 
 __all__ = [
     "COMPILE_COMMANDS",
+    "HARNESS_MODULE",
+    "HARNESS_SOURCE",
     "Outcome",
     "case_programs",
     "compile_program",
@@ -74,23 +77,33 @@ def _harness_source() -> str:
 
 
 _HARNESS = _harness_source()
-# Compiling the harness costs a run more than the rest of it does: the run gets it compiled
-# (marshal, read by an interpreter with the same bytecode magic) and as source otherwise.
+HARNESS_SOURCE = _HARNESS  # what a sandbox preloads as HARNESS_MODULE (trusted, stdlib only)
+# The module name a sandbox's templates preload the harness under (Sandbox.preload); the
+# digest in it means a template holding another version of the harness is never used.
+HARNESS_MODULE = "forkgate_harness_" + hashlib.sha256(_HARNESS.encode()).hexdigest()[:16]
+# Loading the harness costs a run more than the rest of it does: a run finds it preloaded in
+# the template; otherwise it gets it compiled (marshal, read by an interpreter with the same
+# bytecode magic) and as source.
 _HARNESS_CODE = marshal.dumps(compile(_HARNESS, "harness.py", "exec", dont_inherit=True))
 _LOADER = """\
-import _frozen_importlib_external as _fg_ext
+import sys as _fg_sys
 
-if _fg_ext.MAGIC_NUMBER == @MAGIC@:
-    import marshal as _fg_marshal
-
-    with open("harness.bin", "rb") as _fg_f:
-        _fg_code = _fg_marshal.loads(_fg_f.read())
+if @MODULE@ in _fg_sys.modules:
+    _fg_sys.modules[@MODULE@].main(@ENTRY@)
 else:
-    with open("harness.py", "rb") as _fg_f:
-        _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
-exec(_fg_code)
-main(@ENTRY@)
-""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER))
+    import _frozen_importlib_external as _fg_ext
+
+    if _fg_ext.MAGIC_NUMBER == @MAGIC@:
+        import marshal as _fg_marshal
+
+        with open("harness.bin", "rb") as _fg_f:
+            _fg_code = _fg_marshal.loads(_fg_f.read())
+    else:
+        with open("harness.py", "rb") as _fg_f:
+            _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
+    exec(_fg_code)
+    main(@ENTRY@)
+""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER)).replace("@MODULE@", repr(HARNESS_MODULE))
 EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
 _TESTS_LINE = re.compile(rb'File "tests\.py", line (\d+)')
 
