@@ -285,7 +285,9 @@ class CodeChecker(CheckerBase):
             if error is not None:
                 return self._verdict(cc.Outcome(Status.COMPILE_ERROR, error), common)
         if task.mode == "function":
-            result = self._run(cc.function_program(task, code), self.run_limits)
+            preloaded = cc.HARNESS_MODULE in self.pool().backend.preloads
+            run = cc.function_program(task, code, preloaded=preloaded)
+            result = self._run(run, self.run_limits)
             return self._verdict(cc.judge_function(task, result), common)
         binary = None
         if task.language in ("c", "cpp"):
