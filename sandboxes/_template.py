@@ -19,6 +19,11 @@ what they were at start (and its I/O priority, scheduler parameters and timer sl
 whatever a syscall taking a *pid* could change) and refuses
 ("tainted") when they differ, so pid 1 replaces it.
 
+Preloaded modules (``Sandbox.preload``): trusted source the supervisor gives every template of
+the backend (certd's function-test harness), as ``NAME SOURCE`` pairs after ``-c``. The
+template imports them as ``sys.modules[NAME]`` before it freezes its objects, so each run has
+them without loading them; a run changes only its own copy-on-write view of them.
+
 Protocol (one message per line of this list, over fd 3):
   template → pid 1: ``ready``
   pid 1 → template: ``cpu\\0as\\0fsize\\0nofile\\0nproc\\0completion\\0argv...`` + fds
@@ -72,6 +77,15 @@ def _state() -> tuple[object, ...]:
         ioprio,
         _LIBC.prctl(30, 0, 0, 0, 0),  # PR_GET_TIMERSLACK
     )
+
+
+def _preload(args: list[str]) -> None:
+    """Import the supervisor's trusted modules (``NAME SOURCE`` pairs) before any run exists."""
+    for name, source in zip(args[::2], args[1::2], strict=True):
+        module = ModuleType(name)
+        module.__file__ = f"{name}.py"
+        sys.modules[name] = module
+        exec(compile(source, module.__file__, "exec", dont_inherit=True), module.__dict__)
 
 
 def _warm_up() -> None:
@@ -217,6 +231,7 @@ def main() -> None:
                 continue
             _RESET.append(int(sig))
     sock = socket.socket(fileno=3)
+    _preload(sys.argv[1:])
     _warm_up()
     baseline = _state()
     sock.send(b"ready")

@@ -62,6 +62,9 @@ _PR_SET_DUMPABLE = 4
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 _TEMPLATE_SOURCE = ""  # sandboxes/_template.py, put here by worker.zygote_source()
+# name, source, name, source, ...: the trusted modules the template imports when it starts
+# (Sandbox.preload), put here by worker.zygote_source() and passed on the template's argv.
+_PRELOAD: list[str] = []
 # @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here
 
 
@@ -157,7 +160,7 @@ class _Template:
                 os.chdir("/")
                 _arrange([devnull, devnull, devnull, theirs.fileno()])
                 exe = sys.executable or "/usr/bin/python3"
-                argv = [exe, "-I", "-S", "-c", _TEMPLATE_SOURCE]
+                argv = [exe, "-I", "-S", "-c", _TEMPLATE_SOURCE, *_PRELOAD]
                 os.execve(exe, argv, dict(_ENV, HOME=_WORKDIR))
             finally:
                 os._exit(127)

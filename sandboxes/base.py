@@ -22,7 +22,7 @@ from .errors import SandboxConfigError, SandboxError
 from .limits import Limits
 from .program import Program
 from .result import ExecResult
-from .worker import Worker
+from .worker import Worker, zygote_source
 
 __all__ = ["Sandbox"]
 
@@ -46,6 +46,29 @@ class Sandbox(ABC):
             limits: Default and largest limits; ``Limits()`` when omitted.
         """
         self.limits = limits or Limits()
+        self.preloads: dict[str, str] = {}
+        self._source = zygote_source()
+
+    def preload(self, name: str, source: str) -> None:
+        """Have every template started from now on import ``source`` as module ``name``.
+
+        For trusted code that every inline Python run of a caller loads (certd's function-test
+        harness): the template imports it once, before it freezes its objects and before any
+        run exists, so a run finds it in ``sys.modules`` instead of loading it (a run's copy is
+        copy-on-write; nothing a run does reaches the template or the next run). Never for
+        anything a run supplies. Workers started earlier keep their templates as they are.
+
+        Args:
+            name: The module's name (an identifier).
+            source: Its Python source (the template's interpreter compiles it).
+
+        Raises:
+            SandboxConfigError: ``name`` is not an identifier.
+        """
+        if not name.isidentifier():
+            raise SandboxConfigError(f"preload: expected a module name, got {name!r}")
+        self.preloads[name] = source
+        self._source = zygote_source(self.preloads)
 
     @abstractmethod
     def start_worker(self) -> Worker:

@@ -40,7 +40,7 @@ from .cgroups import CgroupSupport, WorkerCgroup, probe_cgroups
 from .errors import SandboxProtocolError, SandboxUnavailableError
 from .limits import Limits
 from .seccomp import deny_list_filter
-from .worker import Transport, Worker, zygote_source
+from .worker import Transport, Worker
 
 __all__ = ["BwrapOptions", "BwrapSandbox", "ProcessTransport"]
 
@@ -254,7 +254,6 @@ class BwrapSandbox(Sandbox):
             else CgroupSupport(None, "disabled" if not self.options.use_cgroups else "not root")
         )
         self.seccomp = deny_list_filter() if self.options.use_seccomp else None
-        self._source = zygote_source()
 
     def command(self, seccomp_fd: int | None) -> list[str]:
         """The ``bwrap`` command line of one worker.

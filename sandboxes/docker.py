@@ -30,7 +30,7 @@ from .base import Sandbox
 from .errors import SandboxProtocolError, SandboxUnavailableError
 from .limits import Limits
 from .seccomp import docker_profile
-from .worker import Transport, Worker, zygote_source
+from .worker import Transport, Worker
 
 __all__ = ["DEFAULT_IMAGE", "DockerOptions", "DockerSandbox", "DockerTransport"]
 
@@ -275,7 +275,6 @@ class DockerSandbox(Sandbox):
         except docker.errors.DockerException as exc:
             raise SandboxUnavailableError(f"cannot inspect {self.options.image}: {exc}") from exc
         self._errors = docker.errors
-        self._source = zygote_source()
 
     def container_config(self) -> dict[str, Any]:
         """The ``containers.create`` keyword arguments of one worker.

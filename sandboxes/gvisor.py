@@ -43,7 +43,7 @@ from .base import Sandbox
 from .bwrap import ProcessTransport
 from .errors import SandboxProtocolError, SandboxUnavailableError
 from .limits import Limits
-from .worker import Worker, zygote_source
+from .worker import Worker
 
 __all__ = ["GvisorOptions", "GvisorSandbox"]
 
@@ -152,7 +152,6 @@ class GvisorSandbox(Sandbox):
         self._state.mkdir(mode=0o700)
         _empty_root(self._root, self.options.system_dirs)
         self._cgroups = self.options.use_cgroups and os.geteuid() == 0
-        self._source = zygote_source()
         self._deleting: set[threading.Thread] = set()
 
     def runsc(self) -> list[str]:

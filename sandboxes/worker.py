@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +42,27 @@ _MAX_REPLY = 1 << 28
 _STARVED_CPU = 0.25
 _STARVED_WAIT = 0.5
 _TEMPLATE_SLOT = '_TEMPLATE_SOURCE = ""'
+_PRELOAD_SLOT = "_PRELOAD: list[str] = []"
 _CLEANUP_SLOT = "# @cleanup: worker.zygote_source() inlines the body of sandboxes/_cleanup.py here"
 _CLEANUP_MARK = "# ---- inline: worker.zygote_source() copies everything below into the zygote ----"
 
 
-def zygote_source() -> str:
+def zygote_source(preload: Mapping[str, str] | None = None) -> str:
     """The source text of the in-sandbox worker (run with ``python3 -I -S -c``).
 
-    The zygote carries the template's source (``_template.py``) in ``_TEMPLATE_SOURCE`` and
-    the body of ``_cleanup.py`` in place of its ``# @cleanup`` line.
+    The zygote carries the template's source (``_template.py``) in ``_TEMPLATE_SOURCE``, the
+    body of ``_cleanup.py`` in place of its ``# @cleanup`` line, and ``preload`` (module name
+    → trusted source, see ``Sandbox.preload``) in ``_PRELOAD`` for the template's argv.
     """
     here = Path(__file__).parent
     zygote = (here / "_zygote.py").read_text()
     template = (here / "_template.py").read_text()
     cleanup = (here / "_cleanup.py").read_text().split(_CLEANUP_MARK, 1)[1]
-    for slot in (_TEMPLATE_SLOT, _CLEANUP_SLOT):
+    for slot in (_TEMPLATE_SLOT, _CLEANUP_SLOT, _PRELOAD_SLOT):
         assert zygote.count(slot) == 1, f"the zygote lost its slot {slot!r}"
     zygote = zygote.replace(_TEMPLATE_SLOT, f"_TEMPLATE_SOURCE = {template!r}")
+    flat = [text for item in sorted((preload or {}).items()) for text in item]
+    zygote = zygote.replace(_PRELOAD_SLOT, f"_PRELOAD: list[str] = {flat!r}")
     return zygote.replace(_CLEANUP_SLOT, cleanup)
 
 

@@ -85,6 +85,9 @@ def _ceiling(a: Limits, b: Limits) -> Limits:
 def make_backend(cfg: CodeConfig) -> Sandbox:
     """The configured sandbox backend, its ceiling covering test runs and compiles.
 
+    Where templates live across runs (bwrap, Docker), they preload the function-test harness
+    (``Sandbox.preload``): a run finds it in ``sys.modules`` instead of loading it.
+
     Args:
         cfg: The code config.
 
@@ -94,6 +97,13 @@ def make_backend(cfg: CodeConfig) -> Sandbox:
     Raises:
         SandboxUnavailableError: It cannot run here.
     """
+    box = _backend(cfg)
+    if not box.fresh_per_run:
+        box.preload(cc.HARNESS_MODULE, cc.HARNESS_SOURCE)
+    return box
+
+
+def _backend(cfg: CodeConfig) -> Sandbox:
     ceiling = _ceiling(_limits(cfg), _limits(cfg, compile_step=True))
     if cfg.backend == "docker":
         from sandboxes.docker import DockerOptions, DockerSandbox
@@ -275,7 +285,9 @@ class CodeChecker(CheckerBase):
             if error is not None:
                 return self._verdict(cc.Outcome(Status.COMPILE_ERROR, error), common)
         if task.mode == "function":
-            result = self._run(cc.function_program(task, code), self.run_limits)
+            preloaded = cc.HARNESS_MODULE in self.pool().backend.preloads
+            run = cc.function_program(task, code, preloaded=preloaded)
+            result = self._run(run, self.run_limits)
             return self._verdict(cc.judge_function(task, result), common)
         binary = None
         if task.language in ("c", "cpp"):

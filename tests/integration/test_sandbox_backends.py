@@ -199,6 +199,32 @@ def test_inline_runs_get_their_own_main_and_leave_nothing_in_the_template(worker
     assert first.stdout == second.stdout == f"{main} False True True\n".encode()
 
 
+def test_a_preloaded_module_is_in_every_run_as_the_template_left_it(backend: Sandbox) -> None:
+    """``Sandbox.preload``: the template imports trusted code once; every run finds it in
+    ``sys.modules`` unchanged, whatever an earlier run did to its own copy."""
+    box = make_backend(backend.name)
+    box.preload("fg_preloaded", "VALUE = [1]\ndef total():\n    return sum(VALUE)\n")
+    code = (
+        "import gc, sys\n"
+        "m = sys.modules['fg_preloaded']\n"
+        "print(m.total(), m.__file__, gc.is_tracked(m.VALUE))\n"
+        "m.VALUE.append(41)\n"
+        "m.total = lambda: 42\n"
+        "sys.modules['fg_preloaded'] = None\n"
+    )
+    w = box.start_worker()
+    try:
+        runs = [w.run(py(code, inline_python=True), SHORT) for _ in range(3)]
+        plain = w.run(py("import sys\nprint('fg_preloaded' in sys.modules)"), SHORT)
+    finally:
+        w.kill()
+        box.close()
+    assert [r.stdout for r in runs] == [b"1 fg_preloaded.py True\n"] * 3, [r.detail for r in runs]
+    assert plain.ok and plain.stdout == b"False\n"  # an exec'd interpreter has none of it
+    with pytest.raises(SandboxConfigError):
+        backend.preload("not a name", "")
+
+
 def test_a_daemonised_child_is_killed_and_reported(worker: Worker) -> None:
     code = (
         "import os, time\n"

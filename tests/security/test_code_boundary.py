@@ -305,6 +305,31 @@ def test_nonce_forgery_and_introspection_variants_fail(client: CertdClient) -> N
     _contained(client, cases)
 
 
+def test_a_solution_that_patches_the_preloaded_harness_is_not_correct(
+    client: CertdClient,
+) -> None:
+    """The harness is preloaded in the template (``Sandbox.preload``): the solution's process
+    holds a copy of it, and whatever it changes there (the proxy, ``main``, the fault records)
+    reaches neither the test process nor a later check."""
+    patch = (
+        "import sys\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if getattr(m, '__name__', '').startswith('forkgate_harness'):\n"
+        "        m._Proxy.call = lambda self, args, kwargs: args[0] + args[1]\n"
+        "        m._Proxy.fail = lambda self, message: None\n"
+        "        m._finish = lambda proxy: None\n"
+        "        m.main = lambda entry: None\n"
+        "        m.decode = lambda data: ((1, 2), {})\n"
+    )
+    wrong = patch + "def add(a, b):\n    return 0\n"
+    honest = HONEST["plain"][1]
+    cases = [("patch", ADD, wrong), ("after", ADD, honest), ("patch-top", ADD, patch + "x = 1\n")]
+    verdicts = _verify(client, cases)
+    assert verdicts["patch"].status == tasks_pb2.WRONG_ANSWER, verdicts["patch"].detail
+    assert verdicts["after"].status == tasks_pb2.CORRECT, verdicts["after"].detail
+    assert verdicts["patch-top"].status == tasks_pb2.RUNTIME_ERROR, verdicts["patch-top"].detail
+
+
 def test_a_non_data_result_is_a_runtime_error_naming_its_type(client: CertdClient) -> None:
     (v,) = _verify(client, [("obj", ADD, TABLE["int-subclass-always-equal"][1])]).values()
     assert v.status == tasks_pb2.WRONG_ANSWER, v.detail

@@ -16,6 +16,8 @@ from .compare import compare_output
 from .errors import CodeTaskError
 from .extract import code_blocks, extract_program
 from .judge import (
+    HARNESS_MODULE,
+    HARNESS_SOURCE,
     Outcome,
     case_programs,
     compile_program,
@@ -34,6 +36,8 @@ __all__ = [
     "CodeTask",
     "CodeTaskError",
     "Comparison",
+    "HARNESS_MODULE",
+    "HARNESS_SOURCE",
     "IoCase",
     "KAPPA_FIRST_CALL",
     "KAPPA_FIRST_TOOL",

@@ -22,6 +22,7 @@ The verifier never trusts what a program says about itself:
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import marshal
 import re
@@ -38,6 +39,8 @@ from .task import CodeTask
 
 __all__ = [
     "COMPILE_COMMANDS",
+    "HARNESS_MODULE",
+    "HARNESS_SOURCE",
     "Outcome",
     "case_programs",
     "compile_program",
@@ -73,25 +76,46 @@ def _harness_source() -> str:
     return (codec + "\n" + harness).replace(_TYPING, "")
 
 
+EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
 _HARNESS = _harness_source()
-# Compiling the harness costs a run more than the rest of it does: the run gets it compiled
-# (marshal, read by an interpreter with the same bytecode magic) and as source otherwise.
+HARNESS_SOURCE = _HARNESS  # what a sandbox preloads as HARNESS_MODULE (trusted, stdlib only)
+# The module name a sandbox's templates preload the harness under (Sandbox.preload); the
+# digest in it means a template holding another version of the harness is never used.
+HARNESS_MODULE = "forkgate_harness_" + hashlib.sha256(_HARNESS.encode()).hexdigest()[:16]
+# Loading the harness costs a run more than the rest of it does: a run finds it preloaded in
+# the template; otherwise it gets it compiled (marshal, read by an interpreter with the same
+# bytecode magic) and as source.
 _HARNESS_CODE = marshal.dumps(compile(_HARNESS, "harness.py", "exec", dont_inherit=True))
 _LOADER = """\
-import _frozen_importlib_external as _fg_ext
+import sys as _fg_sys
 
-if _fg_ext.MAGIC_NUMBER == @MAGIC@:
-    import marshal as _fg_marshal
-
-    with open("harness.bin", "rb") as _fg_f:
-        _fg_code = _fg_marshal.loads(_fg_f.read())
+if @MODULE@ in _fg_sys.modules:
+    _fg_sys.modules[@MODULE@].main(@ENTRY@)
 else:
-    with open("harness.py", "rb") as _fg_f:
-        _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
-exec(_fg_code)
-main(@ENTRY@)
-""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER))
-EXIT_TASK_ERROR = 3  # the harness refused the task (TaskBoundaryError), see _harness.py
+    import _frozen_importlib_external as _fg_ext
+
+    if _fg_ext.MAGIC_NUMBER == @MAGIC@:
+        import marshal as _fg_marshal
+
+        with open("harness.bin", "rb") as _fg_f:
+            _fg_code = _fg_marshal.loads(_fg_f.read())
+    else:
+        with open("harness.py", "rb") as _fg_f:
+            _fg_code = compile(_fg_f.read(), "harness.py", "exec", dont_inherit=True)
+    exec(_fg_code)
+    main(@ENTRY@)
+""".replace("@MAGIC@", repr(importlib.util.MAGIC_NUMBER)).replace("@MODULE@", repr(HARNESS_MODULE))
+# Where the caller's sandbox preloads the harness, a run carries no copy of it; a template
+# without it (never expected) is the sandbox's fault: a task error, which is an INFRA_ERROR.
+_PRELOADED_LOADER = f"""\
+import sys as _fg_sys
+
+if {HARNESS_MODULE!r} in _fg_sys.modules:
+    _fg_sys.modules[{HARNESS_MODULE!r}].main(@ENTRY@)
+else:
+    _fg_sys.stderr.write("TaskBoundaryError: the harness was not preloaded in the sandbox\\n")
+    _fg_sys.exit({EXIT_TASK_ERROR})
+"""
 _TESTS_LINE = re.compile(rb'File "tests\.py", line (\d+)')
 
 
@@ -132,27 +156,30 @@ def python_syntax_error(code: str) -> str | None:
     return None
 
 
-def function_program(task: CodeTask, code: str) -> Program:
+def function_program(task: CodeTask, code: str, *, preloaded: bool = False) -> Program:
     """The harness run for a function-test task.
 
     Args:
         task: A ``function`` mode task.
         code: The code extracted from the response.
+        preloaded: The sandbox's templates preload the harness as ``HARNESS_MODULE``
+            (``Sandbox.preload``): the run carries no copy of it.
 
     Returns:
         The program (inline Python with a completion channel).
     """
-    solution = task.prompt + code
+    loader = _PRELOADED_LOADER if preloaded else _LOADER
+    files = {
+        "main.py": loader.replace("@ENTRY@", repr(task.entry_point)).encode(),
+        "prompt.py": task.prompt.encode(),
+        "solution.py": (task.prompt + code).encode(),
+        "tests.py": task.test.encode(),
+    }
+    if not preloaded:
+        files.update({"harness.bin": _HARNESS_CODE, "harness.py": _HARNESS.encode()})
     return Program(
         argv=("python3", "main.py"),
-        files={
-            "main.py": _LOADER.replace("@ENTRY@", repr(task.entry_point)).encode(),
-            "harness.bin": _HARNESS_CODE,
-            "harness.py": _HARNESS.encode(),
-            "prompt.py": task.prompt.encode(),
-            "solution.py": solution.encode(),
-            "tests.py": task.test.encode(),
-        },
+        files=files,
         inline_python=True,
         completion_channel=True,
     )

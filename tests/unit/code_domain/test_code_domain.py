@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from certd.domains.code import (
+    HARNESS_MODULE,
     CodeTask,
     CodeTaskError,
     IoCase,
@@ -145,6 +149,26 @@ def test_function_program_layout() -> None:
     assert prog.completion_channel and prog.inline_python
     assert prog.files["solution.py"] == b"def add(a, b):\n    return a + b\n"
     assert b"'add'" in prog.files["main.py"]
+    assert {"harness.bin", "harness.py"} <= set(prog.files)
+
+
+def test_a_preloaded_harness_is_not_shipped_and_its_absence_is_a_task_error(
+    tmp_path: Path,
+) -> None:
+    """With ``preloaded=True`` the run carries no harness; a template without it (the
+    sandbox's fault) ends the run as a task error, which judges as INFRA_ERROR."""
+    prog = function_program(TASK, "    return a + b\n", preloaded=True)
+    assert set(prog.files) == {"main.py", "prompt.py", "solution.py", "tests.py"}
+    assert HARNESS_MODULE.encode() in prog.files["main.py"]
+    for name, data in prog.files.items():
+        (tmp_path / name).write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "main.py"], cwd=tmp_path, capture_output=True, timeout=60
+    )
+    assert done.returncode == 3, done.stderr
+    res = result(ExecStatus.RUNTIME_ERROR, exit_code=done.returncode, stderr=done.stderr)
+    outcome = judge_function(TASK, res)
+    assert outcome.status is Status.INFRA_ERROR and "not preloaded" in outcome.reason
 
 
 @pytest.mark.parametrize(
