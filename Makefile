@@ -79,8 +79,13 @@ math-verify-cases: setup
 # then the modules marked `serial` (they time deadlines or CPU shares), alone. Both phases always
 # run; PYTEST_WORKERS=0 runs the first in one process too.
 PYTEST_WORKERS ?= 2
+# PYTHONDONTWRITEBYTECODE= (empty: off) lets every Python process of the suite write and
+# reuse bytecode caches even where the environment sets it: uv installs torch and
+# transformers without .pyc files, and without them each process that imports torch compiles
+# ~1,000 modules again (2 CPU-s), each certd or CLI process its own sources, and each pytest
+# process its rewritten test modules (collection 14 -> 6 CPU-s here with the caches).
 TEST_ENV := FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
-  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE)
+  FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) PYTHONDONTWRITEBYTECODE=
 PARALLEL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) \
   --dist loadfile --no-loadscope-reorder -m "not serial"
 SERIAL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=10 -m serial
