@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
-pytest.importorskip("trl", reason="the trl extra is installed by make (dev)")
 
 from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import ClientSettings  # noqa: E402
 from forkgate.adapters._scoring import Scored  # noqa: E402
-from forkgate.adapters.trl import (  # noqa: E402
-    CertdReward,
-    LeftOutGuard,
-    StratifiedGRPOTrainer,
-    unscore_completion_entries,
-)
 from forkgate.advantages import (  # noqa: E402
     StratifiedAdvantages,
     grpo_advantages,
@@ -32,6 +26,15 @@ from forkgate.metrics import EntropyMonitor, default_monitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
 
+if TYPE_CHECKING:
+    from forkgate.adapters.trl import StratifiedGRPOTrainer
+
+# TRL (with transformers, datasets, peft …) takes ~7 CPU-s to import: each test imports
+# forkgate.adapters.trl, so collecting this module (every xdist worker does) does not.
+pytestmark = pytest.mark.skipif(
+    find_spec("trl") is None, reason="the trl extra is installed by make (dev)"
+)
+
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 OTHER = {"domain": "countdown", "numbers": [6, 7, 2], "target": 44}
 KAPPA = "countdown.first-op.v1"
@@ -40,6 +43,8 @@ KAPPA = "countdown.first-op.v1"
 def test_certd_reward_scores_families_and_sets_none_on_outage(
     dead_address: str, address: str, vkey: str
 ) -> None:
+    from forkgate.adapters.trl import CertdReward
+
     reward = CertdReward(address, trusted_keys=[vkey])
     completions = [
         "<answer>(25-5)*4+3</answer>",  # correct, family 25,-
@@ -121,6 +126,8 @@ def _trainer(
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer
+
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
     rows = [
         {"prompt": "use 25 5 4 3 make 83: <answer>", "task": json.dumps(TASK)},
@@ -198,6 +205,8 @@ def test_stratified_grpo_trainer_runs_one_real_step(
 def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
     address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters.trl import LeftOutGuard
+
     alien = SigningKey.generate("alien").verifier()
     ratchet = Ratchet([alien], kappas={KAPPA})  # trusts another log: every receipt is unknown
     with pytest.raises(TrainingStalledError, match=r"8 refused by the ratchet.*UNKNOWN_KEY"):
@@ -216,6 +225,8 @@ def test_a_ratchet_that_refuses_every_group_leaves_the_batch_out(
 def test_with_the_guard_off_a_step_during_a_certd_outage_learns_nothing(
     dead_address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters.trl import LeftOutGuard
+
     quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
     off = LeftOutGuard(max_left_out_fraction=None)  # the default raises: test_adapter_trl_docs
     down = dead_address
@@ -228,6 +239,8 @@ def test_with_the_guard_off_a_step_during_a_certd_outage_learns_nothing(
 
 
 def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
+    from forkgate.adapters.trl import StratifiedGRPOTrainer
+
     t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
     t.stratified = StratifiedAdvantages(scale="none")
     t.informed = False
@@ -253,6 +266,8 @@ def test_stratified_advantages_leave_out_rows_with_no_reward() -> None:
 def test_the_default_advantages_are_plain_grpo_with_the_monitor_on() -> None:
     """Coverage protections are opt-in (docs/adapters.md); the default is GRPO per question."""
     import inspect
+
+    from forkgate.adapters.trl import StratifiedGRPOTrainer
 
     params = inspect.signature(StratifiedGRPOTrainer.__init__).parameters
     assert params["stratified"].default is None and params["informed"].default is False
@@ -296,6 +311,8 @@ def test_entry_protection_options_reach_a_real_step(
 
 
 def test_informed_advantages_and_the_monitor_in_the_trainer_maths() -> None:
+    from forkgate.adapters.trl import StratifiedGRPOTrainer
+
     t = StratifiedGRPOTrainer.__new__(StratifiedGRPOTrainer)  # only the maths, no model
     t.stratified = StratifiedAdvantages(scale="none")
     t.reward_weights = torch.ones(1)
@@ -323,6 +340,8 @@ def test_informed_advantages_and_the_monitor_in_the_trainer_maths() -> None:
 
 
 def test_unscore_completion_entries_clears_each_rows_entry() -> None:
+    from forkgate.adapters.trl import unscore_completion_entries
+
     out = {
         "completion_ids": torch.tensor([[5, 6, 7], [8, 9, 0]]),
         "completion_mask": torch.ones(2, 3),

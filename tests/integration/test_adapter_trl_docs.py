@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
-pytest.importorskip("trl", reason="the trl extra is installed by make (dev)")
 
 from test_adapter_trl import OTHER, TASK, _tiny_model_and_tokenizer  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
 
 from forkgate import ClientSettings  # noqa: E402
-from forkgate.adapters.trl import CertdReward, LeftOutGuard, StratifiedGRPOTrainer  # noqa: E402
 from forkgate.errors import TrainingStalledError  # noqa: E402
 from forkgate.ratchet import Ratchet  # noqa: E402
+
+# forkgate.adapters.trl and transformers are imported by the tests that use them, so that
+# collecting this module does not import TRL (test_adapter_trl.py says why)
+pytestmark = pytest.mark.skipif(
+    find_spec("trl") is None, reason="the trl extra is installed by make (dev)"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_ADDRESS = '"127.0.0.1:50051"'
@@ -117,21 +121,24 @@ def test_the_documented_trl_setup_trains_three_steps_through_the_ratchet(
     assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
-class _StopCertdAfterFirstStep(TrainerCallback):  # type: ignore[misc]  # untyped base
-    """Stops certd once the first step is done."""
+def _stop_certd_after_first_step(server: Any) -> Any:
+    """A TRL callback that stops certd once the first step is done."""
+    from transformers import TrainerCallback
 
-    def __init__(self, server: Any) -> None:
-        self.server = server
+    class StopCertdAfterFirstStep(TrainerCallback):  # type: ignore[misc]  # untyped base
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            if state.global_step == 1:
+                server.stop(grace_s=0.5)
 
-    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        if state.global_step == 1:
-            self.server.stop(grace_s=0.5)
+    return StopCertdAfterFirstStep()
 
 
 @pytest.mark.slow
 def test_training_stops_loudly_when_certd_goes_away(
     certd_server: Any, address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer
+
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
     quick = ClientSettings(timeout_s=2, max_retries=1, backoff_s=0.05)
     trainer = StratifiedGRPOTrainer(
@@ -139,7 +146,7 @@ def test_training_stops_loudly_when_certd_goes_away(
         reward_funcs=[CertdReward(address, trusted_keys=[vkey], settings=quick)],
         args=_tiny_args(tmp_path, steps=3), train_dataset=_dataset(),
         ratchet=Ratchet([vkey], kappas={KAPPA}),
-        callbacks=[_StopCertdAfterFirstStep(certd_server)],
+        callbacks=[_stop_certd_after_first_step(certd_server)],
     )  # fmt: skip
     with pytest.raises(TrainingStalledError, match=r"8 of 8 rollouts left out.*8 unscored") as e:
         trainer.train()
@@ -149,6 +156,7 @@ def test_training_stops_loudly_when_certd_goes_away(
 
 
 def test_the_guard_counts_and_raises_on_fraction_and_streak() -> None:
+    from forkgate.adapters.trl import LeftOutGuard
     from forkgate.ratchet import Admission, Reason
 
     guard = LeftOutGuard(max_left_out_fraction=0.5, max_refusing_steps=2)
@@ -166,6 +174,8 @@ def test_the_guard_counts_and_raises_on_fraction_and_streak() -> None:
 
 
 def test_unknown_trainer_keywords_are_a_type_error(dead_address: str, tmp_path: Path) -> None:
+    from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer
+
     model, tokenizer = _tiny_model_and_tokenizer(tmp_path)
     with pytest.raises(TypeError):
         StratifiedGRPOTrainer(
@@ -182,6 +192,8 @@ def test_the_default_trainer_overrides_no_private_trl_method(
     """The documented setup uses TRL's public API only: no GRPOTrainer internal is replaced,
     on the class or on the instance; the opt-in estimators wrap two, checked by name."""
     from trl.trainer.grpo_trainer import GRPOTrainer
+
+    from forkgate.adapters.trl import CertdReward, StratifiedGRPOTrainer
 
     private = {n for n in dir(GRPOTrainer) if n.startswith("_") and not n.startswith("__")}
     assert private.isdisjoint(vars(StratifiedGRPOTrainer))

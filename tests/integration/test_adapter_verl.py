@@ -6,26 +6,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
-pytest.importorskip("verl", reason="make installs verl (--no-deps) with the verl extra")
-
-from omegaconf import OmegaConf  # noqa: E402
-from verl import DataProto  # noqa: E402
-from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager  # noqa: E402
-from verl.trainer.ppo.core_algos import get_adv_estimator_fn  # noqa: E402
-from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
-from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 
 from certd.signing.keys import SigningKey  # noqa: E402
 from certd.statements import task_digest  # noqa: E402
 from forkgate import CertdClient  # noqa: E402
-from forkgate.adapters import verl as fg  # noqa: E402
 from forkgate.advantages import (  # noqa: E402
     StratifiedAdvantages,
     grpo_advantages,
@@ -35,6 +27,15 @@ from forkgate.errors import TrainingStalledError  # noqa: E402
 from forkgate.metrics import EntropyMonitor  # noqa: E402
 from forkgate.ratchet import Ratchet, Reason  # noqa: E402
 from forkgate.tasks import make_task  # noqa: E402
+
+if TYPE_CHECKING:
+    from verl import DataProto
+
+# verl (with ray) takes ~6 CPU-s to import: the tests import it and forkgate.adapters.verl,
+# so collecting this module (every xdist worker does) does not
+pytestmark = pytest.mark.skipif(
+    find_spec("verl") is None, reason="make installs verl (--no-deps) with the verl extra"
+)
 
 TASK = {"domain": "countdown", "numbers": [25, 5, 4, 3], "target": 83}
 
@@ -63,6 +64,11 @@ def _score_with_verl(
     **reward_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Score responses the way verl's trainer does: custom_reward_function + NaiveRewardManager."""
+    from omegaconf import OmegaConf
+    from verl import DataProto
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
     config = OmegaConf.create(
         {
             "reward": {
@@ -109,6 +115,8 @@ def _score_with_verl(
 def test_compute_score_through_verls_reward_manager(
     dead_address: str, address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters import verl as fg
+
     results = _score_with_verl(
         address,
         [vkey],
@@ -141,6 +149,10 @@ def test_compute_score_through_verls_reward_manager(
 
 def _batch(rows: list[tuple[str, str, str, float]], length: int = 5) -> DataProto:
     """A DataProto as verl's trainer holds it after scoring: outcome reward on the last token."""
+    from verl import DataProto
+
+    from forkgate.adapters import verl as fg
+
     n = len(rows)
     lengths = torch.tensor([2 + i % 3 for i in range(n)])
     mask = (torch.arange(length)[None, :] < lengths[:, None]).to(torch.float32)
@@ -158,6 +170,11 @@ def _batch(rows: list[tuple[str, str, str, float]], length: int = 5) -> DataProt
 
 
 def test_registered_estimator_through_verls_compute_advantage() -> None:
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from forkgate.adapters import verl as fg
+
     assert get_adv_estimator_fn(fg.ESTIMATOR_NAME) is fg.DEFAULT_ESTIMATOR
     est = fg.StratifiedEstimator(stratified=True, scale="none").register("forkgate_stratified_test")
     reference = StratifiedAdvantages(scale="none")
@@ -202,6 +219,10 @@ def test_registered_estimator_through_verls_compute_advantage() -> None:
 
 
 def test_estimator_refuses_a_batch_without_family_labels() -> None:
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from forkgate.adapters import verl as fg
+
     data = _batch([("q1", "25,-", "CORRECT", 1.0), ("q1", "4,*", "CORRECT", 1.0)])
     with pytest.raises(ValueError, match="stratify_uids"):
         compute_advantage(data, adv_estimator=fg.ESTIMATOR_NAME)
@@ -211,6 +232,8 @@ def test_estimator_refuses_a_batch_without_family_labels() -> None:
 
 
 def test_estimator_reads_labels_from_non_tensor_batch_when_given() -> None:
+    from forkgate.adapters import verl as fg
+
     est = fg.StratifiedEstimator(stratified=True, scale="none")
     data = _batch([("q1", "25,-", "CORRECT", 1.0), ("q1", "4,*", "WRONG_ANSWER", 0.0)])
     adv, _ = est(
@@ -224,6 +247,8 @@ def test_estimator_reads_labels_from_non_tensor_batch_when_given() -> None:
 
 def test_the_default_estimator_is_plain_grpo_with_the_monitor_on() -> None:
     """Coverage protections are opt-in (docs/adapters.md); the default is GRPO per question."""
+    from forkgate.adapters import verl as fg
+
     est = fg.StratifiedEstimator()
     assert not est.stratified and not est.informed and not est.entry_unscored
     assert isinstance(est.entropy_monitor, EntropyMonitor)
@@ -243,6 +268,10 @@ def test_the_default_estimator_is_plain_grpo_with_the_monitor_on() -> None:
 
 
 def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path: Path) -> None:
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from forkgate.adapters import verl as fg
+
     responses = [
         "<answer>(25-5)*4+3</answer>",
         "<answer>25-5+4+3</answer>",
@@ -288,6 +317,11 @@ def test_admit_batch_leaves_refused_groups_out(address: str, vkey: str, tmp_path
 
 
 def test_entry_protection_options_through_verls_compute_advantage() -> None:
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from forkgate.adapters import verl as fg
+
     monitor = EntropyMonitor(floor=5.0)
     est = fg.StratifiedEstimator(informed=True, entry_unscored=True, entropy_monitor=monitor)
     est.register("forkgate_protected_test")
@@ -325,6 +359,8 @@ def test_a_misspelt_reward_kwarg_is_a_type_error(address: str, vkey: str, tmp_pa
 
 def _scored_batch(address: str, vkey: str, tmp_path: Path, responses: list[str]) -> DataProto:
     """A batch as verl's trainer holds it after its reward loop, rollouts kept."""
+    from forkgate.adapters import verl as fg
+
     scored = _score_with_verl(
         address, [vkey], tmp_path, responses, together=True, certd_keep_rollouts=True
     )
@@ -347,6 +383,8 @@ def _scored_batch(address: str, vkey: str, tmp_path: Path, responses: list[str])
 def test_admit_batch_follows_the_log_across_steps_and_stops_loudly(
     certd_server: Any, address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters import verl as fg
+
     ratchet = Ratchet([vkey], kappas={"countdown.first-op.v1"})  # as documented: no consistency=
     guard = fg.LeftOutGuard()
     responses = ["<answer>(25-5)*4+3</answer>", "<answer>25-5+4+3</answer>"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +12,16 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is installed by make")
-pytest.importorskip("verl", reason="make installs verl (--no-deps) with the verl extra")
 
-from omegaconf import OmegaConf  # noqa: E402
 from test_adapter_verl import _scored_batch  # noqa: E402
-from verl.trainer.ppo.ray_trainer import RayPPOTrainer, compute_advantage  # noqa: E402
 
 from certd.signing.keys import SigningKey  # noqa: E402
-from forkgate.adapters import verl as fg  # noqa: E402
-from forkgate.adapters.verl_main import ForkgateHooks, ForkgatePPOTrainer  # noqa: E402
 from forkgate.errors import TrainingStalledError  # noqa: E402
+
+# verl and the adapters are imported by the tests (test_adapter_verl.py says why)
+pytestmark = pytest.mark.skipif(
+    find_spec("verl") is None, reason="make installs verl (--no-deps) with the verl extra"
+)
 
 KAPPA = "countdown.first-op.v1"
 RESPONSES = [
@@ -32,6 +33,8 @@ RESPONSES = [
 
 
 def _config(address: str, **forkgate: Any) -> Any:
+    from omegaconf import OmegaConf
+
     return OmegaConf.create(
         {
             "reward": {"custom_reward_function": {"reward_kwargs": {"certd_address": address}}},
@@ -42,6 +45,10 @@ def _config(address: str, **forkgate: Any) -> Any:
 
 def test_the_hooks_sit_where_verls_fit_computes_advantages() -> None:
     """ForkgatePPOTrainer overrides methods verl's fit() calls in this order."""
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    from forkgate.adapters.verl_main import ForkgatePPOTrainer
+
     fit = inspect.getsource(RayPPOTrainer.fit)
     places = [
         fit.index("extract_reward(batch)"),  # the forkgate_* columns are in the batch
@@ -58,6 +65,11 @@ def test_the_hooks_sit_where_verls_fit_computes_advantages() -> None:
 def test_the_hook_sequence_with_verls_compute_advantage_over_several_steps(
     address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from forkgate.adapters import verl as fg
+    from forkgate.adapters.verl_main import ForkgateHooks
+
     hooks = ForkgateHooks.from_config(_config(address, kappas=[KAPPA], trusted_keys=[vkey]))
     assert hooks.ratchet is not None and hooks.certd_address == address
     for step in range(1, 4):  # the ratchet follows the log: no refusal at step 2 or 3
@@ -88,6 +100,9 @@ def test_the_hook_sequence_with_verls_compute_advantage_over_several_steps(
 def test_without_a_ratchet_the_hooks_guard_and_stratify(
     address: str, vkey: str, tmp_path: Path
 ) -> None:
+    from forkgate.adapters import verl as fg
+    from forkgate.adapters.verl_main import ForkgateHooks
+
     hooks = ForkgateHooks.from_config(_config(address))
     assert hooks.ratchet is None
     batch = _scored_batch(address, vkey, tmp_path, RESPONSES)
@@ -100,6 +115,8 @@ def test_without_a_ratchet_the_hooks_guard_and_stratify(
 
 
 def test_a_bad_forkgate_node_is_an_error_before_training() -> None:
+    from forkgate.adapters.verl_main import ForkgateHooks
+
     with pytest.raises(TypeError, match="kapas"):
         ForkgateHooks.from_config(_config("127.0.0.1:1", kapas=[KAPPA]))
     with pytest.raises(ValueError, match="both kappas and trusted_keys"):

@@ -8,6 +8,8 @@ label is the same. sentence-transformers is the reference here only (the ``dev``
 from __future__ import annotations
 
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -15,11 +17,9 @@ import pytest
 from certd.domains.math.first_step import MAX_SEQ_TOKENS, MOVES, first_step_text
 from certd.kappa.embedder import BATCH, StepEmbedder, model_dir
 from certd.kappa.math_corpus import math_corpus
-from certd.kappa.minilm import MiniLM
 
-st = pytest.importorskip(
-    "sentence_transformers", reason="the reference encoder (forkgate[dev]) is not installed"
-)
+if TYPE_CHECKING:
+    from certd.kappa.minilm import MiniLM
 
 _EXTRA = [
     "",
@@ -39,22 +39,33 @@ def _corpus() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def both() -> tuple[MiniLM, object]:
+def st() -> ModuleType:
+    """sentence-transformers, the reference: imported here, not when the module is collected
+    (it costs scikit-learn, SciPy and most of transformers)."""
+    return pytest.importorskip(
+        "sentence_transformers", reason="the reference encoder (forkgate[dev]) is not installed"
+    )
+
+
+@pytest.fixture(scope="module")
+def both(st: ModuleType) -> tuple[MiniLM, object]:
+    from certd.kappa.minilm import MiniLM
+
     ours = MiniLM.load(model_dir(), max_tokens=MAX_SEQ_TOKENS)
     ref = st.SentenceTransformer(str(model_dir()), device="cpu", local_files_only=True)
     ref.max_seq_length = MAX_SEQ_TOKENS
     return ours, ref
 
 
-def test_the_reference_is_not_what_certd_imports() -> None:
+def test_the_reference_is_not_what_certd_imports(st: ModuleType) -> None:
     StepEmbedder.load(screen="off")
-    # The test module imported sentence-transformers itself; certd's code never does.
+    # The st fixture imported sentence-transformers; certd's code never does.
     import certd.kappa.embedder as embedder
     import certd.kappa.minilm as minilm
 
     for module in (embedder, minilm):
         assert "sentence_transformers" not in module.__dict__
-    assert "sentence_transformers" in sys.modules  # the reference, loaded by this test only
+    assert "sentence_transformers" in sys.modules  # the reference, loaded by the fixture only
 
 
 def test_same_word_pieces_as_the_reference(both: tuple[MiniLM, object]) -> None:
