@@ -84,11 +84,6 @@ math-verify-cases: setup
 # transformers and pytest's rewritten test modules cost a worker ~8 of its ~20 CPU-seconds of
 # collection, a `certd serve` start 0.17 of its 0.75. The caches are gitignored __pycache__ folders.
 PYTEST_WORKERS ?= 2
-# PYTHONDONTWRITEBYTECODE= (empty: off) lets every Python process of the suite write and
-# reuse bytecode caches even where the environment sets it: uv installs torch and
-# transformers without .pyc files, and without them each process that imports torch compiles
-# ~1,000 modules again (2 CPU-s), each certd or CLI process its own sources, and each pytest
-# process its rewritten test modules (collection 14 -> 6 CPU-s here with the caches).
 TEST_ENV := FORKGATE_SANDBOX_IMAGE=$(SANDBOX_IMAGE) FORKGATE_CERTD_IMAGE=$(CERTD_IMAGE) \
   FORKGATE_SINGLE_IMAGE=$(SINGLE_IMAGE) PYTHONDONTWRITEBYTECODE=
 PARALLEL_PHASE := $(TEST_ENV) $(BIN)/pytest -q --durations=30 -n $(PYTEST_WORKERS) \
