@@ -26,6 +26,7 @@ import hashlib
 import re
 
 from .clex import c_tokens
+from .pyast import parse_python
 
 __all__ = ["canonical_form"]
 
@@ -104,7 +105,7 @@ def _bound_names(tree: ast.Module) -> set[str]:
 
 def _python(code: str) -> str:
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "unparsed:" + hashlib.sha256(code.encode()).hexdigest()
     body = tree.body

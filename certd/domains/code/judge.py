@@ -35,6 +35,7 @@ from sandboxes.program import Program
 from sandboxes.result import ExecResult, ExecStatus
 
 from .compare import compare_output
+from .pyast import parse_python
 from .task import CodeTask
 
 __all__ = [
@@ -148,7 +149,7 @@ def python_syntax_error(code: str) -> str | None:
         None when it parses, else a one-line description of the syntax error.
     """
     try:
-        ast.parse(code)
+        parse_python(code)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -204,7 +205,7 @@ def _limit_outcome(result: ExecResult) -> Outcome | None:
 
 def _assert_index(test: str, line: int) -> int | None:
     try:
-        tree = ast.parse(test)
+        tree = parse_python(test)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     asserts = sorted(

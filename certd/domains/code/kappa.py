@@ -46,6 +46,7 @@ from certd.domains.verdict import Family
 
 from .clex import c_tokens
 from .names import KAPPA_FIRST_CALL, KAPPA_FIRST_TOOL
+from .pyast import parse_python
 
 __all__ = ["first_call", "first_call_c", "first_call_label", "first_tool"]
 
@@ -171,7 +172,7 @@ def first_call_label(program: str, entry_point: str | None) -> str:
         The label (``none`` when no call is made or the program does not parse).
     """
     try:
-        tree = ast.parse(program)
+        tree = parse_python(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "none"
     walker = _FirstCall(tree)
