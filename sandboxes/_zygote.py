@@ -413,8 +413,23 @@ def _run(req: dict[str, Any], blobs: memoryview, box: dict[str, Any]) -> None:
         buf[:] = bytes(len(buf))
 
 
+def _connect_channel() -> None:
+    """With ``--channel=PATH`` (Docker): frames go over that unix socket, as fds 0 and 1.
+
+    The supervisor accepts one connection, from this pid only, then removes the path; the
+    template and the runs never see fds 0 and 1 (``_arrange``), as with pipes.
+    """
+    for arg in sys.argv[1:]:
+        if arg.startswith("--channel="):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(arg.partition("=")[2])
+                os.dup2(sock.fileno(), 0)
+                os.dup2(sock.fileno(), 1)
+
+
 def main() -> None:
     """Serve runs until the supervisor closes fd 0."""
+    _connect_channel()
     if os.getpid() != 1:
         _send({"error": "the sandbox worker must be pid 1 of its own PID namespace"})
         return

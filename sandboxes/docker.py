@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._docker_channel import CONTAINER_DIR, CONTAINER_SOCKET, DirectChannel
 from .base import Sandbox
 from .errors import SandboxProtocolError, SandboxUnavailableError
 from .limits import Limits
@@ -53,6 +54,9 @@ class DockerOptions:
         cpus: CPUs one worker may use (``nano_cpus``).
         python: The interpreter inside the image.
         start_timeout_s: How long a container may take to greet.
+        direct_channel: Frame over a unix socket bind-mounted into the container
+            (:mod:`sandboxes._docker_channel`) rather than the attached stream through the
+            engine. Used only with a local engine (no ``base_url``) and the default runtime.
     """
 
     image: str = DEFAULT_IMAGE
@@ -61,6 +65,7 @@ class DockerOptions:
     cpus: float = 1.0
     python: str = "/usr/bin/python3"
     start_timeout_s: float = 60.0
+    direct_channel: bool = True
 
 
 class _HostCgroup:
@@ -120,18 +125,26 @@ class _HostCgroup:
 
 
 class DockerTransport(Transport):
-    """A transport over a container's attached stdin/stdout (multiplexed stream)."""
+    """A transport to a container's pid 1: its direct channel, or its attached stdin/stdout.
 
-    def __init__(self, container: Any, sock: Any) -> None:
+    With a channel (see :mod:`sandboxes._docker_channel`) frames go over that unix socket and
+    the attached (multiplexed) stream carries only the zygote's stderr; without one, both
+    directions go through the attached stream (remote engines, other OCI runtimes).
+    """
+
+    def __init__(self, container: Any, sock: Any, channel: socket.socket | None = None) -> None:
         """Wrap an attached container.
 
         Args:
             container: The ``docker.models.containers.Container``.
             sock: The socket ``attach_socket`` returned.
+            channel: The zygote's connected direct channel, None to frame over ``sock``.
         """
         self.container = container
         self._wrapper = sock
-        self._sock: socket.socket = sock._sock if hasattr(sock, "_sock") else sock
+        self._attached: socket.socket = sock._sock if hasattr(sock, "_sock") else sock
+        self._channel = channel
+        self._sock = channel if channel is not None else self._attached
         self._raw = bytearray()  # bytes read from the socket, not yet demultiplexed
         self._out = bytearray()  # demultiplexed stdout bytes not yet consumed
         self._pending = 0  # bytes left of the current stdout frame
@@ -207,6 +220,9 @@ class DockerTransport(Transport):
             SandboxProtocolError: End of stream or timeout.
         """
         while len(self._out) < n:
+            if self._channel is not None:
+                self._out += self._read_some(deadline)
+                continue
             self._raw += self._read_some(deadline)
             self._parse()
         data = bytes(self._out[:n])
@@ -217,21 +233,44 @@ class DockerTransport(Transport):
         """What the zygote wrote to stderr before the container went."""
         return self.stderr_tail.decode(errors="replace").strip()
 
+    def _drain_stderr(self, deadline: float) -> None:
+        """Read the attached (stderr-only) stream until its end or ``deadline``."""
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                self._attached.settimeout(left)
+                chunk = self._attached.recv(1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._raw += chunk
+            self._parse()
+
     def kill(self) -> None:
         """Kill and remove the container (every process in it dies with its pid 1)."""
         with self._kill_lock:
             if self._killed:
                 return
             self._killed = True
-        try:
-            self._wrapper.close()
-        except OSError:
-            pass
+        if self._channel is not None:
+            self._channel.close()
+        else:
+            self._close_attached()
         try:
             self.container.remove(force=True)
         except Exception as exc:
             if "No such container" not in str(exc) and "already in progress" not in str(exc):
                 raise SandboxProtocolError(f"cannot remove container: {exc}") from exc
+        finally:
+            if self._channel is not None:  # the stream ends with the container: keep its words
+                self._drain_stderr(time.monotonic() + 1.0)
+                self._close_attached()
+
+    def _close_attached(self) -> None:
+        try:
+            self._wrapper.close()
+        except OSError:
+            pass
 
 
 class DockerSandbox(Sandbox):
@@ -324,6 +363,11 @@ class DockerSandbox(Sandbox):
             config["runtime"] = self.options.runtime
         return config
 
+    def uses_direct_channel(self) -> bool:
+        """Whether workers frame over a direct channel (local engine, default runtime)."""
+        opts = self.options
+        return opts.direct_channel and opts.base_url is None and opts.runtime is None
+
     def start_worker(self) -> Worker:
         """Create, attach and start one worker container.
 
@@ -334,22 +378,15 @@ class DockerSandbox(Sandbox):
             SandboxUnavailableError: The engine refused the container.
             SandboxProtocolError: The zygote did not greet.
         """
+        channel = DirectChannel.open() if self.uses_direct_channel() else None
         try:
-            container = self.client.containers.create(**self.container_config())
-        except self._errors.DockerException as exc:
-            raise SandboxUnavailableError(f"cannot create the worker container: {exc}") from exc
-        try:
-            sock = container.attach_socket(
-                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
-            container.start()
-        except self._errors.DockerException as exc:
-            container.remove(force=True)
-            raise SandboxUnavailableError(f"cannot start the worker container: {exc}") from exc
-        transport = DockerTransport(container, sock)
+            transport = self._start_container(channel)
+        finally:
+            if channel is not None:
+                channel.close()
         lim = self.limits
         extra = 2 * lim.workdir_bytes + _ZYGOTE_OVERHEAD_BYTES
-        host = _HostCgroup(str(container.id), lim.memory_bytes + extra)
+        host = _HostCgroup(str(transport.container.id), lim.memory_bytes + extra)
         try:
             return Worker(
                 transport,
@@ -360,8 +397,46 @@ class DockerSandbox(Sandbox):
                 start_timeout_s=self.options.start_timeout_s,
             )
         except SandboxProtocolError as exc:
-            tail = transport.stderr_tail.decode(errors="replace")
-            raise SandboxProtocolError(f"{exc}: {tail}") from exc
+            raise SandboxProtocolError(f"{exc}: {transport.last_words()}") from exc
+
+    def _start_container(self, channel: DirectChannel | None) -> DockerTransport:
+        """Create and start the container; with ``channel``, accept its pid 1's connection."""
+        config = self.container_config()
+        if channel is not None:
+            config["command"] = [*config["command"], "--channel=" + CONTAINER_SOCKET]
+            config["volumes"] = {str(channel.host_dir): {"bind": CONTAINER_DIR, "mode": "ro"}}
+        try:
+            container = self.client.containers.create(**config)
+        except self._errors.DockerException as exc:
+            raise SandboxUnavailableError(f"cannot create the worker container: {exc}") from exc
+        frames = channel is None  # stdin/stdout only when frames go through the engine
+        try:
+            sock = container.attach_socket(
+                params={"stdin": int(frames), "stdout": int(frames), "stderr": 1, "stream": 1}
+            )
+            container.start()
+        except self._errors.DockerException as exc:
+            container.remove(force=True)
+            raise SandboxUnavailableError(f"cannot start the worker container: {exc}") from exc
+        if channel is None:
+            return DockerTransport(container, sock)
+        try:
+            container.reload()
+            pid = int(container.attrs["State"]["Pid"])
+            deadline = time.monotonic() + self.options.start_timeout_s
+            conn = channel.accept(pid, deadline, alive=lambda: self._running(container))
+        except (SandboxProtocolError, self._errors.DockerException) as exc:
+            failed = DockerTransport(container, sock, socket.socket(socket.AF_UNIX))
+            failed.kill()
+            raise SandboxProtocolError(f"worker channel: {exc}: {failed.last_words()}") from exc
+        return DockerTransport(container, sock, conn)
+
+    def _running(self, container: Any) -> bool:
+        try:
+            container.reload()
+        except self._errors.DockerException:
+            return False
+        return bool(container.status == "running")
 
     def close(self) -> None:
         """Close the engine connection."""
