@@ -136,3 +136,25 @@ def test_a_worker_that_never_connects_fails_fast_when_its_container_exits() -> N
     with pytest.raises(SandboxProtocolError, match="exited before connecting"):
         channel.accept(1, time.monotonic() + 30, alive=lambda: False)
     assert time.monotonic() - start < 5
+
+
+class _DiesAtStart(DockerSandbox):
+    """A worker whose pid 1 writes to stderr and exits before connecting its channel."""
+
+    def container_config(self) -> dict[str, object]:
+        config = super().container_config()
+        code = "import sys; sys.stderr.write('boom from pid 1\\n'); sys.exit(3)"
+        config["command"] = [self.options.python, "-c", code]
+        return config
+
+
+def test_a_pid1_that_dies_before_connecting_fails_fast_with_its_last_words() -> None:
+    box = make_backend("docker")
+    assert isinstance(box, DockerSandbox)
+    dying = _DiesAtStart(box.limits, box.options)
+    start = time.monotonic()
+    with pytest.raises(SandboxProtocolError, match="exited before connecting: boom from pid 1"):
+        dying.start_worker()
+    assert time.monotonic() - start < 10
+    dying.close()
+    box.close()
