@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import certify_requests, write
-from compare_certify import _archive, _cpu_s, _layout, _loadavg
+from compare_certify import _archive, _cpu_s, _layout, _loadavg, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = 5
@@ -176,16 +176,7 @@ def child() -> None:
 
 
 def _measure(layout: Path) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(layout))
-    got = subprocess.run(
-        [sys.executable, __file__, "--child"],
-        env=env,
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=str(layout),
-    ).stdout
-    return dict(json.loads(got.strip().splitlines()[-1]))
+    return dict(run_child(__file__, layout, []))
 
 
 def _rounds(

@@ -150,7 +150,7 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
         redis_cpu0 = cpu_seconds(redis.proc.pid) if redis else 0.0
         self_cpu0 = time.process_time()
         t0 = time.perf_counter()
-        done, errors = _certify_from_clients(addresses, reqs)
+        done, errors = certify_from_clients(addresses, reqs)
         wall = time.perf_counter() - t0
         certd_cpu = sum(cpu_seconds(pid) - cpu0[pid] for pid in pids)
         redis_cpu = (cpu_seconds(redis.proc.pid) - redis_cpu0) if redis else 0.0
@@ -174,8 +174,8 @@ def run_config(name: str, replicas: int, use_redis: bool, reqs: list[Any]) -> di
         }
 
 
-def _certify_from_clients(
-    addresses: list[str], reqs: list[Any]
+def certify_from_clients(
+    addresses: str | list[str], reqs: list[Any]
 ) -> tuple[list[int], list[BaseException]]:
     """``CLIENTS`` threads, each certifying its share of ``reqs`` in batches; the certificates
     each got and the errors raised."""

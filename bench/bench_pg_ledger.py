@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,17 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import certify_requests, write
-from bench_cluster import KEY_NAME, cpu_seconds
+from bench_cluster import BATCH, CLIENTS, KEY_NAME, certify_from_clients, cpu_seconds
 
 from certd.signing.keys import SigningKey, save_signing_key
-from forkgate import CertdClient, CertificationRefusedError
-from forkgate._channel import ClientSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from pg_helpers import PgServer, remove_root  # the tests' PostgreSQL harness
 
-CLIENTS = 6
-BATCH = 50
 REQUESTS = int(os.environ.get("BENCH_PG_REQUESTS", "1000"))
 ROUNDS = int(os.environ.get("BENCH_PG_ROUNDS", "5"))
 PROFILE = os.environ.get("BENCH_PG_PROFILE", "")  # a path prefix: profile certd (slower)
@@ -93,29 +88,10 @@ def start_certd(data: Path, ledger_url: str | None) -> tuple[subprocess.Popen[st
 
 
 def certify(address: str, reqs: list[Any]) -> tuple[int, float]:
-    """Certify ``reqs`` from ``CLIENTS`` threads; (certificates, wall seconds)."""
-    settings = ClientSettings(timeout_s=300, batch_size=BATCH, wait_for_ready=True)
-    work = [reqs[i::CLIENTS] for i in range(CLIENTS)]
-    errors: list[BaseException] = []
-    done = [0] * CLIENTS
-
-    def client(n: int) -> None:
-        try:
-            with CertdClient(address, settings=settings) as c:
-                for start in range(0, len(work[n]), BATCH):
-                    results = c.certify_batch(work[n][start : start + BATCH])
-                    bad = [r for r in results if isinstance(r, CertificationRefusedError)]
-                    assert not bad, bad[:2]
-                    done[n] += len(results)
-        except BaseException as e:  # noqa: BLE001  # reported below
-            errors.append(e)
-
+    """Certify ``reqs`` from ``CLIENTS`` threads (bench_cluster's clients); (certificates, wall
+    seconds)."""
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    done, errors = certify_from_clients(address, reqs)
     if errors:
         raise errors[0]
     return sum(done), time.perf_counter() - t0

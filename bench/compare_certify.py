@@ -159,10 +159,12 @@ def child(wait_ready: bool, no_math: bool) -> None:
     )
 
 
-def _measure(path: Path, flags: list[str]) -> dict[str, object]:
+def run_child(script: str, path: Path, flags: list[str]) -> dict[str, object]:
+    """``script --child FLAGS`` importing the tree laid out at ``path`` (``_layout``); the
+    JSON of its last output line."""
     env = dict(os.environ, PYTHONPATH=str(path))
     out = subprocess.run(
-        [sys.executable, __file__, "--child", *flags],
+        [sys.executable, script, "--child", *flags],
         env=env,
         check=True,
         stdout=subprocess.PIPE,
@@ -170,6 +172,10 @@ def _measure(path: Path, flags: list[str]) -> dict[str, object]:
         cwd=str(path),
     ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _measure(path: Path, flags: list[str]) -> dict[str, object]:
+    return run_child(__file__, path, flags)
 
 
 FLAGS = {
