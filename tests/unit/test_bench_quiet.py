@@ -24,7 +24,9 @@ def test_own_cpu_counts_a_busy_child_and_the_wait_gives_up_beside_it() -> None:
         t = time.monotonic()
         out = wait_quiet(max_wait_s=1.0, step_s=0.25)
         assert time.monotonic() - t < 3.0
-        assert out["quiet"] is False and out["own_cpus"] > 0.02
+        # Not quiet. Its last 0.25 s step's own CPU is not asserted: a loaded machine may give
+        # the child nothing in one step (seen in make test); the loop above showed it counted.
+        assert out["quiet"] is False, out
     finally:
         busy.kill()
         busy.wait()
