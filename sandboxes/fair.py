@@ -27,7 +27,11 @@ principals: a user, a token), so one client's consecutive requests (a warm-up an
 do not hold workers back from each other, while round-robin stays per request.
 The caller reports which key gave a resource back (``release``), so holdings are known, and
 may give the number of resources it keeps (``capacity``): one being replaced (a recycled
-worker starting again) still counts, so the reserve holds while it starts.
+worker starting again) still counts, so the reserve holds while it starts. A resource given
+back to be replaced (``release(key, replacing=True)``) stays charged to its group until the
+replacement arrives (``put(item, owner=key)``): a tenant whose checks wreck their workers
+waits for its own replacements and never takes the other tenant's worker meanwhile, and the
+other tenant, holding nothing, takes its own at once.
 """
 
 from __future__ import annotations
@@ -122,35 +126,52 @@ class FairQueue(Generic[T]):
         self._held: dict[Hashable, int] = {}  # resources out, by group (with reserve_s only)
         self._seen: dict[Hashable, float] = {}  # when a group last gave one back
 
-    def put(self, item: T) -> bool:
+    def put(self, item: T, owner: Hashable | None = None) -> bool:
         """Give a resource back: to the next key's oldest waiter, else to the idle set.
+
+        Args:
+            item: The resource.
+            owner: The key whose ``release(key, replacing=True)`` this resource replaces: the
+                charge kept on its group ends.
 
         Returns:
             False when the queue is closed (the caller disposes of the resource).
         """
         with self._cond:
+            if owner is not None:
+                self._uncharge(_group(owner))
             if self._closed:
                 return False
             self._idle.append(item)
             self._dispatch()
             return True
 
-    def release(self, key: Hashable) -> None:
-        """``key`` no longer holds the resource it took (given back or disposed of)."""
+    def release(self, key: Hashable, *, replacing: bool = False) -> None:
+        """``key`` no longer holds the resource it took (given back or disposed of).
+
+        Args:
+            key: The key that took it.
+            replacing: The resource is being replaced for this key: its group stays charged
+                with it until the replacement is ``put`` with ``owner=key``.
+        """
         if not self._reserve_s:
             return
         key = _group(key)
         with self._cond:
-            left = self._held.get(key, 0) - 1
-            if left > 0:
-                self._held[key] = left
-            else:
-                self._held.pop(key, None)
+            if not replacing:
+                self._uncharge(key)
             now = time.monotonic()
             self._seen[key] = now
             for k in [k for k, t in self._seen.items() if now - t > self._reserve_s]:
                 del self._seen[k]
             self._dispatch()
+
+    def _uncharge(self, group: Hashable) -> None:
+        left = self._held.get(group, 0) - 1
+        if left > 0:
+            self._held[group] = left
+        else:
+            self._held.pop(group, None)
 
     def _may_take(self, key: Hashable) -> bool:
         """Whether ``key`` may take an idle resource now (the reserve rule)."""

@@ -18,7 +18,10 @@ anomaly (it broke, timed out talking to the supervisor, or left processes behind
 MEMORY_LIMIT run (whatever memory the run may have pinned goes with the sandbox). The
 replacement of a worker nearing ``max_runs`` starts ``min(50, max_runs // 4)`` checks early
 and the old worker retires once it is ready, so no check waits for that start (a container
-start is seconds under load).
+start is seconds under load). A replacement ready while the old worker still runs a check
+stands by until that check ends and then takes its place: it is never handed to another
+request meanwhile, so the pool never holds more than ``size`` workers for the reserve to
+count, and the client whose worker retires finds its successor free.
 
 Scheduling is fair across requests: ``run(..., key=request)`` waits in a ``FairQueue``, which
 hands a freed worker to the keys round-robin, so a 40-check batch and a single check alternate
@@ -130,33 +133,41 @@ class WarmPool:
         self._closed = False
         self._lead = _lead(self.max_runs)
         self._successor: set[int] = set()  # workers (by id) whose replacement has started
-        self._retire: set[int] = set()  # workers (by id) whose replacement is ready
+        self._standby: dict[int, Worker] = {}  # busy worker (by id) -> its ready replacement
         for _ in range(size):
             self._spawn()
 
-    def _spawn(self, retire: Worker | None = None) -> None:
+    def _spawn(self, retire: Worker | None = None, owner: Hashable | None = None) -> None:
+        """Start a worker in the background: ``retire``'s successor, or ``owner``'s replacement
+        (the fair queue charges ``owner``'s group with it until it is ready)."""
         with self._cond:
             if self._closed:
                 return
             self._starting += 1
         threading.Thread(
-            target=self._start_one, args=(retire,), name="sandbox-pool-start", daemon=True
+            target=self._start_one, args=(retire, owner), name="sandbox-pool-start", daemon=True
         ).start()
 
-    def _retired(self, old: Worker) -> bool:
-        """``old``'s replacement is ready: True when ``old`` was idle and is now out (the caller
-        kills it); else it retires when its check ends. Called with ``_cond`` held."""
-        if id(old) not in self._successor:
-            return False  # already gone (an anomaly or max_runs came first)
-        self._retire.add(id(old))
-        if not self._idle.remove(old):
-            return False
-        self._recycled += 1
-        self._retire.discard(id(old))
-        self._successor.discard(id(old))
-        return True
+    def _succeed(self, old: Worker, new: Worker) -> bool:
+        """Put ``new``, ``old``'s ready replacement, in its place. Called with ``_cond`` held.
 
-    def _start_one(self, retire: Worker | None = None) -> None:
+        Returns:
+            True when ``old`` was idle and is now out (the caller kills it). A busy ``old``
+            keeps ``new`` standing by until its check ends (``_release`` swaps them); an
+            ``old`` already gone (an anomaly or ``max_runs`` came first) lets ``new`` serve.
+        """
+        if id(old) in self._successor and not self._idle.remove(old):
+            self._standby[id(old)] = new
+            return False
+        gone = id(old) in self._successor
+        if gone:
+            self._recycled += 1
+            self._successor.discard(id(old))
+        if not self._idle.put(new):
+            new.kill()
+        return gone
+
+    def _start_one(self, retire: Worker | None, owner: Hashable | None) -> None:
         delay = 0.1
         while True:
             try:
@@ -172,13 +183,18 @@ class WarmPool:
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
+            gone = False
             with self._cond:
                 self._starting -= 1
                 self._started += 1
-                if self._closed or not self._idle.put(worker):
+                if self._closed:
                     worker.kill()
                     return
-                gone = retire is not None and self._retired(retire)
+                if retire is not None:
+                    gone = self._succeed(retire, worker)
+                elif not self._idle.put(worker, owner=owner):
+                    worker.kill()
+                    return
                 self._cond.notify_all()
             if gone and retire is not None:
                 retire.kill()
@@ -225,7 +241,6 @@ class WarmPool:
         return f"the pool is {why}{last}"
 
     def _release(self, worker: Worker, result: ExecResult | None, key: Hashable) -> None:
-        self._idle.release(key)
         anomalous = (
             result is None
             or worker.broken
@@ -234,7 +249,8 @@ class WarmPool:
             or result.status is ExecStatus.MEMORY_LIMIT  # memory it may have pinned goes too
         )
         with self._cond:
-            recycle = anomalous or worker.runs >= self.max_runs or id(worker) in self._retire
+            standby = self._standby.pop(id(worker), None)  # its replacement is ready
+            recycle = anomalous or worker.runs >= self.max_runs or standby is not None
             self._busy -= 1
             self._runs += 1
             keep = not recycle and not self._closed
@@ -249,14 +265,17 @@ class WarmPool:
                 self._successor.add(id(worker))
             if not keep:
                 self._successor.discard(id(worker))
-                self._retire.discard(id(worker))
+            fresh = recycle and not started  # a worker starts for this key, in its place
+        self._idle.release(key, replacing=fresh and not self._closed)
         if early:
             self._spawn(retire=worker)
         if keep and self._idle.put(worker):
             return
+        if fresh:
+            self._spawn(owner=key)  # before the kill: a container's removal takes a while
+        if standby is not None and not self._idle.put(standby):
+            standby.kill()
         worker.kill()
-        if recycle and not started:
-            self._spawn()
 
     def run(
         self,

@@ -239,3 +239,32 @@ def test_an_early_replacement_is_not_a_spare_for_the_batch() -> None:
     q.put("w1")
     assert q.get("batch") is not None
     assert q.get("batch", timeout_s=0.15) is None
+
+
+def test_a_replacement_stays_charged_to_the_tenant_whose_worker_it_replaces() -> None:
+    """Issue 29 (bench_tenants, Docker: honest checks waited 0.1-0.55 s for a worker): while
+    the hostile batch's wrecked worker was replaced, one worker was present, the batch waited
+    for it and the reserve made the trainer wait too, each blocked by the other. The worker
+    being replaced now counts as the batch's own until its replacement arrives."""
+    q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
+    q.put("w1")
+    q.put("w2")
+    assert q.get("honest") == "w1"
+    assert q.get("hostile") == "w2"
+    q.release("hostile", replacing=True)  # w2 left processes behind: it is replaced
+    got: list[str | None] = []
+    t = threading.Thread(target=lambda: got.append(q.get("hostile", timeout_s=5.0)))
+    t.start()
+    deadline = time.monotonic() + 5.0
+    while q.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    q.release("honest")
+    q.put("w1")
+    time.sleep(0.15)
+    assert got == []  # the batch waits for its own replacement, not for the trainer's worker
+    start = time.monotonic()
+    assert q.get("honest", timeout_s=1.0) == "w1"
+    assert time.monotonic() - start < 0.05
+    q.put("w3", owner="hostile")  # the replacement is ready
+    t.join()
+    assert got == ["w3"]
