@@ -11,7 +11,7 @@ import os
 import pwd
 import random
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -86,9 +86,10 @@ def test_with_the_server_port_the_socket_table_is_never_read(
             )
 
 
-def test_another_users_connection_is_that_user() -> None:
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
+@contextmanager
+def _as_nobody(connect: Callable[[], bytes]) -> Iterator[bytes]:
+    """Run ``connect`` in a forked child as ``nobody``; yield what it reported while the child
+    keeps its sockets open, then let it exit."""
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()
     "127.0.0.1".encode("idna")  # the codec a host string needs, imported before dropping to nobody
@@ -97,26 +98,40 @@ def test_another_users_connection_is_that_user() -> None:
         try:
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            conn = socket.create_connection(("127.0.0.1", port))
-            os.write(ready_w, str(conn.getsockname()[1]).encode())
+            os.write(ready_w, connect())
             os.read(done_r, 1)
         finally:
             os._exit(0)
     os.close(ready_w)
     os.close(done_r)
     try:
-        cport = int(os.read(ready_r, 16))
-        accepted, _ = server.accept()
-        with accepted:
-            peers._cache.clear()
-            by_tuple = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}", server_port=port)
-            by_table = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}")
-            assert by_tuple == by_table == f"uid:{NOBODY}"
+        yield os.read(ready_r, 64)
     finally:
         os.write(done_w, b"x")
         os.waitpid(child, 0)
         for fd in (ready_r, done_w):
             os.close(fd)
+
+
+def test_another_users_connection_is_that_user() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    held: list[socket.socket] = []
+
+    def connect() -> bytes:
+        held.append(socket.create_connection(("127.0.0.1", port)))
+        return str(held[0].getsockname()[1]).encode()
+
+    try:
+        with _as_nobody(connect) as reply:
+            cport = int(reply)
+            accepted, _ = server.accept()
+            with accepted:
+                peers._cache.clear()
+                by_tuple = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}", server_port=port)
+                by_table = peers.principal_of_peer(f"ipv4:127.0.0.1:{cport}")
+                assert by_tuple == by_table == f"uid:{NOBODY}"
+    finally:
         server.close()
 
 
@@ -205,33 +220,22 @@ def test_a_port_shared_with_another_users_connection_makes_the_caller_its_connec
     caller.bind(("127.0.0.1", 0))
     shared = caller.getsockname()[1]
     caller.connect(("127.0.0.2", port))
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    "127.0.0.1".encode("idna")  # the codec a host string needs, imported before dropping to nobody
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child
-        try:
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            other = socket.socket()
-            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            other.bind(("127.0.0.1", shared))
-            other.connect(("127.0.0.3", port))
-            os.write(ready_w, b"1")
-            os.read(done_r, 1)
-        finally:
-            os._exit(0)
-    os.close(ready_w)
-    os.close(done_r)
+    held: list[socket.socket] = []
+
+    def connect() -> bytes:
+        other = socket.socket()
+        held.append(other)
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", shared))
+        other.connect(("127.0.0.3", port))
+        return b"1"
+
     try:
-        assert os.read(ready_r, 1) == b"1", "nobody could not share the port"
-        peers._cache.clear()
-        principal = peers.principal_of_peer(f"ipv4:127.0.0.1:{shared}", server_port=port)
-        assert principal == f"connection:127.0.0.1:{shared}"
+        with _as_nobody(connect) as reply:
+            assert reply == b"1", "nobody could not share the port"
+            peers._cache.clear()
+            principal = peers.principal_of_peer(f"ipv4:127.0.0.1:{shared}", server_port=port)
+            assert principal == f"connection:127.0.0.1:{shared}"
     finally:
-        os.write(done_w, b"x")
-        os.waitpid(child, 0)
-        for fd in (ready_r, done_w):
-            os.close(fd)
         caller.close()
         server.close()
