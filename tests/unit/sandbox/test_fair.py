@@ -262,9 +262,7 @@ def test_a_replacement_stays_charged_to_the_tenant_whose_worker_it_replaces() ->
     q.put("w1")
     time.sleep(0.15)
     assert got == []  # the batch waits for its own replacement, not for the trainer's worker
-    start = time.monotonic()
-    assert q.get("honest", timeout_s=1.0) == "w1"
-    assert time.monotonic() - start < 0.05
+    assert q.get("honest", timeout_s=1.0) == "w1"  # at once; before, None after the timeout
     q.put("w3", owner="hostile")  # the replacement is ready
     t.join()
     assert got == ["w3"]
