@@ -123,9 +123,9 @@ def test_the_successor_waits_for_its_busy_predecessor_not_for_another_request() 
         assert pool.stats().waiting == 1  # the hostile request did not take it
         _GATES["block-t"].set()
         t.join()
-        t0 = time.monotonic()
+        # the successor serves at once (before: the pool's 3 s acquire timeout, then busy)
         r = pool.run(_prog("quick"), key=("trainer", next(trainer)))
-        assert r.ok and r.stdout == b"2" and time.monotonic() - t0 < 1.0
+        assert r.ok and r.stdout == b"2"
         assert pool.stats().waiting == 1  # the reserve still keeps the hostile one waiting
         backend.release(3)  # the hostile worker's replacement
         nxt.join()
