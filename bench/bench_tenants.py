@@ -5,8 +5,8 @@ Run: ``.venv/bin/python bench/bench_tenants.py`` → ``bench/results/tenants.jso
 For each backend (bwrap, Docker), one certd on 127.0.0.1 with a code pool of 2 workers:
 
 * **warm-up**: 40 HumanEval canonical solutions checked once each (one ``Verify`` each), not
-  timed: a fresh server's first checks are slower (p50 29-52 ms over these 40, 12-15 ms after)
-  while its math pool's workers import their modules beside them.
+  timed: a fresh server's first checks are slower while its math pool warms up beside them
+  (``bench/profile_fresh_server.py``: p50 23.5-35.6 ms, against 10.3-11.9 ms after 8 s).
 * **alone**: the same 40, round after round, one at a time, 1,000 checks; latency per check
   (p50, p99, max) and how many were CORRECT. (Until 2026-12-05 "alone" was the warm-up pass:
   its p99 was the largest of 40 cold checks, 38-255 ms from run to run, against a p99 of

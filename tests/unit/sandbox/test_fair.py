@@ -242,10 +242,11 @@ def test_an_early_replacement_is_not_a_spare_for_the_batch() -> None:
 
 
 def test_a_replacement_stays_charged_to_the_tenant_whose_worker_it_replaces() -> None:
-    """Issue 29 (bench_tenants, Docker: honest checks waited 0.1-0.55 s for a worker): while
-    the hostile batch's wrecked worker was replaced, one worker was present, the batch waited
-    for it and the reserve made the trainer wait too, each blocked by the other. The worker
-    being replaced now counts as the batch's own until its replacement arrives."""
+    """Issue 29 (bench/profile_tenants_waits.py, Docker: honest checks waited 237 and 268 ms
+    for a worker): while the hostile batch's wrecked worker was replaced, one worker was
+    present, the batch waited for it and the reserve made the trainer wait too, each blocked
+    by the other. The worker being replaced now counts as the batch's own until its
+    replacement arrives."""
     q: FairQueue[str] = FairQueue(reserve_s=5.0, capacity=2)
     q.put("w1")
     q.put("w2")

@@ -84,7 +84,7 @@ def _prog(name: str) -> Program:
 
 
 def test_the_successor_waits_for_its_busy_predecessor_not_for_another_request() -> None:
-    """Issue 29 (bench_tenants, Docker: an honest check waited 0.55 s for a worker): the
+    """Issue 29 (bench_tenants, Docker: honest checks waited for a worker): the
     trainer's worker neared max_runs and its successor became ready while the trainer's check
     still ran; the hostile batch, whose worker was being replaced after an anomaly, took the
     successor, the old worker retired, and the trainer's next check waited for a container
