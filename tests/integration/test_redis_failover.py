@@ -112,8 +112,10 @@ def fail_over(c: FailoverCluster, certs: Certs) -> Failover:
         size = store.size()
     finally:
         store.close()
-    remembered = max(remembered_size(r) for r in c.replicas)
-    refusal = start_refused(c.replicas[0]) if remembered > size else ""
+    # the replica that remembers the largest checkpoint: the other may remember one the
+    # promoted store still extends, and start
+    remembering = max(c.replicas, key=remembered_size)
+    refusal = start_refused(remembering) if remembered_size(remembering) > size else ""
     for r in c.replicas:
         for note in r.data_dir.glob("checkpoint-*.note"):
             note.unlink()
