@@ -93,6 +93,8 @@ def log_channel(
         ("grpc.initial_reconnect_backoff_ms", 500),
         ("grpc.min_reconnect_backoff_ms", 500),
         ("grpc.max_reconnect_backoff_ms", 5000),
+        # no connection (and its backoff) shared with another channel of the process
+        ("grpc.use_local_subchannel_pool", 1),
     ]
     if server_name is not None:
         options.append(("grpc.ssl_target_name_override", server_name))

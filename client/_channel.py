@@ -97,6 +97,11 @@ class ClientSettings:
             ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
             ("grpc.min_reconnect_backoff_ms", reconnect_ms),
             ("grpc.max_reconnect_backoff_ms", max(reconnect_ms, int(self.backoff_max_s * 1000))),
+            # gRPC shares a connection (subchannel) between channels with the same target and
+            # options, backoff included: a client made after certd came up would fail at once
+            # with "Connection refused" while an earlier client of the process still waits to
+            # reconnect. Each client owns its connections instead.
+            ("grpc.use_local_subchannel_pool", 1),
         ]
 
 

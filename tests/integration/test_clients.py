@@ -6,6 +6,7 @@ Which calls are retried, and on what, is in ``test_client_retries.py``.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from pathlib import Path
@@ -145,6 +146,54 @@ def test_rides_out_a_restart_of_certd(tmp_path: Path) -> None:
     finally:
         for s in holder:
             s.stop(grace_s=1)
+
+
+def test_a_new_client_does_not_inherit_an_earlier_clients_refused_connection(
+    tmp_path: Path,
+) -> None:
+    """gRPC shares a connection between channels with the same target and options, its
+    backoff included. An earlier client of the process that found nothing listening made a
+    client created after certd started fail at once with "Connection refused" (seen in CI:
+    the async half of the stream test below, on a server that was serving). Each client owns
+    its connections: with a 30 s reconnect backoff on the earlier client, the later one of
+    the same settings connects at once, sync and async."""
+    settings = ClientSettings(max_retries=0, backoff_s=30, backoff_max_s=30, timeout_s=10)
+    answer = "<answer>(25-5)*4+3</answer>"
+
+    refused, started = threading.Event(), threading.Event()
+
+    async def refused_then_served(address: str) -> int:
+        async with AsyncCertdClient(address, settings=settings) as early:
+            with pytest.raises(CertdUnavailableError):
+                await early.verify(TASK, answer)
+            refused.set()
+            started.wait()
+            async with AsyncCertdClient(address, settings=settings) as late:
+                return (await late.verify(TASK, answer)).status
+
+    with reserved_port() as port:
+        address = f"127.0.0.1:{port}"
+        early = CertdClient(address, settings=settings)
+        with pytest.raises(CertdUnavailableError):
+            early.verify(TASK, answer)
+        aio = concurrent.futures.ThreadPoolExecutor(1).submit(
+            asyncio.run, refused_then_served(address)
+        )
+        assert refused.wait(60) or aio.result(timeout=0)  # the async client was refused too
+        server = CertdServer(
+            CertdConfig(data_dir=tmp_path / "d", listen=address, math=LAZY_MATH, countdown=NO_POOL)
+        )
+        port.release()
+        server.start()
+    try:
+        started.set()
+        with CertdClient(address, settings=settings) as late:
+            assert late.verify(TASK, answer).status == tasks_pb2.CORRECT
+        assert aio.result(timeout=60) == tasks_pb2.CORRECT
+    finally:
+        started.set()
+        early.close()
+        server.stop(grace_s=1)
 
 
 def test_gives_up_with_a_typed_error_when_nothing_listens() -> None:
