@@ -8,7 +8,6 @@ ledger index is the one ``certify`` wrote, it pipes into ``check-cert -``, and e
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +65,11 @@ def test_get_cert_by_id_and_index_then_check_cert(
 
 
 def test_get_cert_errors_are_one_line_with_exit_codes(
-    address: str, vkey: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    address: str,
+    vkey: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    dead_address: str,
 ) -> None:
     cert = _certify(address, vkey, tmp_path, "25,-", "(25-5)*4+3")
     capsys.readouterr()
@@ -76,10 +79,7 @@ def test_get_cert_errors_are_one_line_with_exit_codes(
     argv = ["get-cert", "--server", address, "--id", str(cert["certificateId"])]
     assert forkgate_main([*argv, "--trust", other]) == 1  # does not verify against this key
     assert "forkgate: error:" in _one_line(capsys.readouterr().err)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
-    assert forkgate_main(["get-cert", "--server", dead, "--index", "0"]) == 3
+    assert forkgate_main(["get-cert", "--server", dead_address, "--index", "0"]) == 3
     _one_line(capsys.readouterr().err)
 
 

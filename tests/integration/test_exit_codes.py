@@ -15,7 +15,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
+from port_helpers import closed_port
 from server_helpers import LAZY_MATH, NO_POOL
 
 from certd.cli import main as certd_main
@@ -34,30 +34,24 @@ from forkgate import CertdClient
 from forkgate.cli import main as forkgate_main
 
 
-def _dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # closed again: nothing listens there
-
-
-def test_health(address: str) -> None:
+def test_health(address: str, dead_address: str) -> None:
     assert certd_main(["health", "--server", address]) == 0
-    assert certd_main(["health", "--server", f"127.0.0.1:{_dead_port()}", "--timeout", "2"]) == 3
+    assert certd_main(["health", "--server", dead_address, "--timeout", "2"]) == 3
 
 
 def test_audit_of_a_server_nobody_runs_is_3_and_a_missing_ledger_is_2(
-    vkey: str, tmp_path: Path
+    vkey: str, tmp_path: Path, dead_address: str
 ) -> None:
-    dead = f"127.0.0.1:{_dead_port()}"
+    dead = dead_address
     state = str(tmp_path / "s.json")
     assert certd_main(["audit", "--server", dead, "--trust", vkey, "--state", state]) == 3
     assert certd_main(["audit", "--data-dir", str(tmp_path / "none"), "--state", state]) == 2
 
 
-def test_forkgate_usage_and_down(vkey: str, tmp_path: Path) -> None:
+def test_forkgate_usage_and_down(vkey: str, tmp_path: Path, dead_address: str) -> None:
     missing = str(tmp_path / "absent.json")
     assert forkgate_main(["check-cert", missing, "--trust", vkey]) == 2
-    dead = f"127.0.0.1:{_dead_port()}"
+    dead = dead_address
     assert forkgate_main(["guard", "--server", dead, "--run", "r"]) == 3
     bad = subprocess.run(
         [sys.executable, "-m", "forkgate.cli", "admit", "--in", "x"],
@@ -105,19 +99,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     with sqlite3.connect(damaged / "ledger.sqlite") as db:
         db.execute("DELETE FROM entries WHERE idx = 0")
     shutil.copytree(damaged, base / "ex-damaged" / "certd-data")  # experiment's own certd
-    dead = f"127.0.0.1:{_dead_port()}"
-    _stage_stores(base, dead)
-    try:
-        yield {
-            "address": address,
-            "vkey": vkey,
-            "dir": str(base),
-            "dead": dead,
-            "task": TASK.replace(" ", ""),
-            "other": SigningKey.generate("stranger.example/log").verifier().to_vkey(),
-        }
-    finally:
-        server.stop(grace_s=1)
+    with closed_port() as port:  # refused, and no other process can take it, meanwhile
+        dead = f"127.0.0.1:{port}"
+        _stage_stores(base, dead)
+        try:
+            yield {
+                "address": address,
+                "vkey": vkey,
+                "dir": str(base),
+                "dead": dead,
+                "task": TASK.replace(" ", ""),
+                "other": SigningKey.generate("stranger.example/log").verifier().to_vkey(),
+            }
+        finally:
+            server.stop(grace_s=1)
 
 
 def _stage_stores(base: Path, dead: str) -> None:
@@ -255,7 +250,7 @@ def test_serve_exits_1_on_a_damaged_store_and_2_on_a_bad_config(
 
 
 def test_serve_exits_0_on_sigterm_and_3_when_its_ledger_store_is_unreachable(
-    tmp_path: Path,
+    tmp_path: Path, dead_address: str
 ) -> None:
     config = tmp_path / "no-math.json"
     config.write_text('{"math": {"enabled": false}}')
@@ -269,7 +264,7 @@ def test_serve_exits_0_on_sigterm_and_3_when_its_ledger_store_is_unreachable(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 0
     down = subprocess.run(
-        [*serve, "--data-dir", str(tmp_path / "r"), "--ledger", f"redis://127.0.0.1:{_dead_port()}/0"],
+        [*serve, "--data-dir", str(tmp_path / "r"), "--ledger", f"redis://{dead_address}/0"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert down.returncode == 3, down.stderr

@@ -96,16 +96,11 @@ def test_certd_info_text_and_json(
     assert vkey in text
 
 
-def test_certd_info_of_nobody_is_3(tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = _run("info", "--server", f"127.0.0.1:{port}", "--timeout", "3")
+def test_certd_info_of_nobody_is_3(tmp_path: Path, dead_address: str) -> None:
+    done = _run("info", "--server", dead_address, "--timeout", "3")
     assert done.returncode == 3
-    assert _one_line(done.stderr).startswith(f"certd: error: 127.0.0.1:{port}: UNAVAILABLE")
-    missing = _run("info", "--server", f"127.0.0.1:{port}", "--tls-ca", str(tmp_path / "no"))
+    assert _one_line(done.stderr).startswith(f"certd: error: {dead_address}: UNAVAILABLE")
+    missing = _run("info", "--server", dead_address, "--tls-ca", str(tmp_path / "no"))
     assert missing.returncode == 2
     assert _one_line(missing.stderr) == f"certd: error: --tls-ca: {tmp_path / 'no'}: no such file"
 
