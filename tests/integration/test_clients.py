@@ -171,29 +171,33 @@ def test_a_new_client_does_not_inherit_an_earlier_clients_refused_connection(
             async with AsyncCertdClient(address, settings=settings) as late:
                 return (await late.verify(TASK, answer)).status
 
-    with reserved_port() as port:
-        address = f"127.0.0.1:{port}"
-        early = CertdClient(address, settings=settings)
-        with pytest.raises(CertdUnavailableError):
-            early.verify(TASK, answer)
-        aio = concurrent.futures.ThreadPoolExecutor(1).submit(
-            asyncio.run, refused_then_served(address)
-        )
-        assert refused.wait(60) or aio.result(timeout=0)  # the async client was refused too
-        server = CertdServer(
-            CertdConfig(data_dir=tmp_path / "d", listen=address, math=LAZY_MATH, countdown=NO_POOL)
-        )
-        port.release()
-        server.start()
-    try:
-        started.set()
-        with CertdClient(address, settings=settings) as late:
-            assert late.verify(TASK, answer).status == tasks_pb2.CORRECT
-        assert aio.result(timeout=60) == tasks_pb2.CORRECT
-    finally:
-        started.set()
-        early.close()
-        server.stop(grace_s=1)
+    early: CertdClient | None = None
+    server: CertdServer | None = None
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            with reserved_port() as port:
+                address = f"127.0.0.1:{port}"
+                early = CertdClient(address, settings=settings)
+                with pytest.raises(CertdUnavailableError):
+                    early.verify(TASK, answer)
+                aio = pool.submit(asyncio.run, refused_then_served(address))
+                assert refused.wait(60) or aio.result(timeout=0)  # the async one refused too
+                cfg = CertdConfig(
+                    data_dir=tmp_path / "d", listen=address, math=LAZY_MATH, countdown=NO_POOL
+                )
+                server = CertdServer(cfg)
+                port.release()
+                server.start()
+            started.set()
+            with CertdClient(address, settings=settings) as late:
+                assert late.verify(TASK, answer).status == tasks_pb2.CORRECT
+            assert aio.result(timeout=60) == tasks_pb2.CORRECT
+        finally:
+            started.set()  # the async half never waits past the test
+            if early is not None:
+                early.close()
+            if server is not None:
+                server.stop(grace_s=1)
 
 
 def test_gives_up_with_a_typed_error_when_nothing_listens() -> None:
