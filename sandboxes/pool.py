@@ -339,11 +339,16 @@ class WarmPool:
             )
 
     def close(self) -> None:
-        """Kill idle workers; busy ones are killed as their checks finish. Idempotent."""
+        """Kill idle and standing-by workers; busy ones are killed as their checks finish.
+
+        Idempotent.
+        """
         with self._cond:
             self._closed = True
+            standby = list(self._standby.values())  # whatever their predecessors do next
+            self._standby.clear()
             self._cond.notify_all()
-        for worker in self._idle.drain():
+        for worker in [*self._idle.drain(), *standby]:
             worker.kill()
 
     def __enter__(self) -> WarmPool:

@@ -136,3 +136,35 @@ def test_the_successor_waits_for_its_busy_predecessor_not_for_another_request() 
         for g in backend.gates:
             g.set()
         pool.close()
+
+
+def test_close_kills_a_successor_standing_by() -> None:
+    """A successor standing by is in neither the idle set nor a check: ``close`` kills it
+    at once, not when (or if) its predecessor is released again (a predecessor put back
+    idle by a race would otherwise leave it running after the pool closed)."""
+    _GATES["block-c"] = threading.Event()
+    backend = _Backend(free=1)
+    pool = WarmPool(cast(Sandbox, backend), size=1, max_runs=4, acquire_timeout_s=3.0)
+    t: threading.Thread | None = None
+    try:
+        assert pool.wait_ready(_WAIT_S)
+        for _ in range(3):  # the third run starts the successor (max_runs 4, lead 1)
+            assert pool.run(_prog("quick")).ok
+        _until(lambda: len(backend.gates) == 2)
+        t = threading.Thread(target=pool.run, args=(_prog("block-c"),))
+        t.start()
+        _until(lambda: pool.stats().busy == 1)
+        backend.release(1)  # ready while its predecessor's check runs: it stands by
+        _until(lambda: pool.stats().started == 2)
+        successor = backend.started[1]
+        assert not successor.killed.is_set()
+        pool.close()
+        assert successor.killed.is_set()
+        assert not backend.started[0].killed.is_set()  # still running its check
+    finally:
+        for g in [*_GATES.values(), *backend.gates]:
+            g.set()
+        if t is not None:
+            t.join()
+        pool.close()
+    assert backend.started[0].killed.is_set()
