@@ -5,9 +5,13 @@ Example:
     ('ipv4:10.0.0.1:50051,10.0.0.2:50051', [('grpc.lb_policy_name', 'round_robin')])
     >>> ClientSettings(max_retries=0).channel_options()[0]
     ('grpc.max_receive_message_length', 67108864)
+    >>> spec = channel_spec("certd.internal", ClientSettings())
+    >>> spec.target, spec.credentials is None
+    ('certd.internal:50051', True)
 
-``CertdClient`` and ``AsyncCertdClient`` build their channel from these (``forkgate.connection``
-gathers the same settings from flags and the environment); nothing here opens a channel.
+``CertdClient`` and ``AsyncCertdClient`` build their channel from a ``ChannelSpec`` and put
+certd's ``Stubs`` on it (``forkgate.connection`` gathers the same settings from flags and the
+environment); nothing here opens a channel.
 """
 
 from __future__ import annotations
@@ -17,17 +21,25 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
 from certd.netaddr import with_default_port
+from certd.v1 import authority_pb2_grpc, info_pb2_grpc, ledger_pb2_grpc, verifier_pb2_grpc
 
 from ._retry import MAX_ATTEMPTS, service_config
 
+if TYPE_CHECKING:  # the sync client never needs grpc.aio loaded
+    import grpc.aio
+
 __all__ = [
+    "ChannelSpec",
     "ClientSettings",
+    "Stubs",
     "call_metadata",
     "channel_credentials",
+    "channel_spec",
     "channel_target",
     "server_name_options",
 ]
@@ -190,6 +202,68 @@ def channel_credentials(
     if token is None:
         return ssl
     return grpc.composite_channel_credentials(ssl, grpc.access_token_call_credentials(token))
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """Everything a client's channel is built from.
+
+    Attributes:
+        target: the gRPC target (``channel_target``).
+        options: the channel options: the settings', the balancing policy, the TLS name.
+        credentials: TLS credentials, or None for a plaintext channel.
+    """
+
+    target: str
+    options: tuple[tuple[str, int | str], ...]
+    credentials: grpc.ChannelCredentials | None
+
+
+def channel_spec(
+    address: str | Sequence[str],
+    settings: ClientSettings,
+    *,
+    tls_ca: str | Path | None = None,
+    tls_cert: str | Path | None = None,
+    tls_key: str | Path | None = None,
+    token: str | None = None,
+    tls_server_name: str | None = None,
+) -> ChannelSpec:
+    """The channel a client with these arguments connects through (see ``CertdClient``).
+
+    Raises:
+        ValueError: contradictory TLS arguments (``channel_credentials``,
+            ``server_name_options``).
+        OSError: a TLS file cannot be read.
+
+    Returns:
+        The target, options and credentials, nothing opened yet.
+    """
+    target, balancing = channel_target(address)
+    options = [*settings.channel_options(), *balancing]
+    options += server_name_options(tls_server_name, tls_ca, tls_cert)
+    credentials = channel_credentials(tls_ca, tls_cert, tls_key, token)
+    return ChannelSpec(target, tuple(options), credentials)
+
+
+@dataclass(frozen=True, slots=True)
+class Stubs:
+    """The stubs of certd's services on one channel, a ``grpc`` or a ``grpc.aio`` one."""
+
+    verifier: verifier_pb2_grpc.VerifierStub
+    authority: authority_pb2_grpc.AuthorityStub
+    ledger: ledger_pb2_grpc.LedgerStub
+    info: info_pb2_grpc.InfoStub
+
+    @classmethod
+    def on(cls, channel: grpc.Channel | grpc.aio.Channel) -> Stubs:
+        """Stubs that call through ``channel`` (making them sends nothing)."""
+        return cls(
+            verifier_pb2_grpc.VerifierStub(channel),
+            authority_pb2_grpc.AuthorityStub(channel),
+            ledger_pb2_grpc.LedgerStub(channel),
+            info_pb2_grpc.InfoStub(channel),
+        )
 
 
 def call_metadata(idempotent: bool) -> tuple[tuple[str, str], ...] | None:

@@ -113,7 +113,7 @@ def register_task_set(
         route_field=route_field,
     )
     reply: authority_pb2.RegisterTaskSetResponse = client._call(
-        client._authority.RegisterTaskSet, req
+        client._stubs().authority.RegisterTaskSet, req
     )
     return reply
 
@@ -129,7 +129,9 @@ def begin_acceptance(
     req = authority_pb2.BeginAcceptanceRequest(
         run=run, checkpoint=checkpoint, checkpoint_digest=checkpoint_digest, target=target
     )
-    reply: authority_pb2.AcceptanceChallenge = client._call(client._authority.BeginAcceptance, req)
+    reply: authority_pb2.AcceptanceChallenge = client._call(
+        client._stubs().authority.BeginAcceptance, req
+    )
     return reply
 
 
@@ -152,7 +154,7 @@ def accept(
         InvalidRequestError: the samples do not match the challenge.
     """
     req = _accept_request(evaluation_id, checkpoint_digest, samples)
-    reply: authority_pb2.AcceptResponse = client._call(client._authority.Accept, req)
+    reply: authority_pb2.AcceptResponse = client._call(client._stubs().authority.Accept, req)
     return reply
 
 
@@ -173,7 +175,7 @@ def list_acceptances(
     out: list[authority_pb2.AcceptanceDecision] = []
     while True:
         reply: authority_pb2.ListAcceptancesResponse = client._call(
-            client._authority.ListAcceptances, req
+            client._stubs().authority.ListAcceptances, req
         )
         out.extend(reply.decisions)
         if not reply.next_page_token:
@@ -326,7 +328,7 @@ async def register_task_set_async(
         route_field=route_field,
     )
     reply: authority_pb2.RegisterTaskSetResponse = await client._call(
-        client._authority.RegisterTaskSet, req
+        client._stubs().authority.RegisterTaskSet, req
     )
     return reply
 
@@ -339,7 +341,7 @@ async def begin_acceptance_async(
         run=run, checkpoint=checkpoint, checkpoint_digest=checkpoint_digest, target=target
     )
     reply: authority_pb2.AcceptanceChallenge = await client._call(
-        client._authority.BeginAcceptance, req
+        client._stubs().authority.BeginAcceptance, req
     )
     return reply
 
@@ -352,7 +354,7 @@ async def accept_async(
 ) -> authority_pb2.AcceptResponse:
     """``accept`` over the async client."""
     reply: authority_pb2.AcceptResponse = await client._call(
-        client._authority.Accept, _accept_request(evaluation_id, checkpoint_digest, samples)
+        client._stubs().authority.Accept, _accept_request(evaluation_id, checkpoint_digest, samples)
     )
     return reply
 
@@ -365,7 +367,7 @@ async def list_acceptances_async(
     out: list[authority_pb2.AcceptanceDecision] = []
     while True:
         reply: authority_pb2.ListAcceptancesResponse = await client._call(
-            client._authority.ListAcceptances, req
+            client._stubs().authority.ListAcceptances, req
         )
         out.extend(reply.decisions)
         if not reply.next_page_token:

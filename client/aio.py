@@ -15,16 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 import grpc.aio
 
-from certd.v1 import (
-    authority_pb2,
-    authority_pb2_grpc,
-    info_pb2,
-    info_pb2_grpc,
-    ledger_pb2,
-    ledger_pb2_grpc,
-    verifier_pb2,
-    verifier_pb2_grpc,
-)
+from certd.v1 import authority_pb2, info_pb2, ledger_pb2, verifier_pb2
 
 from ._base import (
     StreamChecker,
@@ -39,13 +30,7 @@ from ._base import (
     rotation_records,
     verify_requests,
 )
-from ._channel import (
-    ClientSettings,
-    call_metadata,
-    channel_credentials,
-    channel_target,
-    server_name_options,
-)
+from ._channel import ClientSettings, Stubs, call_metadata, channel_spec
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
 from .verdicts import TypedVerdict
@@ -76,18 +61,22 @@ class AsyncCertdClient:
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
-        target, extra = channel_target(address)
-        options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
-        options += server_name_options(tls_server_name, tls_ca, tls_cert)
-        creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
-        if creds is None:
-            self._channel = grpc.aio.insecure_channel(target, options=options)
+        spec = channel_spec(
+            address,
+            self.settings,
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            token=token,
+            tls_server_name=tls_server_name,
+        )
+        if spec.credentials is None:
+            self._channel = grpc.aio.insecure_channel(spec.target, options=spec.options)
         else:
-            self._channel = grpc.aio.secure_channel(target, creds, options=options)
-        self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
-        self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
-        self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
-        self._info = info_pb2_grpc.InfoStub(self._channel)
+            self._channel = grpc.aio.secure_channel(
+                spec.target, spec.credentials, options=spec.options
+            )
+        self._channel_stubs = Stubs.on(self._channel)
 
     async def __aenter__(self) -> AsyncCertdClient:
         return self
@@ -98,6 +87,10 @@ class AsyncCertdClient:
     async def close(self) -> None:
         """Close the channel."""
         await self._channel.close(None)
+
+    def _stubs(self) -> Stubs:
+        """The stubs every call goes through."""
+        return self._channel_stubs
 
     async def _call(
         self, fn: Callable[..., Awaitable[T]], request: Any, idempotent: bool = False
@@ -145,7 +138,7 @@ class AsyncCertdClient:
         out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = await self._call(
-                self._verifier.VerifyBatch,
+                self._stubs().verifier.VerifyBatch,
                 verifier_pb2.VerifyBatchRequest(items=chunk),
                 idempotent=True,
             )
@@ -159,7 +152,7 @@ class AsyncCertdClient:
         checker = StreamChecker(self.keys)
         requests = (checker.sent(verify_requests([item])[0]) for item in items)
         try:
-            async for reply in self._verifier.VerifyStream(
+            async for reply in self._stubs().verifier.VerifyStream(
                 requests,
                 timeout=self.settings.timeout_s,
                 wait_for_ready=self.settings.wait_for_ready,
@@ -180,7 +173,7 @@ class AsyncCertdClient:
     ) -> authority_pb2.Certificate:
         """Ask for a feasibility certificate; see ``CertdClient.certify``."""
         req = certify_request(task, label, witness, kappa, fields)
-        reply = await self._call(self._authority.Certify, req, idempotent=True)
+        reply = await self._call(self._stubs().authority.Certify, req, idempotent=True)
         return check_certificate(reply.certificate, self.keys, req.task)
 
     async def certify_batch(
@@ -192,7 +185,7 @@ class AsyncCertdClient:
         for start in range(0, len(requests), self.settings.batch_size):
             chunk = requests[start : start + self.settings.batch_size]
             reply = await self._call(
-                self._authority.CertifyBatch,
+                self._stubs().authority.CertifyBatch,
                 authority_pb2.CertifyBatchRequest(items=chunk),
                 idempotent=True,
             )
@@ -215,7 +208,9 @@ class AsyncCertdClient:
             req = authority_pb2.GetCertificateRequest(certificate_id=certificate_id)
         else:
             req = authority_pb2.GetCertificateRequest(ledger_index=ledger_index or 0)
-        return check_certificate(await self._call(self._authority.GetCertificate, req), self.keys)
+        return check_certificate(
+            await self._call(self._stubs().authority.GetCertificate, req), self.keys
+        )
 
     async def get_fork_tree(
         self, task: TaskLike, kappa: str = "", page_size: int = 0
@@ -225,7 +220,9 @@ class AsyncCertdClient:
         req = authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa, page_size=page_size)
         tree = authority_pb2.ForkTree()
         while True:
-            page: authority_pb2.ForkTree = await self._call(self._authority.GetForkTree, req)
+            page: authority_pb2.ForkTree = await self._call(
+                self._stubs().authority.GetForkTree, req
+            )
             for cert in page.certificates:
                 check_certificate(cert, self.keys, pb)
             tree.task_digest, tree.kappa = page.task_digest, page.kappa
@@ -238,7 +235,7 @@ class AsyncCertdClient:
         """Feasible labels and families; see ``CertdClient.enumerate_families``."""
         req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
         reply: authority_pb2.EnumerateFamiliesResponse = await self._call(
-            self._authority.EnumerateFamilies, req
+            self._stubs().authority.EnumerateFamilies, req
         )
         return reply
 
@@ -247,14 +244,14 @@ class AsyncCertdClient:
     async def server_info(self) -> info_pb2.ServerInfoResponse:
         """What the server serves: domains, κ names, verifier versions, limits, log key id."""
         reply: info_pb2.ServerInfoResponse = await self._call(
-            self._info.ServerInfo, info_pb2.ServerInfoRequest()
+            self._stubs().info.ServerInfo, info_pb2.ServerInfoRequest()
         )
         return reply
 
     async def checkpoint(self) -> ledger_pb2.SignedCheckpoint:
         """The latest signed checkpoint."""
         reply: ledger_pb2.SignedCheckpoint = await self._call(
-            self._ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
+            self._stubs().ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
         )
         return reply
 
@@ -263,7 +260,7 @@ class AsyncCertdClient:
         out: list[bytes] = []
         while start + len(out) < end:
             req = ledger_pb2.GetEntriesRequest(start=start + len(out), end=end)
-            page = (await self._call(self._ledger.GetEntries, req)).entries
+            page = (await self._call(self._stubs().ledger.GetEntries, req)).entries
             if not page:
                 break
             out.extend(page)
@@ -274,7 +271,9 @@ class AsyncCertdClient:
     ) -> ledger_pb2.InclusionProof:
         """An inclusion proof tied to a signed checkpoint."""
         req = ledger_pb2.GetInclusionProofRequest(leaf_index=leaf_index, tree_size=tree_size)
-        reply: ledger_pb2.InclusionProof = await self._call(self._ledger.GetInclusionProof, req)
+        reply: ledger_pb2.InclusionProof = await self._call(
+            self._stubs().ledger.GetInclusionProof, req
+        )
         return reply
 
     async def consistency_proof(
@@ -282,7 +281,9 @@ class AsyncCertdClient:
     ) -> ledger_pb2.ConsistencyProof:
         """A consistency proof between two tree sizes."""
         req = ledger_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size)
-        reply: ledger_pb2.ConsistencyProof = await self._call(self._ledger.GetConsistencyProof, req)
+        reply: ledger_pb2.ConsistencyProof = await self._call(
+            self._stubs().ledger.GetConsistencyProof, req
+        )
         return reply
 
     async def key_rotations(self) -> list[dict[str, object]]:
@@ -290,6 +291,6 @@ class AsyncCertdClient:
         (records for ``certd.keyrotation.open_rotation_record``; nothing trusted from here)."""
         req = ledger_pb2.GetKeyRotationsRequest()
         reply: ledger_pb2.GetKeyRotationsResponse = await self._call(
-            self._ledger.GetKeyRotations, req
+            self._stubs().ledger.GetKeyRotations, req
         )
         return rotation_records(reply)

@@ -20,16 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
-from certd.v1 import (
-    authority_pb2,
-    authority_pb2_grpc,
-    info_pb2,
-    info_pb2_grpc,
-    ledger_pb2,
-    ledger_pb2_grpc,
-    verifier_pb2,
-    verifier_pb2_grpc,
-)
+from certd.v1 import authority_pb2, info_pb2, ledger_pb2, verifier_pb2
 
 from ._base import (
     StreamChecker,
@@ -44,13 +35,7 @@ from ._base import (
     rotation_records,
     verify_requests,
 )
-from ._channel import (
-    ClientSettings,
-    call_metadata,
-    channel_credentials,
-    channel_target,
-    server_name_options,
-)
+from ._channel import ClientSettings, Stubs, call_metadata, channel_spec
 from .errors import CertificationRefusedError
 from .tasks import TaskLike, as_task
 from .verdicts import TypedVerdict
@@ -95,18 +80,20 @@ class CertdClient:
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
-        target, extra = channel_target(address)
-        options: list[tuple[str, int | str]] = [*self.settings.channel_options(), *extra]
-        options += server_name_options(tls_server_name, tls_ca, tls_cert)
-        creds = channel_credentials(tls_ca, tls_cert, tls_key, token)
-        if creds is None:
-            self._channel = grpc.insecure_channel(target, options=options)
+        spec = channel_spec(
+            address,
+            self.settings,
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            token=token,
+            tls_server_name=tls_server_name,
+        )
+        if spec.credentials is None:
+            self._channel = grpc.insecure_channel(spec.target, options=spec.options)
         else:
-            self._channel = grpc.secure_channel(target, creds, options=options)
-        self._verifier = verifier_pb2_grpc.VerifierStub(self._channel)
-        self._authority = authority_pb2_grpc.AuthorityStub(self._channel)
-        self._ledger = ledger_pb2_grpc.LedgerStub(self._channel)
-        self._info = info_pb2_grpc.InfoStub(self._channel)
+            self._channel = grpc.secure_channel(spec.target, spec.credentials, options=spec.options)
+        self._channel_stubs = Stubs.on(self._channel)
 
     def __enter__(self) -> CertdClient:
         return self
@@ -117,6 +104,10 @@ class CertdClient:
     def close(self) -> None:
         """Close the channel."""
         self._channel.close()
+
+    def _stubs(self) -> Stubs:
+        """The stubs every call goes through."""
+        return self._channel_stubs
 
     def _call(self, fn: Callable[..., T], request: object, idempotent: bool = False) -> T:
         """One call; gRPC retries its attempts as the channel's service config says
@@ -203,7 +194,7 @@ class CertdClient:
         out: list[tuple[verifier_pb2.Verdict, verifier_pb2.Receipt]] = []
         for chunk in chunks(requests, self.settings.batch_size):
             reply = self._call(
-                self._verifier.VerifyBatch,
+                self._stubs().verifier.VerifyBatch,
                 verifier_pb2.VerifyBatchRequest(items=chunk),
                 idempotent=True,
             )
@@ -224,7 +215,7 @@ class CertdClient:
         checker = StreamChecker(self.keys)
         requests = (checker.sent(r) for r in _requests_one_by_one(items))
         try:
-            replies = self._verifier.VerifyStream(
+            replies = self._stubs().verifier.VerifyStream(
                 requests,
                 timeout=self.settings.timeout_s,
                 wait_for_ready=self.settings.wait_for_ready,
@@ -260,7 +251,7 @@ class CertdClient:
             The certificate (the existing one when (task, label) was certified before).
         """
         req = certify_request(task, label, witness, kappa, fields)
-        reply = self._call(self._authority.Certify, req, idempotent=True)
+        reply = self._call(self._stubs().authority.Certify, req, idempotent=True)
         return check_certificate(reply.certificate, self.keys, req.task)
 
     def certify_batch(
@@ -276,7 +267,7 @@ class CertdClient:
         for start in range(0, len(requests), self.settings.batch_size):
             chunk = requests[start : start + self.settings.batch_size]
             reply = self._call(
-                self._authority.CertifyBatch,
+                self._stubs().authority.CertifyBatch,
                 authority_pb2.CertifyBatchRequest(items=chunk),
                 idempotent=True,
             )
@@ -303,7 +294,7 @@ class CertdClient:
             req = authority_pb2.GetCertificateRequest(certificate_id=certificate_id)
         else:
             req = authority_pb2.GetCertificateRequest(ledger_index=ledger_index or 0)
-        return check_certificate(self._call(self._authority.GetCertificate, req), self.keys)
+        return check_certificate(self._call(self._stubs().authority.GetCertificate, req), self.keys)
 
     def get_fork_tree(
         self, task: TaskLike, kappa: str = "", page_size: int = 0
@@ -320,7 +311,7 @@ class CertdClient:
         req = authority_pb2.GetForkTreeRequest(task=pb, kappa=kappa, page_size=page_size)
         tree = authority_pb2.ForkTree()
         while True:
-            page: authority_pb2.ForkTree = self._call(self._authority.GetForkTree, req)
+            page: authority_pb2.ForkTree = self._call(self._stubs().authority.GetForkTree, req)
             for cert in page.certificates:
                 check_certificate(cert, self.keys, pb)
             tree.task_digest, tree.kappa = page.task_digest, page.kappa
@@ -333,7 +324,7 @@ class CertdClient:
         """Every feasible label of a task with a witness, and the pseudo-fork families."""
         req = authority_pb2.EnumerateFamiliesRequest(task=as_task(task))
         reply: authority_pb2.EnumerateFamiliesResponse = self._call(
-            self._authority.EnumerateFamilies, req
+            self._stubs().authority.EnumerateFamilies, req
         )
         return reply
 
@@ -342,7 +333,7 @@ class CertdClient:
     def server_info(self) -> info_pb2.ServerInfoResponse:
         """What the server serves: domains, κ names, verifier versions, limits, log key id."""
         reply: info_pb2.ServerInfoResponse = self._call(
-            self._info.ServerInfo, info_pb2.ServerInfoRequest()
+            self._stubs().info.ServerInfo, info_pb2.ServerInfoRequest()
         )
         return reply
 
@@ -351,7 +342,7 @@ class CertdClient:
     def checkpoint(self) -> ledger_pb2.SignedCheckpoint:
         """The latest signed checkpoint."""
         reply: ledger_pb2.SignedCheckpoint = self._call(
-            self._ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
+            self._stubs().ledger.GetCheckpoint, ledger_pb2.GetCheckpointRequest()
         )
         return reply
 
@@ -360,7 +351,7 @@ class CertdClient:
         out: list[bytes] = []
         while start + len(out) < end:
             req = ledger_pb2.GetEntriesRequest(start=start + len(out), end=end)
-            page = self._call(self._ledger.GetEntries, req).entries
+            page = self._call(self._stubs().ledger.GetEntries, req).entries
             if not page:
                 break
             out.extend(page)
@@ -369,7 +360,7 @@ class CertdClient:
     def inclusion_proof(self, leaf_index: int, tree_size: int = 0) -> ledger_pb2.InclusionProof:
         """An inclusion proof tied to a signed checkpoint (the latest when size 0)."""
         req = ledger_pb2.GetInclusionProofRequest(leaf_index=leaf_index, tree_size=tree_size)
-        reply: ledger_pb2.InclusionProof = self._call(self._ledger.GetInclusionProof, req)
+        reply: ledger_pb2.InclusionProof = self._call(self._stubs().ledger.GetInclusionProof, req)
         return reply
 
     def consistency_proof(
@@ -377,7 +368,9 @@ class CertdClient:
     ) -> ledger_pb2.ConsistencyProof:
         """A consistency proof between two tree sizes (the latest when second is 0)."""
         req = ledger_pb2.GetConsistencyProofRequest(first_size=first_size, second_size=second_size)
-        reply: ledger_pb2.ConsistencyProof = self._call(self._ledger.GetConsistencyProof, req)
+        reply: ledger_pb2.ConsistencyProof = self._call(
+            self._stubs().ledger.GetConsistencyProof, req
+        )
         return reply
 
     def key_rotations(self) -> list[dict[str, object]]:
@@ -387,7 +380,9 @@ class CertdClient:
         ``certd.keyrotation.open_rotation_record(record, ring)`` verifies one against the keys
         you trust (``certd.keyrotation.follow`` then moves them onto the new key)."""
         req = ledger_pb2.GetKeyRotationsRequest()
-        reply: ledger_pb2.GetKeyRotationsResponse = self._call(self._ledger.GetKeyRotations, req)
+        reply: ledger_pb2.GetKeyRotationsResponse = self._call(
+            self._stubs().ledger.GetKeyRotations, req
+        )
         return rotation_records(reply)
 
 
