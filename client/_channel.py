@@ -208,6 +208,9 @@ def channel_credentials(
 class ChannelSpec:
     """Everything a client's channel is built from.
 
+    A client keeps it so that it can build the same channel again: ``CertdClient`` does in a
+    process forked from the one that built the first (gRPC channels do not cross ``fork()``).
+
     Attributes:
         target: the gRPC target (``channel_target``).
         options: the channel options: the settings', the balancing policy, the TLS name.

@@ -9,11 +9,13 @@ Example::
         cert = c.certify(task, "25,-", "(25-5)*4+3")
 
 With ``trusted_keys`` every receipt, verdict and certificate is checked offline before it is
-returned; a mismatch raises ``VerificationError``.
+returned; a mismatch raises ``VerificationError``. A client inherited through ``fork()`` (a
+DataLoader worker) connects again in the child on its first call there.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -64,6 +66,11 @@ class CertdClient:
         token: a bearer token (needs TLS).
         tls_server_name: the name to check certd's certificate against (one of its SANs)
             instead of the address; needed with TLS over several replica addresses.
+
+    After ``fork()`` (a PyTorch DataLoader worker, a ``multiprocessing`` child) the child's
+    first call builds a new channel from the same target, options and credentials: gRPC does
+    not support a channel made before the fork in the child (grpc/grpc
+    ``doc/fork_support.md``). The parent's channel is left as it is, in both processes.
     """
 
     def __init__(
@@ -80,7 +87,7 @@ class CertdClient:
     ) -> None:
         self.settings = settings or ClientSettings()
         self.keys = load_keyring(trusted_keys)
-        spec = channel_spec(
+        self._spec = channel_spec(
             address,
             self.settings,
             tls_ca=tls_ca,
@@ -89,11 +96,7 @@ class CertdClient:
             token=token,
             tls_server_name=tls_server_name,
         )
-        if spec.credentials is None:
-            self._channel = grpc.insecure_channel(spec.target, options=spec.options)
-        else:
-            self._channel = grpc.secure_channel(spec.target, spec.credentials, options=spec.options)
-        self._channel_stubs = Stubs.on(self._channel)
+        self._connect()
 
     def __enter__(self) -> CertdClient:
         return self
@@ -102,11 +105,32 @@ class CertdClient:
         self.close()
 
     def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
+        """Close the channel this process built (one inherited through ``fork()`` is left to
+        the parent; see ``_stubs``)."""
+        if self._channel_pid == os.getpid():
+            self._channel.close()
+
+    def _connect(self) -> None:
+        """Build the channel and its stubs from ``self._spec``; this process owns them."""
+        spec = self._spec
+        if spec.credentials is None:
+            self._channel = grpc.insecure_channel(spec.target, options=spec.options)
+        else:
+            self._channel = grpc.secure_channel(spec.target, spec.credentials, options=spec.options)
+        self._channel_stubs = Stubs.on(self._channel)
+        self._channel_pid = os.getpid()
 
     def _stubs(self) -> Stubs:
-        """The stubs every call goes through."""
+        """The stubs every call goes through: this process's, built anew after a ``fork()``.
+
+        One ``os.getpid()`` per call tells a child process from the one that built the channel.
+        """
+        if self._channel_pid != os.getpid():
+            # The inherited channel is dropped, never closed: close() would run gRPC's teardown
+            # of calls and connections that belong to the parent (state whose threads did not
+            # survive the fork, sockets the parent may still use), which can hang the child or
+            # cut the parent's connection. The parent keeps using its own channel untouched.
+            self._connect()
         return self._channel_stubs
 
     def _call(self, fn: Callable[..., T], request: object, idempotent: bool = False) -> T:
