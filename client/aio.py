@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,7 +32,7 @@ from ._base import (
     verify_requests,
 )
 from ._channel import ClientSettings, Stubs, call_metadata, channel_spec
-from .errors import CertificationRefusedError
+from .errors import CertificationRefusedError, UsedAfterForkError
 from .tasks import TaskLike, as_task
 from .verdicts import TypedVerdict
 
@@ -45,7 +46,17 @@ T = TypeVar("T")
 
 
 class AsyncCertdClient:
-    """An asyncio client for certd; see ``CertdClient`` for the arguments."""
+    """An asyncio client for certd; see ``CertdClient`` for the arguments.
+
+    Unlike ``CertdClient`` it does not connect again after ``fork()``: used in a child process
+    it raises ``UsedAfterForkError`` before anything reaches gRPC, and ``close()`` there does
+    nothing. A rebuilt channel would not help: its event loop cannot be carried across the
+    fork, and neither can ``grpc.aio``'s own process-wide state (with grpcio 1.85, a new
+    ``grpc.aio`` channel in a child forked while the parent held one crashed, with SIGSEGV or
+    an abort in gRPC's epoll poller, or never got a reply). A forked child (a DataLoader
+    worker) uses a ``CertdClient``, which reconnects there; an ``AsyncCertdClient`` belongs
+    to a process started with ``spawn``.
+    """
 
     def __init__(
         self,
@@ -77,6 +88,7 @@ class AsyncCertdClient:
                 spec.target, spec.credentials, options=spec.options
             )
         self._channel_stubs = Stubs.on(self._channel)
+        self._channel_pid = os.getpid()
 
     async def __aenter__(self) -> AsyncCertdClient:
         return self
@@ -85,11 +97,24 @@ class AsyncCertdClient:
         await self.close()
 
     async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close(None)
+        """Close the channel; in a process forked from the one that made the client, leave it
+        to the parent (see ``_stubs``)."""
+        if self._channel_pid == os.getpid():
+            await self._channel.close(None)
 
     def _stubs(self) -> Stubs:
-        """The stubs every call goes through."""
+        """The stubs every call goes through, in the process that made them (one
+        ``os.getpid()`` per call).
+
+        Raises:
+            UsedAfterForkError: this is a process forked from the one that made the client.
+        """
+        if self._channel_pid != os.getpid():
+            raise UsedAfterForkError(
+                f"AsyncCertdClient made in process {self._channel_pid} was used in process "
+                f"{os.getpid()} after fork(); use a CertdClient in the child (grpc.aio does "
+                "not survive fork), or start the child with 'spawn'"
+            )
         return self._channel_stubs
 
     async def _call(

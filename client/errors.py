@@ -13,6 +13,7 @@ The tree::
     ├── UnimplementedError        the server does not serve this domain or RPC
     ├── ServerError               any other server-side failure (``request_id`` to quote)
     ├── TrainingStalledError      a trainer adapter's batches train on nothing (refused/unscored)
+    ├── UsedAfterForkError        an AsyncCertdClient used in a child process after fork()
     └── VerificationError         a receipt, certificate or proof did not verify offline
 
 The client raises these; the ``forkgate`` CLI renders them and exits with
@@ -34,6 +35,7 @@ __all__ = [
     "SetupError",
     "TrainingStalledError",
     "UnimplementedError",
+    "UsedAfterForkError",
     "VerificationError",
     "forkgate_exit_code",
 ]
@@ -134,6 +136,15 @@ class TrainingStalledError(ForkgateError):
     def __init__(self, message: str, *, counts: object = None) -> None:
         super().__init__(message)
         self.counts = counts
+
+
+class UsedAfterForkError(ForkgateError):
+    """An ``AsyncCertdClient`` was used in a process forked from the one that made it.
+
+    Its ``grpc.aio`` channel belongs to an event loop of the parent process, and neither the
+    loop nor ``grpc.aio`` survives ``fork()``; the child uses a ``CertdClient``, which
+    reconnects after a fork (``AsyncCertdClient``'s docstring says why).
+    """
 
 
 class VerificationError(ForkgateError):

@@ -1,8 +1,9 @@
-"""A client inherited through ``fork()``, as a DataLoader worker inherits the trainer's.
+"""Clients inherited through ``fork()``, as a DataLoader worker inherits the trainer's.
 
 gRPC does not support a channel made before ``fork()`` in the child (grpc/grpc
 ``doc/fork_support.md``): ``CertdClient`` builds a new channel in the child on its first call
-there, and the parent's client goes on working.
+there, and ``AsyncCertdClient`` refuses with ``UsedAfterForkError``. Either way the parent's
+client goes on working.
 
 Each child reports one JSON line through a pipe and leaves with ``os._exit``; the parent waits
 for it up to ``CHILD_DEADLINE_S`` and kills it after, so a hang fails the test instead of
@@ -12,6 +13,7 @@ makes the same calls first, so the client's own deferred imports (receipt checks
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -23,7 +25,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-from forkgate import CertdClient, Status
+from forkgate import AsyncCertdClient, CertdClient, Status
+from forkgate.errors import UsedAfterForkError
 
 TASK = {"domain": "countdown", "task": {"numbers": [25, 5, 4, 3], "target": 83}}
 ANSWER = "<answer>(25-5)*4+3</answer>"
@@ -51,6 +54,37 @@ def test_sync_client_connects_again_in_each_forked_child(address: str, vkey: str
         assert reports == [{"status": "CORRECT", "new_channel": True}] * CHILDREN
         assert client.verify(TASK, ANSWER).status is Status.CORRECT
         assert client._channel is parent_channel  # the parent kept its own channel
+
+
+def test_async_client_refuses_in_a_forked_child(address: str, vkey: str) -> None:
+    with asyncio.Runner() as runner:  # one event loop, alive across the forks
+        client = runner.run(_make_async_client(address, vkey))
+        assert runner.run(client.verify(TASK, ANSWER)).status is Status.CORRECT
+
+        def child() -> dict[str, Any]:
+            try:
+                asyncio.run(client.verify(TASK, ANSWER))
+            except UsedAfterForkError as e:
+                refusal = str(e)
+            else:
+                refusal = ""
+            with CertdClient(address, trusted_keys=[vkey]) as own:  # what the refusal advises
+                status = own.verify(TASK, ANSWER).status.name
+            return {"refusal": refusal, "own_client": status}
+
+        reports = run_in_forked_children(child)
+
+        for report in reports:
+            assert report["refusal"].startswith("AsyncCertdClient made in process ")
+            assert "after fork(); use a CertdClient in the child" in report["refusal"]
+            assert report["own_client"] == "CORRECT"
+        assert runner.run(client.verify(TASK, ANSWER)).status is Status.CORRECT
+        runner.run(client.close())
+
+
+async def _make_async_client(address: str, vkey: str) -> AsyncCertdClient:
+    """The client, made inside the runner's loop (its channel belongs to that loop)."""
+    return AsyncCertdClient(address, trusted_keys=[vkey])
 
 
 def run_in_forked_children(child: Callable[[], dict[str, Any]]) -> list[dict[str, Any]]:
