@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-stamp
-APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server runsc postgresql
+APT_PACKAGES := bubblewrap docker.io docker-compose debootstrap chromium redis-server runsc postgresql gcc
 
 SANDBOX_IMAGE ?= forkgate/sandbox-runner:1
 CERTD_IMAGE ?= forkgate/certd:dev
@@ -44,12 +44,16 @@ $(BASE_STAMP):
 	$(UV) $(TORCH_WHEEL)/torch-*.whl && rm -rf $(TORCH_WHEEL)
 	touch $@
 
-$(RUN_STAMP): pyproject.toml $(BASE_STAMP)
-	$(UV) -e '.[run]'
+# The install also compiles the audit's fixed-key Ed25519 verifier (setup.py, gcc above);
+# --reinstall-package rebuilds it in a venv that had the package already.
+EXTENSION := setup.py certd/signing/_ed25519_fixed.c
+
+$(RUN_STAMP): pyproject.toml $(EXTENSION) $(BASE_STAMP)
+	$(UV) --reinstall-package forkgate -e '.[run]'
 	touch $@
 
-$(STAMP): pyproject.toml $(BASE_STAMP)
-	$(UV) -e '.[dev,train]'
+$(STAMP): pyproject.toml $(EXTENSION) $(BASE_STAMP)
+	$(UV) --reinstall-package forkgate -e '.[dev,train]'
 	# An upgraded venv may keep `kernels` 0.19 (pulled by transformers >= 5.11): verl's
 	# transformers 5.10 fails to import beside it, and nothing else needs it.
 	$(BIN)/uv pip uninstall -q --python $(BIN)/python kernels 2>/dev/null || true

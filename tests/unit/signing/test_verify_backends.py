@@ -43,16 +43,17 @@ def _sodium_accepts(public: bytes, message: bytes, signature: bytes) -> bool:
 
 
 def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
-    """ed25519-dalek's verify_strict (the fast path) refuses every signature libsodium does:
-    non-canonical s, mixed-order and small-order R, non-canonical R, small-order keys, flipped
-    bits; fresh forgeries each round (a lax verifier accepts several: bench/bench_ed25519.py)."""
-    assert ed25519.enable_fast_verify(), "solders is installed with the server extra"
-    assert ed25519.fast_verifier is not None
+    """ed25519-dalek's verify_strict (the fast path where the C extension is not built)
+    refuses every signature libsodium does: non-canonical s, mixed-order and small-order R,
+    non-canonical R, small-order keys, flipped bits; fresh forgeries each round (a lax
+    verifier accepts several: bench/bench_ed25519.py)."""
+    dalek = ed25519.load_dalek_verify()  # the fast path when the C extension is not built
+    assert dalek is not None, "solders is installed with the server extra"
     for n in range(12):
         seed, msg = os.urandom(32), os.urandom(n * 37)
         pub = ed25519_ref.public_key(seed)
         good = ed25519_ref.sign_with(seed, msg)
-        fast = ed25519.fast_verifier(pub)
+        fast = dalek(pub)
         assert fast is not None
         assert _sodium_accepts(pub, msg, good) and fast(msg, good)
         assert good == SigningKey(  # the reference signs as RFC 8032 does
@@ -60,7 +61,7 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
         ).sign(msg)
         for what, bad_pub, bad_sig in ed25519_ref.bad_signatures(seed, msg):
             assert not _sodium_accepts(bad_pub, msg, bad_sig), what
-            bad_fast = ed25519.fast_verifier(bad_pub)
+            bad_fast = dalek(bad_pub)
             assert bad_fast is None or not bad_fast(msg, bad_sig), what
             try:
                 key = VerifierKey("test.example/forged", bad_pub)
@@ -73,16 +74,19 @@ def test_dalek_fast_path_agrees_with_libsodium_on_forged_signatures() -> None:
 def test_non_canonical_key_encoding_gets_no_fast_path() -> None:
     """dalek does not check that a key's y is below p; libsodium does, so such a key keeps
     libsodium's answer (a key with y = p + 2 or the identity's y = p + 1)."""
-    assert ed25519.enable_fast_verify() and ed25519.fast_verifier is not None
-    for y in (ed25519_ref.P + 1, ed25519_ref.P + 2, 2**255 - 1):
-        assert ed25519.fast_verifier(int.to_bytes(y, 32, "little")) is None
-    assert ed25519.fast_verifier(SigningKey.generate("test.example/k").public_key) is not None
+    for prepared in (ed25519.load_dalek_verify(), ed25519.load_fixed_key_verify()):
+        assert prepared is not None
+        for y in (ed25519_ref.P + 1, ed25519_ref.P + 2, 2**255 - 1):
+            assert prepared(int.to_bytes(y, 32, "little")) is None
+        assert prepared(SigningKey.generate("test.example/k").public_key) is not None
 
 
-def test_importing_the_keys_does_not_load_solders() -> None:
-    """solders takes ~0.2 s to import: only bulk verification (the audit) turns it on."""
+def test_importing_the_keys_loads_no_fast_path() -> None:
+    """solders takes ~0.2 s to import and a key's table ~1 ms to build: only bulk
+    verification (the audit) turns the fast path on."""
     code = (
-        "import sys; import certd.signing.keys as k; assert 'solders' not in sys.modules; "
-        "assert k.enable_fast_verify() and 'solders' in sys.modules"
+        "import sys; import certd.signing.keys as k; "
+        "assert not {'solders', 'certd.signing._ed25519_fixed'} & set(sys.modules); "
+        "assert k.enable_fast_verify() and 'certd.signing._ed25519_fixed' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
