@@ -1,6 +1,7 @@
 """Microseconds per Ed25519 verify for each installed backend, side by side in one process.
 
 Usage: ``.venv/bin/python bench/bench_ed25519.py [--rounds 15] [--n 2000] [--msg-bytes 1500]``
+→ ``bench/results/ed25519.json``.
 
 Each round times every backend on the same signatures, backends interleaved, and the table
 gives each one's median over rounds and its ratio to libsodium (PyNaCl). It also prints which
@@ -21,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import write
 from ed25519_ref import bad_signatures
 
 Verify = Callable[[bytes, bytes, bytes], bool]  # (public, message, signature) -> ok
@@ -109,16 +111,19 @@ def _backends() -> dict[str, Verify]:
                 fast = cache[pub]
                 return fast is not None and fast(msg, sig)
 
-            out["certd fast path (dalek, key prepared)"] = certd_fast
+            source = make.__qualname__.split(".")[0]  # load_fixed_key_verify, load_dalek_verify
+            out[f"certd fast path ({source}, key prepared)"] = certd_fast
     except (ImportError, AttributeError):
         pass
     return out
 
 
-def _strictness(backends: dict[str, Verify]) -> None:
+def _strictness(backends: dict[str, Verify]) -> dict[str, list[str]]:
+    """Which backends accept each forgery (printed, and returned by forgery)."""
     seed = os.urandom(32)
     msg = os.urandom(200)
     print("\nforged signatures accepted (a strict verifier accepts none):")
+    out: dict[str, list[str]] = {}
     for what, pub, sig in bad_signatures(seed, msg):
         accepted = []
         for name, verify in backends.items():
@@ -129,6 +134,8 @@ def _strictness(backends: dict[str, Verify]) -> None:
             if ok:
                 accepted.append(name)
         print(f"  {what:40s} {', '.join(accepted) or '-'}")
+        out[what] = accepted
+    return out
 
 
 def main() -> None:
@@ -159,7 +166,21 @@ def main() -> None:
     for name, ts in times.items():
         med = statistics.median(ts)
         print(f"{name:45s} {med:10.1f} {min(ts):8.1f} {med / base:8.2f}x")
-    _strictness(backends)
+    forgeries = _strictness(backends)
+    write(
+        "ed25519",
+        {
+            "n": args.n,
+            "rounds": args.rounds,
+            "msg_bytes": args.msg_bytes,
+            "median_us": {name: round(statistics.median(ts), 2) for name, ts in times.items()},
+            "ratio_to_first": {
+                name: round(statistics.median(ts) / base, 3) for name, ts in times.items()
+            },
+            "forgeries_accepted_by": forgeries,
+            "loadavg_1m": round(os.getloadavg()[0], 2),
+        },
+    )
 
 
 if __name__ == "__main__":

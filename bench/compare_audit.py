@@ -1,7 +1,8 @@
 """``certd audit`` of one ledger by two source trees side by side, interleaved (A/B).
 
 Builds an N-entry data dir as ``bench_ledger.py`` does (once), ``git archive``s the base
-commit and the head commit (so edits in progress never leak in), then runs the real command
+commit and the head commit (so edits in progress never leak in; each tree's C extensions
+compiled in it), then runs the real command
 ``certd audit --data-dir`` round by round: base, head, head without the ed25519-dalek fast
 path (solders hidden; ``--no-dalek-variant`` skips it), then the same in reverse order, ...
 so every variant sees the same machine load. Each run
@@ -21,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -43,6 +45,11 @@ def _tree(commit: str, into: Path) -> Path:
         ["git", "-C", str(ROOT), "archive", commit, "certd"], capture_output=True, check=True
     )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    for source in into.rglob("*.c"):  # its C extensions, built in place as `make setup` does
+        target = source.parent / (source.stem + sysconfig.get_config_var("EXT_SUFFIX"))
+        include = sysconfig.get_paths()["include"]
+        cc = ["gcc", "-O3", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(target)]
+        subprocess.run(cc, check=True)
     return into
 
 
