@@ -46,7 +46,7 @@ $(BASE_STAMP):
 
 # The install also compiles the audit's fixed-key Ed25519 verifier (setup.py, gcc above);
 # --reinstall-package rebuilds it in a venv that had the package already.
-EXTENSION := setup.py certd/signing/_ed25519_fixed.c
+EXTENSION := setup.py certd/signing/fixedkey/_ed25519.c
 
 $(RUN_STAMP): pyproject.toml $(EXTENSION) $(BASE_STAMP)
 	$(UV) --reinstall-package forkgate -e '.[run]'

@@ -18,8 +18,8 @@ setup(
     # ed25519-dalek or libsodium instead.
     ext_modules=[
         Extension(
-            "certd.signing._ed25519_fixed",
-            ["certd/signing/_ed25519_fixed.c"],
+            "certd.signing.fixedkey._ed25519",
+            ["certd/signing/fixedkey/_ed25519.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )

@@ -4,7 +4,7 @@
 ``enable_fast_verify`` switches bulk verification (the audit and its workers) to a verifier
 prepared once per public key, as strict as libsodium (``tests/unit/signing/
 test_verify_backends.py`` and ``test_fixed_key_verify.py`` forge the bad signatures all must
-refuse): the project's own fixed-key verifier (``_ed25519_fixed``, a C extension built with
+refuse): the project's own fixed-key verifier (``fixedkey/_ed25519.c``, a C extension built with
 the package), or else ed25519-dalek's ``verify_strict`` through solders; ``fast_for`` gives a
 key's prepared verifier once it is on.
 """
@@ -91,7 +91,7 @@ def load_dalek_verify() -> Callable[[bytes], FastVerify | None] | None:
 
 
 def load_fixed_key_verify() -> Callable[[bytes], FastVerify | None] | None:
-    """The fixed-key verifier (``certd/signing/_ed25519_fixed.c``) when the extension is built.
+    """The fixed-key verifier (``certd/signing/fixedkey/_ed25519.c``) when the extension is built.
 
     A key is decoded once and a table of its multiples built once (``prepare``, about 1 ms),
     so a verify is about 128 table additions instead of about 253 doublings: about 2.5x
@@ -102,13 +102,13 @@ def load_fixed_key_verify() -> Callable[[bytes], FastVerify | None] | None:
     can only accept what its equation proves, never refuse what the library accepts.
     """
     try:
-        from certd.signing import _ed25519_fixed
+        from certd.signing.fixedkey import _ed25519
     except ImportError:
         return None
 
     def for_key(public: bytes) -> FastVerify | None:
         try:
-            table = _ed25519_fixed.prepare(public)
+            table = _ed25519.prepare(public)
         except ValueError:
             return None
         library_key = Ed25519PublicKey.from_public_bytes(public)
@@ -116,9 +116,7 @@ def load_fixed_key_verify() -> Callable[[bytes], FastVerify | None] | None:
         def verify_fixed(message: bytes, signature: bytes) -> bool:
             r = signature[:32]
             h = int.from_bytes(hashlib.sha512(r + public + message).digest(), "little")
-            if _ed25519_fixed.verify(
-                table, r, signature[32:], (h % _L25519).to_bytes(32, "little")
-            ):
+            if _ed25519.verify(table, r, signature[32:], (h % _L25519).to_bytes(32, "little")):
                 return True
             return verify(library_key, public, message, signature)
 

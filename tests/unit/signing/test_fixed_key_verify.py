@@ -1,4 +1,4 @@
-"""The fixed-key Ed25519 verifier (``certd/signing/_ed25519_fixed.c``) accepts exactly what
+"""The fixed-key Ed25519 verifier (``certd/signing/fixedkey/_ed25519.c``) accepts exactly what
 libsodium accepts, for every key it prepares.
 
 The extension is called directly here, not through ``certd.signing.ed25519``'s wrapper, which
@@ -22,7 +22,7 @@ from nacl.exceptions import BadSignatureError
 from certd.signing import ed25519
 from certd.signing.keys import SigningKey
 
-fixed = pytest.importorskip("certd.signing._ed25519_fixed")
+fixed = pytest.importorskip("certd.signing.fixedkey._ed25519")
 L = ed25519_ref.L
 
 

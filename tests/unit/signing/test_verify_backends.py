@@ -86,7 +86,7 @@ def test_importing_the_keys_loads_no_fast_path() -> None:
     verification (the audit) turns the fast path on."""
     code = (
         "import sys; import certd.signing.keys as k; "
-        "assert not {'solders', 'certd.signing._ed25519_fixed'} & set(sys.modules); "
-        "assert k.enable_fast_verify() and 'certd.signing._ed25519_fixed' in sys.modules"
+        "assert not {'solders', 'certd.signing.fixedkey._ed25519'} & set(sys.modules); "
+        "assert k.enable_fast_verify() and 'certd.signing.fixedkey._ed25519' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -1,4 +1,4 @@
-"""Strict Ed25519 verification under one public key (``_ed25519_fixed.c``)."""
+"""Strict Ed25519 verification under one public key (``_ed25519.c``)."""
 
 def prepare(public_key: bytes, /) -> bytes:
     """The key's table for ``verify``; ValueError for a key that is not canonical, not a point

@@ -607,7 +607,7 @@ static PyMethodDef METHODS[] = {
 };
 
 static struct PyModuleDef MODULE = {
-    PyModuleDef_HEAD_INIT, "_ed25519_fixed",
+    PyModuleDef_HEAD_INIT, "_ed25519",
     "Strict Ed25519 verification under one public key with precomputed tables (see the C "
     "file's header).",
     -1, METHODS,
@@ -619,7 +619,7 @@ static const uint8_t BASE_BYTES[32] = {
     0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
 };
 
-PyMODINIT_FUNC PyInit__ed25519_fixed(void)
+PyMODINIT_FUNC PyInit__ed25519(void)
 {
     fe num, den, minus_one, two;
     fe_set_small(&num, 121665);
@@ -638,7 +638,7 @@ PyMODINIT_FUNC PyInit__ed25519_fixed(void)
     fe_sq(&check, &SQRTM1);
     ge_p3 base;
     if (!fe_equal(&check, &minus_one) || !ge_frombytes(&base, BASE_BYTES)) {
-        PyErr_SetString(PyExc_ImportError, "_ed25519_fixed: the curve constants do not check");
+        PyErr_SetString(PyExc_ImportError, "_ed25519: the curve constants do not check");
         return NULL;
     }
     build_table(BASE_TABLE, &base);
