@@ -117,7 +117,7 @@ _worker: dict[str, object] = {}
 
 def init_worker(opener: Callable[[], LedgerStore] | None, trusted: KeyRing) -> None:
     """The pool's initializer: the trusted keys and how to open the store, once a process;
-    Ed25519 through ed25519-dalek where it is installed (``enable_fast_verify``)."""
+    Ed25519 through a verifier prepared per key (``enable_fast_verify``)."""
     enable_fast_verify()
     _worker.clear()
     _worker.update(opener=opener, trusted=trusted, store=None)

@@ -77,7 +77,7 @@ class AuditRun:
         self.checkpoint: Checkpoint | None = None
         self.verify_signatures = verify_signatures
         if verify_signatures:
-            enable_fast_verify()  # bulk verification: ed25519-dalek where it is installed
+            enable_fast_verify()  # bulk verification: a verifier prepared per key
         self.workers = workers
         # Worker processes parse and verify envelopes in parallel with the rebuild (threads
         # would serialise the JSON parsing on the GIL); forkserver: never fork a threaded parent.
