@@ -8,8 +8,9 @@ Example:
     >>> len(sig), len(public_key(seed))
     (64, 32)
 
-Only tests use it (``tests/unit/signing/test_verify_backends.py``); nothing here is constant
-time.
+Only tests use it (``tests/unit/signing/test_verify_backends.py``,
+``test_fixed_key_verify.py``), with ``sodium_accepts`` as the oracle a strict verifier must
+agree with; nothing here is constant time.
 """
 
 from __future__ import annotations
@@ -133,3 +134,15 @@ def bad_signatures(seed: bytes, msg: bytes) -> Iterator[tuple[str, bytes, bytes]
 
 
 ORDER8_HEX_BYTES = bytes.fromhex(ORDER8_HEX)
+
+
+def sodium_accepts(public: bytes, message: bytes, signature: bytes) -> bool:
+    """libsodium's answer (PyNaCl), for any 32 bytes as key: the strict rule under test."""
+    from nacl.bindings import crypto_sign_open
+    from nacl.exceptions import BadSignatureError
+
+    try:
+        crypto_sign_open(signature + message, public)
+    except BadSignatureError:
+        return False
+    return True

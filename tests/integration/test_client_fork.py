@@ -40,18 +40,25 @@ pytestmark = pytest.mark.shared_certd
 def test_sync_client_connects_again_in_each_forked_child(address: str, vkey: str) -> None:
     with CertdClient(address, trusted_keys=[vkey]) as client:
         assert client.verify(TASK, ANSWER).status is Status.CORRECT  # connected, threads up
+        assert client.verify_batch([(TASK, ANSWER)])[0].status is Status.CORRECT  # its imports
         parent_channel = client._channel
 
         def child() -> dict[str, Any]:
-            verdict = client.verify(TASK, ANSWER)
+            """Several calls, as a data loader worker makes: one new channel serves them all."""
+            statuses = [client.verify(TASK, ANSWER).status.name]
+            child_channel = client._channel
+            statuses += [client.verify(TASK, ANSWER).status.name for _ in range(2)]
+            statuses += [v.status.name for v in client.verify_batch([(TASK, ANSWER)] * 3)]
             return {
-                "status": verdict.status.name,
-                "new_channel": client._channel is not parent_channel,
+                "statuses": statuses,
+                "new_channel": child_channel is not parent_channel,
+                "one_channel": client._channel is child_channel,
             }
 
         reports = run_in_forked_children(child)
 
-        assert reports == [{"status": "CORRECT", "new_channel": True}] * CHILDREN
+        want = {"statuses": ["CORRECT"] * 6, "new_channel": True, "one_channel": True}
+        assert reports == [want] * CHILDREN
         assert client.verify(TASK, ANSWER).status is Status.CORRECT
         assert client._channel is parent_channel  # the parent kept its own channel
 

@@ -479,17 +479,17 @@ static void sc_signed_radix16(int8_t e[64], const uint8_t a[32])
     e[63] = (int8_t)(e[63] + carry);
 }
 
-/* acc += digit * row[.] (or -= with ``negate``), row[k] = (k + 1) Q. */
-static void add_digit(ge_p3 *acc, const ge_precomp row[8], int digit, int negate)
+/* acc += e * row[.] (or -= with ``negate``) for a radix-16 digit e, row[k] = (k + 1) Q. */
+static void add_digit(ge_p3 *acc, const ge_precomp row[8], int e, int negate)
 {
-    if (digit == 0)
+    if (e == 0)
         return;
     ge_p1p1 t;
-    if (digit < 0) {
-        digit = -digit;
+    if (e < 0) {
+        e = -e;
         negate = !negate;
     }
-    ge_madd(&t, acc, &row[digit - 1], negate);
+    ge_madd(&t, acc, &row[e - 1], negate);
     ge_p1p1_to_p3(acc, &t);
 }
 
@@ -610,7 +610,7 @@ static struct PyModuleDef MODULE = {
     PyModuleDef_HEAD_INIT, "_ed25519",
     "Strict Ed25519 verification under one public key with precomputed tables (see the C "
     "file's header).",
-    -1, METHODS,
+    -1, METHODS, NULL, NULL, NULL, NULL,
 };
 
 /* The base point: y = 4/5, x even. */
